@@ -1,0 +1,27 @@
+# Quick start: `make eval` (the main job) and `make test` (the tests).
+# Both create or reuse a local virtualenv in .venv and install the project into it.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.stopbench-installed
+
+.PHONY: eval test bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test]'
+	touch $(STAMP)
+
+eval: $(STAMP)
+	$(VENV)/bin/stopbench run --agent reference --report-dir reports
+
+test: $(STAMP)
+	$(PY) -m pytest -q
+
+bench: $(STAMP)
+	$(PY) benchmarks/fake_server_bench.py
+	$(PY) benchmarks/refagent_bench.py
+
+clean:
+	rm -rf $(VENV) reports/*.json reports/*.html reports/*.xml reports/*.md.out
