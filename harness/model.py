@@ -293,3 +293,119 @@ class RunResult:
             tasks=tuple(TaskResult.from_json(t) for t in data["tasks"]),
             latencies=tuple(LatencySample.from_json(s) for s in data["latencies"]),
         )
+
+
+# ---------------------------------------------------------------------------
+# Observations: what one task run saw. Drivers and the runner produce them; every checker
+# is a function ``Observation -> CheckResult``. All times are ``time.monotonic_ns()``.
+
+
+@dataclass(frozen=True)
+class UserInput:
+    """A user message the harness sent to the agent (a turn's input or a queued inbox item)."""
+
+    text: str
+    mono_ns: int
+    queued: bool = False  # typed while a turn ran (inbox), not as a new turn
+
+
+@dataclass(frozen=True)
+class StopDelivery:
+    """The harness asked the agent to stop the current turn.
+
+    ``exercised`` is False when the turn had visibly ended before Stop arrived, so the race
+    the task wanted was not run; checkers then answer ``skipped``.
+    ``phase`` is what was running: ``"tool"`` (inside a bash window), ``"stream"`` (mid-SSE),
+    or ``"other"``. ``chunks_seen`` is how many text chunks the agent demonstrably received
+    (shown on screen or delivered as events) before Stop, or None when nobody can know.
+    """
+
+    mono_ns: int
+    source: str  # user | parent | disposed | timeout
+    how: str  # "api", "signal:SIGINT", "key:esc", "timeout", …
+    phase: str
+    exercised: bool
+    request: int | None = None  # fake-server request number that was streaming, if any
+    window: str | None = None  # window id that was open, if any
+    chunks_seen: int | None = None
+    text_seen: str | None = None
+
+
+@dataclass(frozen=True)
+class AgentKill:
+    """A SIGKILL of the agent process at a beacon, with the log as it was right after."""
+
+    mono_ns: int
+    pid: int
+    at: str  # "request-received", "chunk-flushed", "window-opened", "next-request", …
+    request: int | None = None
+    window: str | None = None
+    log_bytes: bytes | None = None  # the session file's bytes right after the process was gone
+
+
+@dataclass(frozen=True)
+class Restart:
+    """The agent started again on an existing session.
+
+    ``bytes_before`` is the session file when the restart began (after any damage the task
+    wrote into it); ``bytes_after_load`` is the file once the agent had loaded it and before
+    it was given new input (None when not observable). ``damage`` says what the harness wrote.
+    """
+
+    mono_ns: int
+    bytes_before: bytes | None
+    bytes_after_load: bytes | None
+    damage: str | None = None  # None, "torn-tail", "mid-file"
+    damage_line: int | None = None
+
+
+@dataclass(frozen=True)
+class ProcessExit:
+    """A headless agent process ended (or was killed by the harness)."""
+
+    pid: int
+    role: str  # "run", "resume", "chat", …
+    started_ns: int
+    ended_ns: int
+    returncode: int | None  # None when killed by a signal
+    signal: int | None
+    expect: str  # what the step asked for: "completed", "stopped", "timeout", "killed", "refused"
+    timeout_s: float | None = None
+    stderr_tail: str = ""
+
+
+@dataclass(frozen=True)
+class WindowObservation:
+    """A bash window's process tree, as reported by its beacon, and what became of it."""
+
+    window: str
+    pids: tuple[Mapping[str, Any], ...]  # pid, ppid, pgid, sid, create_time, role
+    stop_ns: int | None  # Stop delivered while the window was open
+    gone_ns: int | None  # when the last process of the tree was seen gone
+    survivors: tuple[Mapping[str, Any], ...] = ()  # still alive at the deadline
+
+
+@dataclass(frozen=True)
+class Observation:
+    """Everything a task run observed; the only input of a checker."""
+
+    task: str
+    agent: str
+    adapter: str
+    driver: str
+    api_key: str  # the canary key handed to the agent (C13)
+    records: tuple[Mapping[str, Any], ...] = ()  # fake-server records, in order
+    inputs: tuple[UserInput, ...] = ()
+    stops: tuple[StopDelivery, ...] = ()
+    kills: tuple[AgentKill, ...] = ()
+    restarts: tuple[Restart, ...] = ()
+    exits: tuple[ProcessExit, ...] = ()
+    windows: tuple[WindowObservation, ...] = ()
+    log: SessionLog | None = None  # final session log via the profile's reader; None if black-box
+    log_error: str | None = None  # the reader refused the final log
+    log_path: str | None = None
+    canary_hits: tuple[Mapping[str, Any], ...] = ()  # {where, line, excerpt}
+    transcript: str = ""  # what the terminal showed / the agent printed
+
+    def requests(self) -> list[Mapping[str, Any]]:
+        return [r for r in self.records if r.get("kind") == "request"]
