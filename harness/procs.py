@@ -1,0 +1,158 @@
+"""Agent processes: start each in its own session with default signal dispositions, end
+each by PID with its whole tree, and check that nothing was left behind.
+
+Why reset dispositions: a process started with ``cmd &`` from a non-interactive shell
+inherits SIGINT as *ignored*, and that survives ``exec``; an agent started from such a
+harness would silently ignore Stop. Why a new session: Stop by signal must reach the agent
+alone (not the harness), and ending "the agent and everything it started" needs a boundary
+— the session — plus psutil's descendant walk for whatever left it (``setsid`` escapees).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+from dataclasses import dataclass
+from typing import Iterable, Mapping, Sequence
+
+import psutil
+
+RESET_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGQUIT, signal.SIGHUP, signal.SIGPIPE)
+
+
+def reset_signals() -> None:
+    """``preexec_fn``: default dispositions and an empty signal mask in the child."""
+    for sig in RESET_SIGNALS:
+        signal.signal(sig, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_SETMASK, [])
+
+
+@dataclass(frozen=True)
+class ProcRef:
+    """A process identified by PID *and* start time, so a reused PID is never mistaken for it."""
+
+    pid: int
+    create_time: float | None = None
+    role: str = ""
+
+    @classmethod
+    def of(cls, pid: int, role: str = "") -> "ProcRef":
+        try:
+            return cls(pid, psutil.Process(pid).create_time(), role)
+        except psutil.Error:
+            return cls(pid, None, role)
+
+    @classmethod
+    def from_record(cls, item: Mapping) -> "ProcRef":
+        return cls(int(item["pid"]), item.get("create_time"), str(item.get("role", "")))
+
+    def process(self) -> psutil.Process | None:
+        """The live process, or None when it is gone (or the PID now names another process)."""
+        try:
+            p = psutil.Process(self.pid)
+            if self.create_time is not None and abs(p.create_time() - self.create_time) > 0.01:
+                return None
+            if p.status() == psutil.STATUS_ZOMBIE:
+                return None
+            return p
+        except psutil.Error:
+            return None
+
+    def alive(self) -> bool:
+        return self.process() is not None
+
+    def to_json(self) -> dict:
+        return {"pid": self.pid, "create_time": self.create_time, "role": self.role}
+
+
+async def spawn(
+    argv: Sequence[str],
+    *,
+    env: Mapping[str, str],
+    cwd: str,
+    stdin: int | None = asyncio.subprocess.DEVNULL,
+) -> asyncio.subprocess.Process:
+    """Start ``argv`` in a new session with default signal dispositions, output piped."""
+    return await asyncio.create_subprocess_exec(
+        *argv,
+        env=dict(env),
+        cwd=cwd,
+        stdin=stdin,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        start_new_session=True,
+        preexec_fn=reset_signals,
+    )
+
+
+def tree(root: ProcRef) -> list[ProcRef]:
+    """The root, its descendants and every process left in its session (if it led one)."""
+    found: dict[int, ProcRef] = {}
+    p = root.process()
+    if p is not None:
+        found[p.pid] = root
+        try:
+            for child in p.children(recursive=True):
+                found.setdefault(child.pid, ProcRef.of(child.pid, "descendant"))
+        except psutil.Error:
+            pass
+    for proc in psutil.process_iter(["pid"]):
+        try:
+            if proc.pid not in found and os.getsid(proc.pid) == root.pid:
+                found[proc.pid] = ProcRef.of(proc.pid, "session")
+        except (OSError, psutil.Error):
+            continue
+    return list(found.values())
+
+
+def kill_all(refs: Iterable[ProcRef], *, deadline_s: float = 10.0) -> list[ProcRef]:
+    """SIGKILL every live process named, wait until they are gone; return any survivors."""
+    live = [(r, r.process()) for r in refs]
+    live = [(r, p) for r, p in live if p is not None]
+    for _, p in live:
+        try:
+            p.kill()
+        except psutil.Error:
+            pass
+    _, alive = psutil.wait_procs([p for _, p in live], timeout=deadline_s)
+    alive_pids = {p.pid for p in alive}
+    return [r for r, _ in live if r.pid in alive_pids and r.alive()]
+
+
+def kill_tree(root: ProcRef, *, deadline_s: float = 10.0) -> list[ProcRef]:
+    """End the root's whole tree by PID; survivors (should be none) are returned."""
+    return kill_all(tree(root), deadline_s=deadline_s)
+
+
+def leftovers(refs: Iterable[ProcRef]) -> list[ProcRef]:
+    """Those of ``refs`` still alive (PID and start time both match)."""
+    return [r for r in refs if r.alive()]
+
+
+def wait_gone(refs: Sequence[ProcRef], *, deadline_s: float) -> int | None:
+    """Poll until every process is gone; the ``monotonic_ns`` when the last was seen gone.
+
+    A tight loop on purpose: this measures L3 (Stop → last process of the tree gone), so the
+    resolution must be well below the figure measured. Returns None at the deadline.
+    """
+    end = time.monotonic() + deadline_s
+    pending = list(refs)
+    while True:
+        pending = [r for r in pending if r.alive()]
+        now = time.monotonic_ns()
+        if not pending:
+            return now
+        if time.monotonic() > end:
+            return None
+        time.sleep(0.0002)
+
+
+def signal_pid(pid: int, sig: int) -> bool:
+    """Send a signal by PID; False when the process was already gone."""
+    try:
+        os.kill(pid, sig)
+        return True
+    except ProcessLookupError:
+        return False

@@ -1,0 +1,350 @@
+"""Agent profiles: how stopbench starts, stops, resumes and reads one agent.
+
+A profile is a TOML file (format in ``docs/profiles.md``). Built-in profiles live in
+``harness/profiles/*.toml``; ``--agent`` takes a built-in name or a path. Everything about an
+agent that the drivers need is data here, so a new agent needs a profile, not code: command
+templates with placeholders, the options spliced in for a timeout, a resume or an adapter,
+the stop signal and keys, the log reader, environment, files to write into a fresh HOME,
+and an optional in-process factory (loaded by name with importlib — the harness never
+imports an agent statically).
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+import string
+import sys
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+BUILTIN_DIR = Path(__file__).with_name("profiles")
+
+PLACEHOLDERS = frozenset(
+    {
+        "base_url",  # OpenAI-style base URL of the fake server (…/v1)
+        "url",  # the fake server's root URL
+        "api_key",  # the run's unique canary key
+        "model",
+        "sessions_dir",
+        "cwd",
+        "home",
+        "prompt",
+        "timeout",
+        "session_id",
+        "scenario",  # path of the task's scenario file
+        "adapter",
+        "bindir",  # directory of the running Python's scripts (the venv's bin/)
+        "python",  # the running interpreter
+    }
+)
+OPTIONS = "{options}"  # a list element replaced by the spliced option lists
+LOG_READERS = frozenset({"contract-v1", "none"})
+KEY_NAMES = frozenset({"esc", "ctrl-c", "ctrl-d", "enter"})
+
+
+class ProfileError(Exception):
+    """A profile that cannot be used, naming the file, the item and the problem."""
+
+    def __init__(self, file: str | Path, item: str, problem: str):
+        self.file, self.item, self.problem = str(file), item, problem
+        super().__init__(f"{file}: {item}: {problem}")
+
+
+class MissingValue(KeyError):
+    pass
+
+
+@dataclass(frozen=True)
+class CommandSpec:
+    """A command template plus the option lists a driver splices in at ``{options}``."""
+
+    command: tuple[str, ...]
+    timeout_options: tuple[str, ...] = ()
+    resume_options: tuple[str, ...] = ()
+    adapter_options: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def render(self, values: Mapping[str, Any], *, timeout: bool = False, resume: bool = False) -> list[str]:
+        options: list[str] = []
+        if timeout:
+            options += self.timeout_options
+        if resume:
+            options += self.resume_options
+        options += self.adapter_options.get(str(values.get("adapter")), ())
+        argv: list[str] = []
+        for part in self.command:
+            if part == OPTIONS:
+                argv += [fill(o, values) for o in options]
+            else:
+                argv.append(fill(part, values))
+        return argv
+
+
+@dataclass(frozen=True)
+class Interactive(CommandSpec):
+    prompt_regex: str = "(?m)^> "
+    turn_ended_regex: str = ""
+    queued_regex: str = ""
+    cancel_command: str = ""
+    stop_keys: tuple[str, ...] = ("esc",)
+    quit_keys: tuple[str, ...] = ("ctrl-d",)
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    path: str
+    description: str = ""
+    adapters: tuple[str, ...] = ("http",)
+    wire_api: str = "chat"
+    model: str = "stopbench-1"
+    log_reader: str = "none"
+    fresh_home: bool = True
+    env: Mapping[str, str] = field(default_factory=dict)
+    files: tuple[Mapping[str, str], ...] = ()  # {path, content} written before the agent starts
+    version_command: tuple[str, ...] = ()
+    headless: CommandSpec | None = None
+    exit_codes: Mapping[str, int] = field(default_factory=dict)
+    interactive: Interactive | None = None
+    stop_signal: int = signal.SIGINT
+    session_stderr_regex: str | None = None
+    session_log_glob: str | None = None
+    inproc_factory: str | None = None
+    failpoints_env: str | None = None
+    failpoints_list_command: tuple[str, ...] = ()
+
+    def drivers(self) -> list[str]:
+        """The drivers this profile can be driven by."""
+        out = []
+        if self.inproc_factory:
+            out.append("inproc")
+        if self.headless:
+            out.append("subprocess")
+        if self.interactive:
+            out.append("terminal")
+        return out
+
+
+def fill(template: str, values: Mapping[str, Any]) -> str:
+    """Substitute ``{name}`` placeholders; a placeholder without a value is an error."""
+    out = []
+    for literal, name, spec, conv in string.Formatter().parse(template):
+        out.append(literal)
+        if name is None:
+            continue
+        if name not in values or values[name] is None:
+            raise MissingValue(name)
+        out.append(format(values[name], spec or ""))
+    return "".join(out)
+
+
+def template_names(template: str) -> set[str]:
+    return {name for _, name, _, _ in string.Formatter().parse(template) if name is not None}
+
+
+def builtin_names() -> list[str]:
+    return sorted(p.stem for p in BUILTIN_DIR.glob("*.toml"))
+
+
+def load_profile(name_or_path: str | Path) -> Profile:
+    """A built-in profile by name, or a profile file by path."""
+    text = str(name_or_path)
+    path = Path(text)
+    if not (text.endswith(".toml") or "/" in text):
+        path = BUILTIN_DIR / f"{text}.toml"
+        if not path.is_file():
+            raise ProfileError(text, "agent", f"no built-in profile of that name (built-in: {', '.join(builtin_names())})")
+    if not path.is_file():
+        raise ProfileError(path, "agent", "file not found")
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ProfileError(path, "toml", str(exc)) from None
+    except UnicodeDecodeError as exc:
+        raise ProfileError(path, "file", f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    return parse_profile(data, path)
+
+
+_TOP_KEYS = {
+    "name", "description", "version_command", "adapters", "wire_api", "model", "log_reader",
+    "fresh_home", "env", "files", "headless", "interactive", "stop", "session", "inproc",
+    "failpoints",
+}
+
+
+def parse_profile(data: Mapping[str, Any], path: str | Path = "<profile>") -> Profile:
+    """Validate a parsed profile table; every problem names its item."""
+    v = _Validator(path)
+    unknown = sorted(set(data) - _TOP_KEYS)
+    if unknown:
+        v.fail(unknown[0], f"unknown key (known: {', '.join(sorted(_TOP_KEYS))})")
+    name = v.string(data, "name", required=True)
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", name):
+        v.fail("name", f"{name!r} is not a plain identifier (letters, digits, . _ -)")
+    log_reader = v.string(data, "log_reader", default="none")
+    if log_reader not in LOG_READERS:
+        v.fail("log_reader", f"{log_reader!r} is not one of {', '.join(sorted(LOG_READERS))}")
+    adapters = v.strings(data, "adapters", default=["http"])
+    if not adapters:
+        v.fail("adapters", "at least one adapter is needed")
+    stop = v.table(data, "stop")
+    signame = v.string(stop, "signal", default="SIGINT", item="stop.signal")
+    try:
+        stop_signal = signal.Signals[signame]
+    except KeyError:
+        v.fail("stop.signal", f"{signame!r} is not a signal name (e.g. SIGINT, SIGTERM)")
+    session = v.table(data, "session")
+    stderr_regex = v.string(session, "stderr_regex", item="session.stderr_regex")
+    if stderr_regex:
+        v.regex("session.stderr_regex", stderr_regex, groups={"id"})
+    headless = None
+    exit_codes: dict[str, int] = {}
+    if "headless" in data:
+        h = v.table(data, "headless")
+        headless = v.command_spec(h, "headless", CommandSpec)
+        for reason, code in v.table(h, "exit_codes", item="headless.exit_codes").items():
+            if not isinstance(code, int):
+                v.fail(f"headless.exit_codes.{reason}", "must be an integer")
+            exit_codes[reason] = code
+    interactive = None
+    if "interactive" in data:
+        i = v.table(data, "interactive")
+        extra = {
+            "prompt_regex": v.string(i, "prompt_regex", required=True, item="interactive.prompt_regex"),
+            "turn_ended_regex": v.string(i, "turn_ended_regex", required=True, item="interactive.turn_ended_regex"),
+            "queued_regex": v.string(i, "queued_regex", default="", item="interactive.queued_regex"),
+            "cancel_command": v.string(i, "cancel_command", default="", item="interactive.cancel_command"),
+            "stop_keys": tuple(v.strings(i, "stop_keys", default=["esc"], item="interactive.stop_keys")),
+            "quit_keys": tuple(v.strings(i, "quit_keys", default=["ctrl-d"], item="interactive.quit_keys")),
+        }
+        for key in ("prompt_regex", "turn_ended_regex", "queued_regex"):
+            if extra[key]:
+                v.regex(f"interactive.{key}", extra[key], groups={"item_id"} if key == "queued_regex" else set())
+        for key in extra["stop_keys"] + extra["quit_keys"]:
+            if key not in KEY_NAMES:
+                v.fail("interactive.stop_keys", f"{key!r} is not a known key ({', '.join(sorted(KEY_NAMES))})")
+        interactive = v.command_spec(i, "interactive", Interactive, extra)
+    if not (headless or interactive or "inproc" in data):
+        v.fail("headless", "a profile needs at least one of [headless], [interactive], [inproc]")
+    files = []
+    for n, f in enumerate(data.get("files", []), 1):
+        if not isinstance(f, dict) or not isinstance(f.get("path"), str) or not isinstance(f.get("content"), str):
+            v.fail(f"files[{n}]", "each file needs string 'path' and 'content'")
+        if not f["path"].startswith("{home}/"):
+            v.fail(f"files[{n}].path", "must start with {home}/ (files are written into the run's fresh HOME)")
+        v.placeholders(f"files[{n}].path", f["path"])
+        v.placeholders(f"files[{n}].content", f["content"])
+        files.append({"path": f["path"], "content": f["content"]})
+    env = v.table(data, "env")
+    for key, value in env.items():
+        if not isinstance(value, str):
+            v.fail(f"env.{key}", "must be a string")
+        v.placeholders(f"env.{key}", value)
+    inproc = v.table(data, "inproc")
+    factory = v.string(inproc, "factory", item="inproc.factory")
+    if factory and not re.fullmatch(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*", factory):
+        v.fail("inproc.factory", f"{factory!r} is not 'module.path:function'")
+    failpoints = v.table(data, "failpoints")
+    return Profile(
+        name=name,
+        path=str(path),
+        description=v.string(data, "description", default=""),
+        adapters=tuple(adapters),
+        wire_api=v.string(data, "wire_api", default="chat"),
+        model=v.string(data, "model", default="stopbench-1"),
+        log_reader=log_reader,
+        fresh_home=v.boolean(data, "fresh_home", default=True),
+        env=dict(env),
+        files=tuple(files),
+        version_command=tuple(v.strings(data, "version_command", default=[])),
+        headless=headless,
+        exit_codes=exit_codes,
+        interactive=interactive,
+        stop_signal=stop_signal,
+        session_stderr_regex=stderr_regex,
+        session_log_glob=v.string(session, "log_glob", item="session.log_glob"),
+        inproc_factory=factory,
+        failpoints_env=v.string(failpoints, "env", item="failpoints.env"),
+        failpoints_list_command=tuple(v.strings(failpoints, "list_command", default=[], item="failpoints.list_command")),
+    )
+
+
+class _Validator:
+    def __init__(self, path: str | Path):
+        self.path = path
+
+    def fail(self, item: str, problem: str):
+        raise ProfileError(self.path, item, problem)
+
+    def string(self, table, key, *, required=False, default=None, item=None) -> Any:
+        item = item or key
+        if key not in table:
+            if required:
+                self.fail(item, "required")
+            return default
+        if not isinstance(table[key], str):
+            self.fail(item, f"must be a string, got {type(table[key]).__name__}")
+        return table[key]
+
+    def boolean(self, table, key, *, default: bool) -> bool:
+        value = table.get(key, default)
+        if not isinstance(value, bool):
+            self.fail(key, "must be true or false")
+        return value
+
+    def strings(self, table, key, *, default, item=None) -> list[str]:
+        item = item or key
+        value = table.get(key, default)
+        if not isinstance(value, list) or not all(isinstance(s, str) for s in value):
+            self.fail(item, "must be a list of strings")
+        for s in value:
+            self.placeholders(item, s)
+        return value
+
+    def table(self, data, key, *, item=None) -> dict:
+        value = data.get(key, {})
+        if not isinstance(value, dict):
+            self.fail(item or key, "must be a table")
+        return value
+
+    def regex(self, item: str, pattern: str, groups: set[str]):
+        try:
+            compiled = re.compile(pattern)
+        except re.error as exc:
+            self.fail(item, f"bad regular expression: {exc}")
+        missing = groups - set(compiled.groupindex)
+        if missing:
+            self.fail(item, f"needs the named group(s) {', '.join(sorted(missing))}")
+
+    def placeholders(self, item: str, template: str):
+        try:
+            names = template_names(template)
+        except ValueError as exc:
+            self.fail(item, f"bad template {template!r}: {exc} (write {{{{ and }}}} for literal braces)")
+        unknown = names - PLACEHOLDERS - {"options"}
+        if unknown:
+            self.fail(item, f"unknown placeholder {{{sorted(unknown)[0]}}} (known: {', '.join(sorted(PLACEHOLDERS))})")
+
+    def command_spec(self, table, section: str, cls, extra=None):
+        command = self.strings(table, "command", default=None, item=f"{section}.command") if "command" in table else None
+        if not command:
+            self.fail(f"{section}.command", "required: the command as a list of strings")
+        if section == "headless" and not any("{prompt}" in c for c in command):
+            self.fail(f"{section}.command", "must pass {prompt}")
+        adapter_options = {}
+        for adapter, opts in self.table(table, "adapter_options", item=f"{section}.adapter_options").items():
+            adapter_options[adapter] = tuple(self.strings({"o": opts}, "o", default=[], item=f"{section}.adapter_options.{adapter}"))
+        return cls(
+            command=tuple(command),
+            timeout_options=tuple(self.strings(table, "timeout_options", default=[], item=f"{section}.timeout_options")),
+            resume_options=tuple(self.strings(table, "resume_options", default=[], item=f"{section}.resume_options")),
+            adapter_options=adapter_options,
+            **(extra or {}),
+        )
+
+
+def base_values() -> dict[str, str]:
+    """Placeholder values that do not depend on the run."""
+    return {"bindir": str(Path(sys.executable).parent), "python": sys.executable}
