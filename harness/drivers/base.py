@@ -1,0 +1,221 @@
+"""The one driver protocol, and what every driver shares.
+
+A driver is how the harness talks to the agent: through its Python API (``inproc``), as a
+headless process (``subprocess``) or through a terminal (``terminal``). Tasks are written in
+one step vocabulary and the runner calls the same methods on every driver; a driver that
+cannot do a step (the in-process driver cannot SIGKILL anything) says so with
+``Unsupported`` and the task reports it instead of pretending.
+
+Each driver records the Observation parts it sees first-hand: the inputs it sent, each Stop
+with its ``mono_ns`` taken *before* delivering it, and process exits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Mapping, Protocol
+
+from harness.model import ProcessExit, StopDelivery, UserInput
+from harness.procs import ProcRef
+from harness.profiles import Profile
+
+
+class DriverError(Exception):
+    """The agent did not do what the step waited for (with what was seen instead)."""
+
+
+class Unsupported(DriverError):
+    """This driver cannot perform the step at all."""
+
+
+@dataclass
+class AgentContext:
+    """Everything about one task run that a driver needs to start the agent."""
+
+    profile: Profile
+    adapter: str
+    values: dict[str, Any]  # placeholder values (profiles.PLACEHOLDERS)
+    env: dict[str, str]
+    sessions_dir: Path
+    cwd: Path
+    scenario: Any = None  # the loaded scenario object, for in-process factories
+
+
+@dataclass(frozen=True)
+class Settlement:
+    """How a turn ended, as far as this driver could see."""
+
+    reason: str | None
+    source: str | None
+    mono_ns: int
+    exit: ProcessExit | None = None
+
+
+class Driver(Protocol):
+    name: ClassVar[str]
+    inputs: list[UserInput]
+    stops: list[StopDelivery]
+    exits: list[ProcessExit]
+
+    @property
+    def session_id(self) -> str | None: ...
+    @property
+    def log_path(self) -> str | None: ...
+    def transcript(self) -> str: ...
+    def processes(self) -> list[ProcRef]: ...
+    def turn_running(self) -> bool: ...
+    def text_since_input(self) -> str: ...
+
+    async def send(self, text: str, *, timeout_s: float | None = None, expect: str = "completed") -> None: ...
+    async def queue(self, text: str) -> str: ...
+    async def cancel_queued(self, item_id: str) -> None: ...
+    async def stop(self, source: str, *, phase: str, request: int | None, window: str | None) -> StopDelivery: ...
+    async def settle(self, deadline_s: float) -> Settlement: ...
+    async def kill(self) -> tuple[int, int]: ...  # (mono_ns, pid)
+    async def restart(self, *, expect: str = "ready", deadline_s: float = 30) -> bytes | None: ...
+    async def close(self) -> None: ...
+
+
+class DriverBase:
+    """Recording and bookkeeping shared by the drivers."""
+
+    name: ClassVar[str] = "base"
+
+    def __init__(self, ctx: AgentContext):
+        self.ctx = ctx
+        self.inputs: list[UserInput] = []
+        self.stops: list[StopDelivery] = []
+        self.exits: list[ProcessExit] = []
+        self._session_id: str | None = None
+        self._log_path: str | None = None
+
+    @property
+    def session_id(self) -> str | None:
+        return self._session_id
+
+    @property
+    def log_path(self) -> str | None:
+        if self._log_path is None:
+            self._log_path = find_log(self.ctx, self._session_id)
+        return self._log_path
+
+    def _found_session(self, match: re.Match | None) -> None:
+        if match is None or self._session_id:
+            return
+        self._session_id = match.group("id")
+        if "path" in match.re.groupindex and match.group("path"):
+            self._log_path = match.group("path")
+
+    def _record_stop(self, source: str, how: str, phase: str, running: bool, stop_ns: int,
+                     request: int | None, window: str | None) -> StopDelivery:
+        text = self.text_since_input() if running else None
+        delivery = StopDelivery(
+            mono_ns=stop_ns, source=source, how=how, phase=phase, exercised=running,
+            request=request, window=window, text_seen=text,
+        )
+        self.stops.append(delivery)
+        return delivery
+
+    def text_since_input(self) -> str:
+        return ""
+
+
+def find_log(ctx: AgentContext, session_id: str | None) -> str | None:
+    """The session log: named by the session id when known, else the newest match of the glob."""
+    pattern = ctx.profile.session_log_glob
+    if not pattern:
+        return None
+    from harness.profiles import fill
+
+    glob = fill(pattern, ctx.values)
+    root = Path(glob).anchor or "/"
+    matches = sorted(Path(root).glob(glob.lstrip("/")), key=lambda p: p.stat().st_mtime_ns)
+    if session_id:
+        named = [m for m in matches if session_id in m.name]
+        if named:
+            return str(named[-1])
+    return str(matches[-1]) if matches else None
+
+
+class OutputBuffer:
+    """Text a process printed, with waiters for a regex to appear after a position."""
+
+    def __init__(self) -> None:
+        self.text = ""
+        self.eof = False
+        self._changed = asyncio.Event()
+
+    def feed(self, data: bytes | str) -> None:
+        self.text += data.decode("utf-8", "replace") if isinstance(data, bytes) else data
+        self._changed.set()
+
+    def close(self) -> None:
+        self.eof = True
+        self._changed.set()
+
+    def search(self, pattern: str | re.Pattern, start: int = 0) -> re.Match | None:
+        return re.compile(pattern).search(self.text, start)
+
+    async def wait_for(self, pattern: str | re.Pattern, *, start: int = 0, deadline_s: float,
+                       what: str) -> re.Match:
+        """The first match at or after ``start``; DriverError at EOF or deadline, with the tail."""
+        match = await self.match_or_eof(pattern, start=start, deadline_s=deadline_s, what=what)
+        if match is None:
+            raise DriverError(f"the agent's output ended before {what}; last output: {self.tail()!r}")
+        return match
+
+    async def match_or_eof(self, pattern: str | re.Pattern, *, start: int = 0, deadline_s: float,
+                           what: str) -> re.Match | None:
+        """The first match at or after ``start``, or None once the output has ended without one."""
+        regex = re.compile(pattern)
+        end = time.monotonic() + deadline_s
+        while True:
+            m = regex.search(self.text, start)
+            if m:
+                return m
+            if self.eof:
+                return None
+            remaining = end - time.monotonic()
+            if remaining <= 0:
+                raise DriverError(f"no {what} within {deadline_s:g} s; last output: {self.tail()!r}")
+            self._changed.clear()
+            try:
+                await asyncio.wait_for(self._changed.wait(), remaining)
+            except TimeoutError:
+                pass
+
+    def tail(self, n: int = 400) -> str:
+        return self.text[-n:]
+
+
+async def pump(stream: asyncio.StreamReader, buffer: OutputBuffer) -> None:
+    """Copy a process pipe into a buffer until EOF."""
+    try:
+        while chunk := await stream.read(65536):
+            buffer.feed(chunk)
+    finally:
+        buffer.close()
+
+
+def exit_of(role: str, pid: int, started_ns: int, ended_ns: int, returncode: int, expect: str,
+            timeout_s: float | None, stderr: str) -> ProcessExit:
+    """A ``ProcessExit`` from a Popen-style return code (negative = killed by that signal)."""
+    return ProcessExit(
+        pid=pid,
+        role=role,
+        started_ns=started_ns,
+        ended_ns=ended_ns,
+        returncode=returncode if returncode >= 0 else None,
+        signal=-returncode if returncode < 0 else None,
+        expect=expect,
+        timeout_s=timeout_s,
+        stderr_tail=stderr[-2000:],
+    )
+
+
+def values_for(ctx: AgentContext, **extra: Any) -> Mapping[str, Any]:
+    return {**ctx.values, **{k: v for k, v in extra.items() if v is not None}}

@@ -1,0 +1,131 @@
+"""The in-process driver: the agent's Python API, loaded by the profile's factory string.
+
+This is where L1 is measured: ``stop()`` is called and its ``mono_ns`` taken in this very
+process, and the settlement's ``mono_ns`` comes from the event the agent appends. The agent
+is loaded with importlib from ``inproc.factory`` (``"module:function"``), never imported by
+name, so the harness does not depend on any agent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import time
+from typing import Any, Callable
+
+from harness.drivers.base import AgentContext, DriverBase, DriverError, Settlement, Unsupported
+from harness.model import StopDelivery, UserInput
+from harness.procs import ProcRef
+
+
+def load_factory(spec: str) -> Callable[..., Any]:
+    module_name, _, attr = spec.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise Unsupported(f"in-process factory {spec!r}: cannot import {module_name} ({exc})") from None
+    try:
+        return getattr(module, attr)
+    except AttributeError:
+        raise Unsupported(f"in-process factory {spec!r}: {module_name} has no {attr}") from None
+
+
+class InprocDriver(DriverBase):
+    name = "inproc"
+
+    def __init__(self, ctx: AgentContext):
+        super().__init__(ctx)
+        if not ctx.profile.inproc_factory:
+            raise Unsupported(f"profile {ctx.profile.name!r} has no [inproc] factory")
+        self._factory = load_factory(ctx.profile.inproc_factory)
+        self._session: Any = None
+        self._unsubscribe: Callable[[], None] | None = None
+        self._turn: Any = None
+        self._turn_no: int | None = None
+        self.events: list[dict] = []  # every event the session published, in order
+        self._deltas: list[str] = []
+        self._ended: set[int] = set()
+
+    def transcript(self) -> str:
+        return "".join(e.get("text", "") for e in self.events if e.get("type") == "text_delta")
+
+    def processes(self) -> list[ProcRef]:
+        return []
+
+    def turn_running(self) -> bool:
+        return self._turn is not None and (self._turn_no not in self._ended)
+
+    def text_since_input(self) -> str:
+        return "".join(self._deltas)
+
+    def _on_event(self, event: dict) -> None:
+        event = dict(event)
+        event.setdefault("mono_ns", time.monotonic_ns())
+        self.events.append(event)
+        kind = event.get("type")
+        if kind == "turn_started":
+            self._turn_no = event.get("turn")
+        elif kind == "text_delta" and event.get("turn") in (None, self._turn_no):
+            self._deltas.append(event.get("text", ""))
+        elif kind == "turn_ended":
+            self._ended.add(event.get("turn"))
+
+    async def _open(self, resume: str | None = None) -> None:
+        ctx = self.ctx
+        self._session = await self._factory(
+            sessions_dir=str(ctx.sessions_dir), cwd=str(ctx.cwd), adapter=ctx.adapter,
+            model=ctx.values["model"], base_url=ctx.values["base_url"], api_key=ctx.values["api_key"],
+            scenario=ctx.values.get("scenario") if ctx.adapter == "inproc" else None, resume=resume,
+        )
+        self._session_id = str(self._session.id)
+        self._log_path = str(self._session.log_path)
+        self._unsubscribe = self._session.subscribe(self._on_event)
+
+    async def send(self, text: str, *, timeout_s: float | None = None, expect: str = "completed") -> None:
+        if timeout_s is not None:
+            raise Unsupported("the in-process API has no per-turn timeout")
+        if self._session is None:
+            await self._open()
+        if self.turn_running():
+            raise DriverError("a turn is still running; queue the text instead")
+        self._deltas = []
+        self._turn_no = None
+        self.inputs.append(UserInput(text=text, mono_ns=time.monotonic_ns()))
+        self._turn = self._session.start_turn(text)
+
+    async def queue(self, text: str) -> str:
+        self.inputs.append(UserInput(text=text, mono_ns=time.monotonic_ns(), queued=True))
+        return str(self._session.queue(text))
+
+    async def cancel_queued(self, item_id: str) -> None:
+        self._session.cancel_queued(item_id)
+
+    async def stop(self, source: str, *, phase: str, request: int | None, window: str | None) -> StopDelivery:
+        if self._turn is None:
+            raise DriverError("Stop before any turn was started")
+        running = self.turn_running()
+        stop_ns = time.monotonic_ns()
+        self._turn.stop(source=source)
+        return self._record_stop(source, "api", phase, running, stop_ns, request, window)
+
+    async def settle(self, deadline_s: float) -> Settlement:
+        if self._turn is None:
+            raise DriverError("nothing to settle: no turn was started")
+        try:
+            ended = await asyncio.wait_for(self._turn.settled(), deadline_s)
+        except TimeoutError:
+            raise DriverError(f"the turn did not settle within {deadline_s:g} s") from None
+        return Settlement(reason=ended.get("reason"), source=ended.get("source"), mono_ns=ended.get("mono_ns", 0))
+
+    async def kill(self) -> tuple[int, int]:
+        raise Unsupported("the in-process driver cannot SIGKILL the agent (it is this process)")
+
+    async def restart(self, *, expect: str = "ready", deadline_s: float = 30) -> bytes | None:
+        raise Unsupported("the in-process driver cannot restart the agent after a kill")
+
+    async def close(self) -> None:
+        if self._session is None:
+            return
+        if self._unsubscribe:
+            self._unsubscribe()
+        await self._session.close()

@@ -1,0 +1,206 @@
+"""The terminal driver: the agent's interactive mode in a pseudo-terminal (pexpect).
+
+It reads the screen as the user would: waits for the prompt, types, presses the profile's
+stop keys during a turn, and recognises the settlement line. The pty's output is read by an
+event-loop reader (no thread, no polling), so waiting for "the prompt" or "turn ended" is a
+wait on the text itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import signal
+import time
+
+import pexpect
+
+from harness.drivers.base import (
+    AgentContext, DriverBase, DriverError, OutputBuffer, Settlement, Unsupported, values_for,
+)
+from harness.model import ProcessExit, StopDelivery, UserInput
+from harness.procs import ProcRef, kill_tree, reset_signals, signal_pid
+
+KEYS = {"esc": "\x1b", "ctrl-c": "\x03", "ctrl-d": "\x04", "enter": "\r"}
+ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[@-Z\\-_]|\r")
+
+
+class TerminalDriver(DriverBase):
+    name = "terminal"
+
+    def __init__(self, ctx: AgentContext):
+        super().__init__(ctx)
+        if ctx.profile.interactive is None:
+            raise Unsupported(f"profile {ctx.profile.name!r} has no [interactive] command")
+        self.spec = ctx.profile.interactive
+        self._child: pexpect.spawn | None = None
+        self._screen = OutputBuffer()
+        self._screens: list[OutputBuffer] = []
+        self._refs: list[ProcRef] = []
+        self._started_ns = 0
+        self._input_at = 0  # screen position right after the last typed turn input
+        self._settle_from = 0  # where the current turn's settlement line is looked for
+        self._running = False
+        self._expect_exit = "killed"
+
+    # -- observation ---------------------------------------------------------------------
+    def transcript(self) -> str:
+        return "".join(ANSI.sub("", s.text) for s in self._screens)
+
+    def processes(self) -> list[ProcRef]:
+        return list(self._refs)
+
+    def turn_running(self) -> bool:
+        if not self._running:
+            return False
+        if self._screen.search(self.spec.turn_ended_regex, self._settle_from):
+            self._running = False
+        return self._running
+
+    def text_since_input(self) -> str:
+        return ANSI.sub("", self._screen.text[self._input_at:])
+
+    # -- process ---------------------------------------------------------------------------
+    async def _spawn(self, *, resume: bool) -> None:
+        argv = self.spec.render(values_for(self.ctx, session_id=self._session_id), resume=resume)
+        self._screen = OutputBuffer()
+        self._screens.append(self._screen)
+        self._started_ns = time.monotonic_ns()
+        self._child = pexpect.spawn(
+            argv[0], argv[1:], env=self.ctx.env, cwd=str(self.ctx.cwd), encoding=None,
+            dimensions=(40, 200), preexec_fn=reset_signals, echo=False,
+        )
+        self._refs.append(ProcRef.of(self._child.pid, "resume" if resume else "chat"))
+        os.set_blocking(self._child.child_fd, False)
+        asyncio.get_running_loop().add_reader(self._child.child_fd, self._on_readable, self._child, self._screen)
+
+    @staticmethod
+    def _on_readable(child: pexpect.spawn, screen: OutputBuffer) -> None:
+        try:
+            data = os.read(child.child_fd, 65536)
+        except BlockingIOError:
+            return
+        except OSError:  # EIO: the terminal's other side is gone
+            data = b""
+        if data:
+            screen.feed(data)
+            return
+        asyncio.get_running_loop().remove_reader(child.child_fd)
+        screen.close()
+
+    async def _ready(self, deadline_s: float = 30) -> None:
+        """Wait for the prompt after the last settlement (or start), and the session line."""
+        if self._child is None:
+            await self._spawn(resume=False)
+        start = self._settle_from if not self._running else self._input_at
+        await self._screen.wait_for(self.spec.prompt_regex, start=start, deadline_s=deadline_s, what="the prompt")
+        regex = self.ctx.profile.session_stderr_regex
+        if regex:
+            self._found_session(self._screen.search(regex))
+
+    def _type(self, text: str) -> None:
+        self._child.send(text.encode("utf-8"))
+
+    # -- steps -------------------------------------------------------------------------------
+    async def send(self, text: str, *, timeout_s: float | None = None, expect: str = "completed") -> None:
+        if timeout_s is not None:
+            raise Unsupported("the interactive mode has no per-turn timeout")
+        await self._ready()
+        self._input_at = len(self._screen.text)
+        self._settle_from = self._input_at
+        self._running = True
+        self.inputs.append(UserInput(text=text, mono_ns=time.monotonic_ns()))
+        self._type(text + KEYS["enter"])
+
+    async def queue(self, text: str) -> str:
+        if not self.spec.queued_regex:
+            raise Unsupported("the profile names no queued_regex: queueing cannot be observed")
+        start = len(self._screen.text)
+        self.inputs.append(UserInput(text=text, mono_ns=time.monotonic_ns(), queued=True))
+        self._type(text + KEYS["enter"])
+        match = await self._screen.wait_for(self.spec.queued_regex, start=start, deadline_s=30, what="the queued acknowledgement")
+        return match.group("item_id")
+
+    async def cancel_queued(self, item_id: str) -> None:
+        if not self.spec.cancel_command:
+            raise Unsupported("the profile names no cancel_command")
+        self._type(self.spec.cancel_command.format(item_id=item_id) + KEYS["enter"])
+
+    async def stop(self, source: str, *, phase: str, request: int | None, window: str | None) -> StopDelivery:
+        if self._child is None:
+            raise DriverError("Stop before the agent was started")
+        keys = "".join(KEYS[k] for k in self.spec.stop_keys)
+        running = self.turn_running()
+        stop_ns = time.monotonic_ns()
+        self._type(keys)
+        return self._record_stop(source, "key:" + "+".join(self.spec.stop_keys), phase, running, stop_ns, request, window)
+
+    async def settle(self, deadline_s: float) -> Settlement:
+        match = await self._screen.wait_for(
+            self.spec.turn_ended_regex, start=self._settle_from, deadline_s=deadline_s, what="the turn-ended line",
+        )
+        self._running = False
+        self._settle_from = match.end()
+        groups = match.groupdict()
+        return Settlement(reason=groups.get("reason"), source=groups.get("source"), mono_ns=time.monotonic_ns())
+
+    async def kill(self) -> tuple[int, int]:
+        if self._child is None or not self._child.isalive():
+            raise DriverError("SIGKILL asked for, but the agent process had already exited")
+        pid = self._child.pid
+        kill_ns = time.monotonic_ns()
+        signal_pid(pid, signal.SIGKILL)
+        await self._reap("killed")
+        self._running = False
+        return kill_ns, pid
+
+    async def restart(self, *, expect: str = "ready", deadline_s: float = 30) -> bytes | None:
+        """Start the interactive mode again on the same session; the log bytes once it is ready.
+
+        With ``expect="refused"`` the agent must exit instead (a damaged log); its exit is
+        recorded and None returned.
+        """
+        if self._session_id is None:
+            raise DriverError("restart asked for, but the agent never named its session")
+        if self._child is not None and self._child.isalive():
+            raise DriverError("restart asked for while the agent is still running")
+        self._running = False
+        self._settle_from = 0
+        await self._spawn(resume=True)
+        if expect == "refused":
+            prompt = await self._screen.match_or_eof(
+                self.spec.prompt_regex, deadline_s=deadline_s, what="the agent's exit on a damaged log")
+            if prompt is not None:  # it accepted the damaged log: end it, the checks judge the exit
+                signal_pid(self._child.pid, signal.SIGKILL)
+            await self._reap("refused")
+            return None
+        await self._ready(deadline_s)
+        path = self.log_path
+        return open(path, "rb").read() if path else None
+
+    async def _reap(self, expect: str) -> ProcessExit:
+        child = self._child
+        await asyncio.to_thread(child.wait)
+        ended_ns = time.monotonic_ns()
+        exit_ = ProcessExit(
+            pid=child.pid, role=self._refs[-1].role, started_ns=self._started_ns, ended_ns=ended_ns,
+            returncode=child.exitstatus, signal=child.signalstatus, expect=expect,
+            stderr_tail=ANSI.sub("", self._screen.tail(2000)),
+        )
+        self.exits.append(exit_)
+        return exit_
+
+    async def close(self) -> None:
+        child = self._child
+        if child is not None:
+            try:
+                asyncio.get_running_loop().remove_reader(child.child_fd)
+            except (ValueError, OSError):
+                pass
+        for ref in self._refs:
+            await asyncio.to_thread(kill_tree, ref)
+        if child is not None:
+            if child.isalive():
+                await asyncio.to_thread(child.wait)
+            child.close(force=True)
