@@ -1,0 +1,115 @@
+"""The contract-v1 reader against hand-written logs: good, torn, damaged, gapped, headerless."""
+
+import base64
+import json
+
+import pytest
+
+from harness.checks.testing import Clock, LogBuilder
+from harness.readers import UnknownReader, get_reader, read_contract_v1
+from harness.readers.contract_v1 import LogDamaged, complete_prefix, event_field_problems
+
+
+def two_turn_log() -> LogBuilder:
+    log = LogBuilder(Clock())
+    log.event("turn_started", turn=1, input="hello", inbox=[])
+    log.event("model_request", turn=1, step=1, request={"model": "m", "messages": [], "tools": [], "stream": True})
+    log.event("assistant_message", turn=1, step=1, text="hi", tool_calls=[], finish_reason="stop", interrupted=False)
+    log.event("step_settled", turn=1, step=1)
+    log.event("turn_ended", turn=1, reason="completed")
+    return log
+
+
+def test_reads_header_and_events_with_line_numbers(tmp_path):
+    path = tmp_path / "s-test.jsonl"
+    path.write_bytes(two_turn_log().to_bytes())
+    log = read_contract_v1(path)
+    assert log.path == str(path)
+    assert log.header.session_id == "s-test" and log.header.model == "stopbench-1"
+    assert log.header.adapter == "inproc" and log.header.parent is None
+    assert [e.type for e in log.events] == ["turn_started", "model_request", "assistant_message",
+                                             "step_settled", "turn_ended"]
+    assert [e.line for e in log.events] == [2, 3, 4, 5, 6]
+    assert [e.seq for e in log.events] == [1, 2, 3, 4, 5]
+    assert log.events[2].get("text") == "hi" and log.events[2].turn == 1
+    assert log.events[0].mono_ns < log.events[-1].mono_ns
+    assert log.torn_tail is None
+
+
+def test_torn_last_line_is_kept_not_parsed():
+    data = two_turn_log().to_bytes(torn=b'{"seq": 6, "type": "turn_sta')
+    log = read_contract_v1(data)
+    assert len(log.events) == 5
+    assert log.torn_tail == b'{"seq": 6, "type": "turn_sta'
+    assert complete_prefix(data) == two_turn_log().to_bytes()
+
+
+def test_unparsable_last_line_with_newline_is_torn():
+    builder = two_turn_log()
+    builder.raw(b'{"seq": 6, "ty')
+    log = read_contract_v1(builder.to_bytes())
+    assert log.torn_tail == b'{"seq": 6, "ty\n'
+    assert len(log.events) == 5
+
+
+def test_damage_before_last_line_names_file_and_line():
+    builder = LogBuilder(Clock())
+    builder.event("turn_started", turn=1, input="x", inbox=[])
+    builder.raw(b"garbage{")
+    builder.event("turn_ended", turn=1, reason="completed", seq=2)
+    with pytest.raises(LogDamaged) as err:
+        read_contract_v1(builder.to_bytes(), path="/s/s-test.jsonl")
+    assert err.value.line == 3 and err.value.path == "/s/s-test.jsonl"
+    assert str(err.value).startswith("/s/s-test.jsonl:3: unreadable line")
+
+
+def test_seq_gap_is_damage():
+    builder = LogBuilder(Clock())
+    builder.event("turn_started", turn=1, input="x", inbox=[])
+    builder.event("turn_ended", turn=1, reason="completed", seq=3)
+    with pytest.raises(LogDamaged, match=r"<bytes>:3: seq 3 where 2 was expected"):
+        read_contract_v1(builder.to_bytes())
+
+
+@pytest.mark.parametrize("first_line, problem", [
+    (b'{"seq": 1, "type": "turn_started", "turn": 1}', "missing header: line 1 is an event"),
+    (b'{"format": "contract-log", "version": 2, "session_id": "s", "created": "t", "cwd": "/", "model": "m"}',
+     "not a contract-log v1 header"),
+    (b'{"format": "contract-log", "version": 1, "created": "t", "cwd": "/", "model": "m"}', "header lacks session_id"),
+])
+def test_bad_header_is_damage(first_line, problem):
+    data = first_line + b"\n" + json.dumps({"seq": 1, "type": "turn_ended", "turn": 1}).encode() + b"\n"
+    with pytest.raises(LogDamaged, match=problem) as err:
+        read_contract_v1(data)
+    assert err.value.line == 1
+
+
+def test_empty_file_has_no_header():
+    with pytest.raises(LogDamaged, match="missing header"):
+        read_contract_v1(b"")
+
+
+def test_unknown_event_type_is_damage():
+    builder = LogBuilder(Clock())
+    builder.raw(json.dumps({"seq": 1, "type": "turn_paused", "turn": 1}).encode())
+    builder.event("turn_ended", turn=1, reason="completed", seq=2)
+    with pytest.raises(LogDamaged, match=r":2: unknown event type 'turn_paused'"):
+        read_contract_v1(builder.to_bytes())
+
+
+def test_field_problems_name_the_field():
+    builder = LogBuilder(Clock())
+    builder.event("tool_result", turn=1, call_id="c1", output="x", exit_code=None, aborted="yes")
+    builder.event("torn_tail_dropped", offset=10, dropped=base64.b64encode(b"x").decode())
+    log = builder.read()
+    assert event_field_problems(log.events[0]) == ["tool_result.aborted is str, not bool"]
+    assert event_field_problems(log.events[1]) == []
+
+
+def test_registry_knows_contract_v1_and_none(tmp_path):
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(two_turn_log().to_bytes())
+    assert get_reader("contract-v1")(path).header.session_id == "s-test"
+    assert get_reader("none")(path) is None
+    with pytest.raises(UnknownReader, match="unknown log reader 'codex-rollout' .known: contract-v1, none"):
+        get_reader("codex-rollout")
