@@ -1,0 +1,115 @@
+"""In-process playback: the fake server's Chat Completions stream without HTTP.
+
+An agent's in-process adapter iterates ``Playback.chat_chunks`` and receives exactly the
+chunk dicts the server would send over SSE, with the same timing, response choice and
+strictness. With ``report_to`` the same records reach a running FakeServer (``source:
+"inproc"``), each posted *before* its chunk is yielded, so a harness waiting for "chunk k
+flushed" never sees it later than the agent does.
+"""
+from __future__ import annotations
+
+import asyncio
+import secrets
+
+import aiohttp
+
+from .errors import ApiError
+from .playout import chunk_record, http_error_of, play, prepare
+from .scenario import Scenario, demo_scenario
+from .script import Ids, ScenarioCursor
+from . import wire_chat
+
+
+class ProviderError(Exception):
+    """The provider refused the request (HTTP status and its error body)."""
+
+    def __init__(self, status: int, body: dict, retry_after: float | None = None):
+        self.status, self.body, self.retry_after = status, body, retry_after
+        error = body.get("error") if isinstance(body, dict) else None
+        message = error.get("message") if isinstance(error, dict) else str(body)
+        super().__init__(f"{status}: {message}")
+
+
+class StreamBroken(Exception):
+    """The stream ended without finishing: a mid-stream error event or a dropped connection."""
+
+
+class Playback:
+    def __init__(self, scenario: Scenario | None, report_to: str | None = None, seed: str | None = None):
+        self.scenario = scenario or demo_scenario()
+        self.cursor = ScenarioCursor(self.scenario)
+        self.ids = Ids(seed or secrets.token_hex(3))
+        self.report_to = report_to.rstrip("/") if report_to else None
+        self._requests = 0
+        self._http: aiohttp.ClientSession | None = None
+
+    async def __aenter__(self):
+        return self
+
+    async def __aexit__(self, *exc):
+        await self.aclose()
+
+    async def aclose(self):
+        if self._http is not None:
+            await self._http.close()
+            self._http = None
+
+    async def _report(self, record: dict) -> dict:
+        """Post ``record`` to the server (which may number it); return it as stored."""
+        record = {**record, "source": "inproc"}
+        if self.report_to is None:
+            return record
+        if self._http is None:
+            self._http = aiohttp.ClientSession()
+        async with self._http.post(f"{self.report_to}/_stopbench/beacon", json=record) as resp:
+            resp.raise_for_status()
+            return await resp.json()
+
+    async def _report_request(self, request: dict, canonical: dict | None, status: int,
+                              error: str | None) -> int:
+        record = {"kind": "request", "api": "chat", "path": "/v1/chat/completions", "headers": {},
+                  "body": request, "canonical": canonical, "status": status}
+        if error is not None:
+            record["error"] = error
+        if self.report_to is None:
+            self._requests += 1
+            return self._requests
+        return (await self._report(record))["request"]
+
+    async def chat_chunks(self, request: dict):
+        """Yield the chat.completion.chunk dicts for ``request`` (a Chat Completions body)."""
+        canonical = None
+        try:
+            parsed = wire_chat.parse(request)
+            canonical = parsed.canonical
+            plan = prepare(parsed, self.cursor, self.ids, self.report_to)
+        except ApiError as exc:
+            request_no = await self._report_request(request, canonical, exc.status, exc.message)
+            await self._report({"kind": "error", "request": request_no, "problem": exc.message})
+            raise ProviderError(exc.status, exc.body) from None
+        refusal = http_error_of(plan, "chat")
+        request_no = await self._report_request(request, canonical, refusal.status if refusal else 200,
+                                                refusal.message if refusal else None)
+        await self._report(plan.response_record(request_no))
+        if refusal is not None:
+            raise ProviderError(refusal.status, refusal.body, plan.http_error.retry_after)
+        encoder = wire_chat.ChatEncoder(plan, parsed, self.ids.new("chatcmpl"))
+        last_chunk = 0
+        try:
+            async for emit in play(plan, encoder):
+                if emit.delta is not None:
+                    last_chunk = emit.chunk
+                    await self._report(chunk_record(request_no, emit, plan))
+                if emit.final:
+                    await self._report({"kind": "stream_end", "request": request_no,
+                                        "complete": emit.complete})
+                for _name, data in emit.events:
+                    if isinstance(data, dict) and "error" in data:
+                        raise StreamBroken(data["error"]["message"])
+                    if isinstance(data, dict):
+                        yield data
+                if emit.final and not emit.complete:
+                    raise StreamBroken("the server closed the connection mid-stream")
+        except (asyncio.CancelledError, GeneratorExit):
+            await self._report({"kind": "disconnect", "request": request_no, "after_chunk": last_chunk})
+            raise

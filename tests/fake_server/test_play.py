@@ -1,0 +1,125 @@
+"""In-process playback: the exact chunks, strictness and error paths, without HTTP."""
+import asyncio
+import json
+
+import pytest
+
+from fake_server.play import Playback, ProviderError, StreamBroken
+from fake_server.scenario import parse_scenario_text
+
+BASH = {"type": "function", "function": {"name": "bash", "parameters": {
+    "type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}}}
+
+
+def scenario(text):
+    return parse_scenario_text('name = "t"\n' + text)
+
+
+def user(text="hi"):
+    return {"model": "m", "stream": True, "messages": [{"role": "user", "content": text}], "tools": [BASH]}
+
+
+async def collect(pb, request):
+    return [c async for c in pb.chat_chunks(request)]
+
+
+async def test_text_and_shell_call_chunks():
+    pb = Playback(scenario('''
+[[responses]]
+[[responses.frames]]
+text = "Hello, world"
+chunk = 5
+[[responses.frames]]
+shell = "echo hi"
+chunk = 7
+'''), seed="s")
+    chunks = await collect(pb, user())
+    assert chunks[0]["choices"][0]["delta"]["role"] == "assistant"
+    assert len({c["id"] for c in chunks}) == 1
+    text = "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks)
+    assert text == "Hello, world"
+    calls = [tc for c in chunks for tc in c["choices"][0]["delta"].get("tool_calls") or []]
+    assert calls[0]["id"] == "call_s000001" and calls[0]["function"]["name"] == "bash"
+    assert all("id" not in tc for tc in calls[1:]) and len(calls) > 1
+    arguments = "".join(tc["function"]["arguments"] for tc in calls)
+    assert json.loads(arguments) == {"command": "echo hi"}
+    assert chunks[-1]["choices"][0]["finish_reason"] == "tool_calls"
+
+
+async def test_two_runs_are_identical_apart_from_timestamps():
+    text = '[[responses]]\n[[responses.frames]]\ntext = "abcdefghij"\nchunk = 3\n[[responses.frames]]\nshell = "ls"\n'
+    runs = []
+    for _ in range(2):
+        chunks = await collect(Playback(scenario(text), seed="x"), user())
+        runs.append([{**c, "created": 0} for c in chunks])
+    assert runs[0] == runs[1]
+
+
+async def test_unbalanced_history_is_refused_like_openai():
+    pb = Playback(scenario('[[responses]]\n[[responses.frames]]\ntext = "x"\n'))
+    request = user()
+    request["messages"] += [{"role": "assistant", "content": None, "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "bash", "arguments": "{}"}}]},
+        {"role": "user", "content": "again"}]
+    with pytest.raises(ProviderError) as info:
+        await collect(pb, request)
+    assert info.value.status == 400
+    assert "did not have response messages: c1" in info.value.body["error"]["message"]
+
+
+async def test_http_error_frame_carries_status_and_retry_after():
+    pb = Playback(scenario('[[responses]]\n[[responses.frames]]\nhttp_error = 429\nretry_after = 2\n'))
+    with pytest.raises(ProviderError) as info:
+        await collect(pb, user())
+    assert (info.value.status, info.value.retry_after) == (429, 2.0)
+    assert info.value.body["error"]["code"] == "rate_limit_exceeded"
+
+
+@pytest.mark.parametrize("ending", ['error = "server_error"', "disconnect = true"])
+async def test_broken_stream_raises_after_the_chunks_before_it(ending):
+    pb = Playback(scenario(f'[[responses]]\n[[responses.frames]]\ntext = "partial"\n[[responses.frames]]\n{ending}\n'))
+    seen = []
+    with pytest.raises(StreamBroken):
+        async for chunk in pb.chat_chunks(user()):
+            seen.append(chunk["choices"][0]["delta"].get("content"))
+    assert seen == ["partial"]
+
+
+async def test_stall_waits_until_the_consumer_cancels():
+    pb = Playback(scenario('[[responses]]\n[[responses.frames]]\ntext = "a"\n[[responses.frames]]\nstall = true\n'))
+    first = asyncio.Event()
+
+    async def consume():
+        async for _ in pb.chat_chunks(user()):
+            first.set()
+
+    task = asyncio.create_task(consume())
+    await asyncio.wait_for(first.wait(), 10)
+    assert not task.done()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+
+async def test_exhausted_scenario_is_a_500_naming_it():
+    pb = Playback(scenario('[[responses]]\n[[responses.frames]]\ntext = "once"\n'))
+    await collect(pb, user())
+    with pytest.raises(ProviderError) as info:
+        await collect(pb, user())
+    assert info.value.status == 500 and "scenario 't'" in info.value.body["error"]["message"]
+
+
+async def test_shell_frame_without_shell_tool_is_refused_clearly():
+    pb = Playback(scenario('[[responses]]\n[[responses.frames]]\nshell = "ls"\n'))
+    request = {**user(), "tools": []}
+    with pytest.raises(ProviderError) as info:
+        await collect(pb, request)
+    assert "no usable shell tool" in info.value.body["error"]["message"]
+
+
+async def test_include_usage_adds_a_usage_chunk_with_no_choices():
+    pb = Playback(scenario('[[responses]]\n[[responses.frames]]\ntext = "x"\n[[responses.frames]]\nfinish = "length"\nusage = { input_tokens = 7, output_tokens = 3 }\n'))
+    chunks = await collect(pb, {**user(), "stream_options": {"include_usage": True}})
+    assert chunks[-2]["choices"][0]["finish_reason"] == "length"
+    assert chunks[-1]["choices"] == []
+    assert chunks[-1]["usage"] == {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10}
