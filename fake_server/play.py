@@ -93,7 +93,7 @@ class Playback:
         await self._report(plan.response_record(request_no))
         if refusal is not None:
             raise ProviderError(refusal.status, refusal.body, plan.http_error.retry_after)
-        encoder = wire_chat.ChatEncoder(plan, parsed, self.ids.new("chatcmpl"))
+        encoder = wire_chat.Encoder(plan, parsed, self.ids)
         last_chunk = 0
         try:
             async for emit in play(plan, encoder):

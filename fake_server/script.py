@@ -32,8 +32,8 @@ class Ids:
         self.seed = seed
         self._counter = itertools.count(1)
 
-    def new(self, prefix: str) -> str:
-        return f"{prefix}_{self.seed}{next(self._counter):06d}"
+    def new(self, prefix: str, sep: str = "_") -> str:
+        return f"{prefix}{sep}{self.seed}{next(self._counter):06d}"
 
 
 class Exhausted(LookupError):

@@ -5,7 +5,7 @@ import json
 import time
 
 from .errors import STREAM_ERROR_STATUS, openai_error
-from .script import Delta, Parsed, Plan
+from .script import Delta, Ids, Parsed, Plan
 from .shell import ToolDef
 
 ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant",
@@ -114,12 +114,12 @@ def _unanswered(ids: list[str], index: int):
                              f"have response messages: {', '.join(ids)}", param=f"messages.[{index}].role")
 
 
-class ChatEncoder:
+class Encoder:
     """Chat Completions chunks (SSE ``data:`` lines) and the non-streamed body for one plan."""
 
-    def __init__(self, plan: Plan, parsed: Parsed, response_id: str):
+    def __init__(self, plan: Plan, parsed: Parsed, ids: Ids):
         self.plan, self.parsed = plan, parsed
-        self.id = response_id
+        self.id = ids.new("chatcmpl", sep="-")
         self.created = int(time.time())
         self.role_sent = False
 
