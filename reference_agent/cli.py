@@ -1,0 +1,154 @@
+"""``refagent``: run one turn headless, chat in a terminal, fork a session, list failpoints.
+
+Exit codes of ``run`` (contract C8): 0 completed; 2 error, blocked, max_tokens or bad input
+(a damaged log included); 3 aborted or interrupted. SIGINT and SIGTERM are Stop: the turn
+settles first, then the process exits 3.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import sys
+from importlib import metadata
+
+from . import failpoints
+from .api import default_sessions_dir, fork, latest_session_id, open_session
+from .log import LogDamage
+
+EXIT_CODES = {"completed": 0, "error": 2, "blocked": 2, "max_tokens": 2, "aborted": 3, "interrupted": 3}
+
+
+def exit_code_for(settlement: dict, stop_source: str | None) -> int:
+    code = EXIT_CODES[settlement["reason"]]
+    if stop_source == "timeout" and failpoints.on("exit-1-on-timeout"):
+        return 1
+    if stop_source in ("user", "parent") and failpoints.on("exit-0-on-stop"):
+        return 0
+    return code
+
+
+def _version() -> str:
+    try:
+        return metadata.version("stopbench")
+    except metadata.PackageNotFoundError:
+        return "0+unknown"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="refagent", description="A small coding agent that keeps the interruption contract.")
+    parser.add_argument("--version", action="version", version=f"refagent {_version()}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def session_options(p: argparse.ArgumentParser) -> None:
+        resume = p.add_mutually_exclusive_group()
+        resume.add_argument("--resume", metavar="ID", help="continue this session")
+        resume.add_argument("--continue", dest="continue_", action="store_true", help="continue the latest session")
+        p.add_argument("--adapter", choices=["http", "inproc", "openai-sdk"], default="http")
+        p.add_argument("--base-url", default=os.environ.get("OPENAI_BASE_URL"))
+        p.add_argument("--api-key", default=os.environ.get("OPENAI_API_KEY"))
+        p.add_argument("--model", default=os.environ.get("OPENAI_MODEL", "stopbench-1"))
+        p.add_argument("--sessions-dir", default=None)
+        p.add_argument("--cwd", default=None)
+        p.add_argument("--scenario", help="scenario file (inproc adapter)")
+        p.add_argument("--failpoints", help="comma-separated failpoints to enable (testing the harness)")
+
+    run = sub.add_parser("run", help="run one turn and print the answer")
+    session_options(run)
+    run.add_argument("--timeout", type=float, help="Stop the turn after this many seconds (exit 3)")
+    run.add_argument("prompt")
+    chat = sub.add_parser("chat", help="interactive session in the terminal")
+    session_options(chat)
+    fk = sub.add_parser("fork", help="copy a session up to an event into a new session")
+    fk.add_argument("session_id")
+    fk.add_argument("--at", type=int, required=True, metavar="SEQ")
+    fk.add_argument("--sessions-dir", default=None)
+    fp = sub.add_parser("failpoints", help="list the failpoints")
+    fp.add_argument("--json", action="store_true")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        failpoints.check_env()
+        if getattr(args, "failpoints", None):
+            failpoints.enable(failpoints.active() | failpoints.parse(args.failpoints))
+        if args.command == "failpoints":
+            return _list_failpoints(args.json)
+        if args.command == "fork":
+            new_id, path = fork(args.sessions_dir or default_sessions_dir(), args.session_id, args.at)
+            print(f"refagent: session {new_id} {path}", file=sys.stderr)
+            print(new_id)
+            return 0
+        if args.command == "run":
+            return asyncio.run(_run(args))
+        from .chat import chat_main
+
+        return asyncio.run(chat_main(args, _open))
+    except LogDamage as exc:
+        print(f"refagent: error: damaged session log: {exc} (the file was left untouched)", file=sys.stderr)
+        return 2
+    except (ValueError, FileNotFoundError, failpoints.UnknownFailpoint) as exc:
+        print(f"refagent: error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _list_failpoints(as_json: bool) -> int:
+    if as_json:
+        print(json.dumps({n: {"checks": list(c), "description": d} for n, (c, d) in failpoints.CATALOG.items()}, indent=1))
+    else:
+        for name, (checks, description) in failpoints.CATALOG.items():
+            print(f"{name:24} {','.join(checks):8} {description}")
+    return 0
+
+
+async def _open(args: argparse.Namespace):
+    sessions_dir = args.sessions_dir or default_sessions_dir()
+    resume = args.resume or (latest_session_id(sessions_dir) if args.continue_ else None)
+    session = await open_session(
+        sessions_dir=sessions_dir, cwd=args.cwd, adapter=args.adapter, model=args.model,
+        base_url=args.base_url, api_key=args.api_key, scenario=args.scenario, resume=resume,
+    )
+    print(f"refagent: session {session.id} {session.log_path}", file=sys.stderr, flush=True)
+    return session
+
+
+async def _run(args: argparse.Namespace) -> int:
+    loop = asyncio.get_running_loop()
+    stop_requests: list[str] = []  # a signal that arrives before the turn exists
+    turn = None
+
+    def on_signal() -> None:
+        if turn is None:
+            stop_requests.append("user")
+        else:
+            turn.stop("user")
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, on_signal)
+    session = await _open(args)
+    try:
+        session.subscribe(_print_text)
+        turn = session.start_turn(args.prompt)
+        if stop_requests:
+            turn.stop("user")
+        if args.timeout is not None:
+            loop.call_later(max(0.0, args.timeout), turn.stop, "timeout")
+        settlement = await turn.settled()
+    finally:
+        await session.close()
+    sys.stdout.write("\n")
+    sys.stdout.flush()
+    if settlement.get("error"):
+        print(f"refagent: turn ended {settlement['reason']}: {settlement['error']}", file=sys.stderr)
+    return exit_code_for(settlement, turn.stop_source)
+
+
+def _print_text(event: dict) -> None:
+    if event["type"] == "text_delta":
+        sys.stdout.write(event["text"])
+        sys.stdout.flush()

@@ -1,0 +1,212 @@
+"""The session log (contract log v1, ``docs/contract-log-v1.md``): writer and loader.
+
+Why ``os.write`` on an ``O_APPEND`` descriptor: every event reaches the kernel as it
+happens, so a killed process loses nothing it appended; ``checkpoint()`` adds ``fsync`` at
+the semantic barriers (request, tool intent, settled step, settlement) so a lost machine
+loses nothing before them either. Loading never writes: a torn tail is remembered and cut
+off by the *first append* of the next writer, which records what it dropped.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import failpoints
+
+FORMAT = "contract-log"
+VERSION = 1
+
+
+def utc_now() -> str:
+    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+class LogDamage(Exception):
+    """A log that cannot be loaded: names the file, the line and the problem."""
+
+    def __init__(self, path: str | Path, line: int, problem: str):
+        self.path, self.line, self.problem = str(path), line, problem
+        super().__init__(f"{path}:{line}: {problem}")
+
+
+class CheckpointFailed(Exception):
+    """A durability barrier could not be made durable; the guarded effect must not start."""
+
+
+@dataclass
+class TornTail:
+    offset: int  # byte offset where the torn line starts
+    data: bytes
+
+
+@dataclass
+class LoadedLog:
+    path: Path
+    header: dict[str, Any]
+    events: list[dict[str, Any]]
+    torn: TornTail | None = None
+    skipped_lines: list[int] = field(default_factory=list)  # only with accept-mid-file-damage
+
+
+def _parse_line(raw: bytes) -> dict[str, Any] | None:
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def load(path: str | Path) -> LoadedLog:
+    """Read a session log; tolerate a torn last line, refuse any other damage. Never writes."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise LogDamage(path, 0, f"cannot read the log: {exc.strerror or exc}") from None
+    lines = data.split(b"\n")
+    tail = lines.pop()  # bytes after the last newline: b"" when the file ends cleanly
+    torn: TornTail | None = None
+    if tail:
+        torn = TornTail(len(data) - len(tail), tail)
+    if not lines:
+        raise LogDamage(path, 1, "no header line (the file is empty or its only line is torn)")
+    header = _parse_line(lines[0])
+    if header is None:
+        raise LogDamage(path, 1, "the header is not a JSON object")
+    if header.get("format") != FORMAT or header.get("version") != VERSION:
+        raise LogDamage(
+            path, 1, f"not a contract-log v1 header (format={header.get('format')!r}, version={header.get('version')!r})"
+        )
+    body = lines[1:]
+    events = _parse_fast(body)
+    skipped: list[int] = []
+    if events is None:
+        events = []
+        last = len(body) - 1
+        offset = len(lines[0]) + 1
+        for i, raw in enumerate(body):
+            event = _parse_line(raw)
+            if event is None:
+                if i == last and torn is None:  # a terminated but unparsable last line is torn too
+                    torn = TornTail(offset, raw + b"\n")
+                    break
+                if failpoints.on("accept-mid-file-damage"):
+                    skipped.append(i + 2)
+                    offset += len(raw) + 1
+                    continue
+                raise LogDamage(path, i + 2, "not a JSON object (damage before the last line)")
+            events.append(event)
+            offset += len(raw) + 1
+    _check_sequence(path, events, skipped)
+    return LoadedLog(path, header, events, torn, skipped)
+
+
+def _parse_fast(body: list[bytes]) -> list[dict[str, Any]] | None:
+    """One ``json.loads`` for the whole body (cold replay speed); None if any line is bad."""
+    if not body:
+        return []
+    try:
+        events = json.loads(b"[" + b",".join(body) + b"]")
+    except ValueError:
+        return None
+    if len(events) != len(body) or not all(isinstance(e, dict) for e in events):
+        return None  # a line held two values, or a non-object: let the slow path name it
+    return events
+
+
+def _check_sequence(path: Path, events: list[dict[str, Any]], skipped: list[int]) -> None:
+    expected = 1
+    for i, event in enumerate(events):
+        seq = event.get("seq")
+        if skipped:  # a mutant that skips damage also stops checking what it skipped over
+            expected = seq if isinstance(seq, int) else expected
+        if seq != expected or not isinstance(event.get("type"), str):
+            raise LogDamage(
+                path, i + 2, f"seq {seq!r} where {expected} was expected" if seq != expected else "event has no type"
+            )
+        expected += 1
+
+
+class LogWriter:
+    """Appends events to one session log; the only code that writes it."""
+
+    def __init__(self, path: Path, next_seq: int, torn: TornTail | None = None):
+        self.path = path
+        self.next_seq = next_seq
+        self._torn = torn
+        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        self._skipped_seq = False
+
+    @classmethod
+    def create(cls, path: Path, header: dict[str, Any]) -> "LogWriter":
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            if not failpoints.on("no-header"):
+                os.write(fd, _encode(header))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        return cls(path, 1)
+
+    @classmethod
+    def reopen(cls, loaded: LoadedLog) -> "LogWriter":
+        next_seq = loaded.events[-1]["seq"] + 1 if loaded.events else 1
+        return cls(loaded.path, next_seq, loaded.torn)
+
+    def append(self, type_: str, **fields: Any) -> dict[str, Any]:
+        """Write one event now (to the kernel, not yet fsync'd) and return it."""
+        if self._torn is not None:
+            self._drop_torn_tail()
+        event = self._stamp(type_, fields)
+        os.write(self._fd, _encode(event))
+        return event
+
+    def copy(self, event: dict[str, Any]) -> None:
+        """Write an event of another log unchanged (a fork keeps its parent's events as they were)."""
+        if event.get("seq") != self.next_seq:
+            raise ValueError(f"copying seq {event.get('seq')} where {self.next_seq} comes next")
+        os.write(self._fd, _encode(event))
+        self.next_seq += 1
+
+    def checkpoint(self) -> None:
+        """A durability barrier: everything appended so far is on disk, or this raises."""
+        try:
+            os.fsync(self._fd)
+        except OSError as exc:
+            raise CheckpointFailed(f"fsync of {self.path} failed: {exc.strerror or exc}") from exc
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def _stamp(self, type_: str, fields: dict[str, Any]) -> dict[str, Any]:
+        event = {"seq": self.next_seq, "time": utc_now(), "mono_ns": time.monotonic_ns(), "type": type_}
+        event.update(fields)
+        self.next_seq += 1
+        if type_ == "turn_started" and failpoints.on("seq-gap") and not self._skipped_seq:
+            self._skipped_seq = True
+            self.next_seq += 1
+        return event
+
+    def _drop_torn_tail(self) -> None:
+        torn, self._torn = self._torn, None
+        if failpoints.on("append-after-torn-line"):
+            return
+        os.ftruncate(self._fd, torn.offset)
+        event = self._stamp(
+            "torn_tail_dropped", {"offset": torn.offset, "dropped": base64.b64encode(torn.data).decode("ascii")}
+        )
+        os.write(self._fd, _encode(event))
+
+
+def _encode(value: dict[str, Any]) -> bytes:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"

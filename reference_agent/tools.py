@@ -1,0 +1,236 @@
+"""Tools the model may call: ``bash`` and ``read_file``.
+
+A bash command runs as the leader of a new session (so its own process group), with
+output to a file rather than a pipe: a background process that keeps the pipe open can
+then never hang the tool. Stop kills the whole tree at once with SIGKILL — the group, every
+descendant psutil finds (including ones that called setsid), and every process that still
+carries this call's tag in its environment (descendants whose parent already exited) —
+and returns only once each of them is gone, waiting on pidfds rather than sleeping.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import select
+import signal
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import psutil
+
+from . import failpoints
+
+TAG_VAR = "REFAGENT_TOOL_TAG"
+OUTPUT_LIMIT = 30_000
+GONE_DEADLINE_S = 10.0  # failsafe only: SIGKILL'd processes normally vanish in microseconds
+TERM_GRACE_S = 2.0  # used only by the term-then-wait failpoint
+
+TOOL_SPECS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "bash",
+            "description": "Run a bash command in the working folder and return its output and exit code.",
+            "parameters": {
+                "type": "object",
+                "properties": {"command": {"type": "string", "description": "the command line"}},
+                "required": ["command"],
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "read_file",
+            "description": "Read a text file (relative to the working folder).",
+            "parameters": {
+                "type": "object",
+                "properties": {"path": {"type": "string"}},
+                "required": ["path"],
+            },
+        },
+    },
+]
+
+
+@dataclass
+class ToolResult:
+    output: str
+    exit_code: int | None
+    aborted: bool = False
+
+
+class ToolRun:
+    """One tool call being executed. ``run()`` is awaited; on Stop, ``abort()``."""
+
+    def __init__(self, name: str, arguments: Any, cwd: Path, call_id: str):
+        self.name, self.arguments, self.cwd, self.call_id = name, arguments, cwd, call_id
+        self.proc: asyncio.subprocess.Process | None = None
+        self.tag = f"{os.getpid()}-{call_id}-{time.monotonic_ns()}"
+        self._out_path: Path | None = None
+
+    async def run(self, on_started: Callable[[int, int], None]) -> ToolResult:
+        if self.name == "bash":
+            return await self._bash(on_started)
+        if self.name == "read_file":
+            return self._read_file()
+        return ToolResult(f"unknown tool {self.name!r}; available: bash, read_file", None)
+
+    def _read_file(self) -> ToolResult:
+        args = self.arguments if isinstance(self.arguments, dict) else {}
+        path = args.get("path")
+        if not isinstance(path, str):
+            return ToolResult("read_file needs a string argument 'path'", None)
+        try:
+            text = (self.cwd / path).read_text(encoding="utf-8", errors="replace")
+        except OSError as exc:
+            return ToolResult(f"cannot read {path}: {exc.strerror or exc}", 1)
+        return ToolResult(_clip(text), 0)
+
+    async def _bash(self, on_started: Callable[[int, int], None]) -> ToolResult:
+        args = self.arguments if isinstance(self.arguments, dict) else {}
+        command = args.get("command")
+        if not isinstance(command, str):
+            return ToolResult("bash needs a string argument 'command'", None)
+        fd, name = tempfile.mkstemp(prefix="refagent-tool-", suffix=".out")
+        self._out_path = Path(name)
+        try:
+            env = dict(os.environ, **{TAG_VAR: self.tag})
+            self.proc = await asyncio.create_subprocess_exec(
+                "bash", "-c", command, cwd=self.cwd, stdin=asyncio.subprocess.DEVNULL,
+                stdout=fd, stderr=fd, start_new_session=True, env=env,
+            )
+        finally:
+            os.close(fd)
+        on_started(self.proc.pid, self.proc.pid)
+        code = await self.proc.wait()
+        return ToolResult(self._collect_output(), code)
+
+    async def abort(self) -> ToolResult:
+        """Stop: kill the whole tree, wait until every process of it is gone, then report."""
+        if self.proc is not None:
+            await kill_tree(self.proc, self.tag)
+        output = self._collect_output() if self._out_path else ""
+        note = "[aborted by Stop: the command's whole process tree was killed]"
+        return ToolResult(f"{output}\n{note}" if output else note, None, aborted=True)
+
+    def _collect_output(self) -> str:
+        path, self._out_path = self._out_path, None
+        if path is None:
+            return ""
+        try:
+            return _clip(path.read_text(encoding="utf-8", errors="replace"))
+        finally:
+            path.unlink(missing_ok=True)
+
+
+def _clip(text: str) -> str:
+    if len(text) <= OUTPUT_LIMIT:
+        return text
+    return text[:OUTPUT_LIMIT] + f"\n[output cut at {OUTPUT_LIMIT} of {len(text)} characters]"
+
+
+def tree_of(root_pid: int, tag: str) -> list[psutil.Process]:
+    """The root, its descendants, and every process carrying the call's tag (orphans)."""
+    procs: dict[int, psutil.Process] = {}
+    try:
+        root = psutil.Process(root_pid)
+        procs[root.pid] = root
+        for child in root.children(recursive=True):
+            procs[child.pid] = child
+    except psutil.Error:
+        pass
+    for p in psutil.process_iter():
+        if p.pid in procs:
+            continue
+        try:
+            if p.environ().get(TAG_VAR) == tag:
+                procs[p.pid] = p
+        except psutil.Error:
+            continue
+    return list(procs.values())
+
+
+async def kill_tree(proc: asyncio.subprocess.Process, tag: str) -> None:
+    pgid = proc.pid  # start_new_session made the shell its group's leader
+    if failpoints.on("no-tree-kill"):
+        _signal(proc.pid, signal.SIGKILL)
+        await proc.wait()
+        return
+    tree = tree_of(proc.pid, tag)
+    if failpoints.on("term-then-wait"):
+        _signal_all(pgid, tree, signal.SIGTERM)
+        await _wait_gone(tree, TERM_GRACE_S, proc)
+    _signal_all(pgid, tree, signal.SIGKILL)
+    # A process that forked or called setsid between the walk and the kill still carries
+    # the tag: walk once more and kill what appeared.
+    known = {p.pid for p in tree}
+    late = [p for p in tree_of(proc.pid, tag) if p.pid not in known]
+    _signal_all(pgid, late, signal.SIGKILL)
+    if not await _wait_gone(tree + late, GONE_DEADLINE_S, proc):
+        raise RuntimeError(f"processes of the tool's tree survived SIGKILL for {GONE_DEADLINE_S} s")
+
+
+def _signal_all(pgid: int, procs: list[psutil.Process], sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+    for p in procs:
+        try:
+            p.send_signal(sig)  # psutil checks the PID was not reused
+        except psutil.Error:
+            pass
+
+
+def _signal(pid: int, sig: int) -> None:
+    try:
+        os.kill(pid, sig)
+    except ProcessLookupError:
+        pass
+
+
+async def _wait_gone(procs: list[psutil.Process], deadline_s: float, shell: asyncio.subprocess.Process) -> bool:
+    """True once every process is gone (exited; a zombie counts as gone), False at the deadline."""
+    loop = asyncio.get_running_loop()
+    waits = [loop.create_task(shell.wait())]
+    for p in procs:
+        if p.pid != shell.pid:
+            waits.append(loop.create_task(_pid_exit(p)))
+    done, pending = await asyncio.wait(waits, timeout=deadline_s)
+    for task in pending:
+        task.cancel()
+    return not pending
+
+
+async def _pid_exit(p: psutil.Process) -> None:
+    """Wait for a process that is not our child to exit: its pidfd turns readable."""
+    try:
+        fd = os.pidfd_open(p.pid)
+    except ProcessLookupError:
+        return
+    try:
+        if not p.is_running() or _is_zombie(p):
+            return
+        if select.select([fd], [], [], 0)[0]:
+            return
+        loop = asyncio.get_running_loop()
+        ready = loop.create_future()
+        loop.add_reader(fd, lambda: ready.done() or ready.set_result(None))
+        try:
+            await ready
+        finally:
+            loop.remove_reader(fd)
+    finally:
+        os.close(fd)
+
+
+def _is_zombie(p: psutil.Process) -> bool:
+    try:
+        return p.status() == psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return True
