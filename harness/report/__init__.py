@@ -1,0 +1,36 @@
+"""Reports, CI gate and shards: everything that reads the results JSON.
+
+Renderers (JUnit XML, Markdown, HTML) and the gate read a ``RunResult`` and nothing else,
+so any results file — from this machine, a CI artifact or a merge of shards — renders
+and gates the same way.
+"""
+
+from harness.report.cli import gate_main, merge_main, report_main
+from harness.report.gate import compare, format_gate
+from harness.report.html import render_html
+from harness.report.junit import render_junit
+from harness.report.load import ResultsError, load_results, parse_results
+from harness.report.markdown import render_markdown
+from harness.report.shard import ShardError, comparable, merge, parse_shard, shard_items
+from harness.report.writer import format_written, write_reports
+
+__all__ = [
+    "ResultsError",
+    "ShardError",
+    "comparable",
+    "compare",
+    "format_gate",
+    "format_written",
+    "gate_main",
+    "load_results",
+    "merge",
+    "merge_main",
+    "parse_results",
+    "parse_shard",
+    "render_html",
+    "render_junit",
+    "render_markdown",
+    "report_main",
+    "shard_items",
+    "write_reports",
+]

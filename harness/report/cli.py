@@ -1,0 +1,103 @@
+"""``stopbench report``, ``stopbench report merge`` and ``stopbench gate``.
+
+Exit codes: 0 done (for the gate: no regression), 1 the gate found a regression,
+2 unusable input — a message on stderr names the file and the problem.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from harness.report.gate import compare, format_gate
+from harness.report.html import render_html
+from harness.report.junit import render_junit
+from harness.report.load import ResultsError, load_results
+from harness.report.markdown import render_markdown
+from harness.report.shard import ShardError, merge
+from harness.report.writer import format_written, results_text, write_text
+
+
+def _fail(prog: str, message: str) -> int:
+    print(f"{prog}: error: {message}", file=sys.stderr)
+    return 2
+
+
+def report_main(argv: Sequence[str]) -> int:
+    argv = list(argv)
+    if argv[:1] == ["merge"]:
+        return merge_main(argv[1:])
+    prog = "stopbench report"
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description="Render results files (several: a leaderboard). With no output option, "
+                    "the Markdown summary goes to stdout. ('stopbench report merge' joins shards.)",
+    )
+    parser.add_argument("results", nargs="+", type=Path, help="results.json files")
+    parser.add_argument("--html", type=Path, help="write the self-contained HTML report here")
+    parser.add_argument("--md", type=Path, help="write the Markdown summary here")
+    parser.add_argument("--junit", type=Path, help="write JUnit XML here")
+    args = parser.parse_args(argv)
+    try:
+        runs = [load_results(p) for p in args.results]
+    except ResultsError as exc:
+        return _fail(prog, str(exc))
+    outputs = [(args.html, render_html), (args.md, render_markdown), (args.junit, render_junit)]
+    if not any(path for path, _ in outputs):
+        sys.stdout.write(render_markdown(runs))
+        return 0
+    written = [write_text(path, render(runs)) for path, render in outputs if path]
+    print(format_written(written), file=sys.stderr)
+    return 0
+
+
+def merge_main(argv: Sequence[str]) -> int:
+    prog = "stopbench report merge"
+    parser = argparse.ArgumentParser(prog=prog, description="Join the shard results of one run into one file.")
+    parser.add_argument("shards", nargs="+", type=Path, help="results.json of each shard (any order)")
+    parser.add_argument("-o", "--output", type=Path, required=True, help="merged results file to write")
+    args = parser.parse_args(list(argv))
+    try:
+        shards = [load_results(p) for p in args.shards]
+        merged = merge(shards)
+    except ResultsError as exc:
+        return _fail(prog, str(exc))
+    except ShardError as exc:
+        where = f"{args.shards[exc.index]}: " if exc.index is not None else ""
+        return _fail(prog, where + exc.problem)
+    write_text(args.output, results_text(merged))
+    print(f"merged {len(shards)} shards ({len(merged.tasks)} task results, {len(merged.latencies)} latency "
+          f"samples)\n{format_written([args.output])}", file=sys.stderr)
+    return 0
+
+
+def gate_main(argv: Sequence[str]) -> int:
+    prog = "stopbench gate"
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description="Compare a run with a stored baseline. Exit 1 on a check that went from pass to fail "
+                    "or a statistically real latency regression, 0 otherwise, 2 on unusable input.",
+    )
+    parser.add_argument("--baseline", type=Path, required=True, help="baseline results.json")
+    parser.add_argument("--current", type=Path, default=Path("reports/results.json"),
+                        help="current results.json (default: %(default)s)")
+    parser.add_argument("--tolerance", type=float, default=0.10,
+                        help="median slowdown tolerated, as a fraction (default: %(default)s)")
+    parser.add_argument("--alpha", type=float, default=0.01,
+                        help="significance level of the Mann-Whitney U test (default: %(default)s)")
+    args = parser.parse_args(list(argv))
+    if args.tolerance < 0:
+        return _fail(prog, f"--tolerance must be >= 0, got {args.tolerance}")
+    if not 0 < args.alpha < 0.5:
+        return _fail(prog, f"--alpha must be between 0 and 0.5, got {args.alpha}")
+    try:
+        baseline, current = load_results(args.baseline), load_results(args.current)
+    except ResultsError as exc:
+        return _fail(prog, str(exc))
+    result = compare(baseline, current, tolerance=args.tolerance, alpha=args.alpha)
+    if not result.checks and not result.latencies:
+        return _fail(prog, f"{args.baseline} and {args.current} have no task results or latency samples to compare")
+    sys.stdout.write(format_gate(result))
+    return 1 if result.failed else 0

@@ -1,0 +1,210 @@
+"""The CI gate: did this run get worse than the stored baseline?
+
+Two kinds of evidence, two rules:
+
+* Checks are deterministic verdicts: a check that passed in every baseline repeat and
+  fails in any current repeat fails the gate, always, whatever its tier. So does a check
+  that vanished from a task that still ran, and a task the harness could no longer run.
+* Latencies are noisy samples. A latency regresses only when both hold:
+  the current sample is significantly larger (one-sided Mann-Whitney U, p < alpha), and
+  the median grew by more than the tolerance (``median_cur - median_base >
+  tolerance * max(|median_base|, FLOOR_NS)``, i.e. ``ratio > 1 + tolerance`` for any
+  positive baseline median above a microsecond). When the test is not significant the
+  gate says "no evidence of change" — also when the samples are too few for any
+  arrangement of them to reach alpha, which it says too.
+
+With both samples from one distribution, the chance that a latency row is flagged is at
+most alpha (the test's size; the tolerance only lowers it), so with k latency rows the
+gate's false-alarm rate is at most k × alpha.
+
+Rows are matched on adapter × task × check (or latency ID), and also on the agent when a
+file holds more than one agent. Failpoint (mutant) tasks are not gated.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+from typing import Sequence
+
+from harness.latency import format_ns
+from harness.model import Outcome, RunResult
+from harness.report.aggregate import fold
+from harness.stats import RatioInterval, bootstrap_median_ratio, mann_whitney_greater, median_ratio
+
+FLOOR_NS = 1_000  # below a microsecond, differences are compared against this instead of the median
+TASK_ROW = "(task)"  # the pseudo-check that stands for "the task ran without a harness error"
+
+
+@dataclass(frozen=True)
+class CheckRow:
+    key: tuple[str, str, str, str]  # agent ("*" when one per file), adapter, task, check
+    tier: str
+    before: str | None  # folded status, or None when absent
+    after: str | None
+    verdict: str
+    failing: bool
+
+
+@dataclass(frozen=True)
+class LatencyRow:
+    key: tuple[str, str, str, str]  # agent, adapter, task, latency ID
+    n_before: int
+    n_after: int
+    median_before: float | None
+    median_after: float | None
+    ratio: float | None
+    interval: RatioInterval | None
+    p_slower: float | None
+    verdict: str
+    failing: bool
+
+
+@dataclass(frozen=True)
+class GateResult:
+    checks: tuple[CheckRow, ...]
+    latencies: tuple[LatencyRow, ...]
+    tolerance: float
+    alpha: float
+
+    @property
+    def failed(self) -> bool:
+        return any(r.failing for r in (*self.checks, *self.latencies))
+
+
+def _check_statuses(run: RunResult, agent_key) -> tuple[dict, dict, set]:
+    outcomes: dict[tuple, list[Outcome]] = {}
+    tiers: dict[tuple, str] = {}
+    tasks_ran: set[tuple] = set()
+    for t in run.tasks:
+        if t.mutant is not None:
+            continue
+        task_key = (agent_key(t.agent), t.adapter, t.task)
+        tasks_ran.add(task_key)
+        outcomes.setdefault((*task_key, TASK_ROW), []).append(Outcome.FAIL if t.error else Outcome.PASS)
+        tiers[(*task_key, TASK_ROW)] = "harness"
+        for c in t.checks:
+            outcomes.setdefault((*task_key, c.check), []).append(c.outcome)
+            tiers[(*task_key, c.check)] = c.tier.value
+    return {k: fold(v) for k, v in outcomes.items()}, tiers, tasks_ran
+
+
+def _agent_key(baseline: RunResult, current: RunResult):
+    """Ignore agent names when each file holds one agent (a renamed or re-versioned agent is
+    still compared with its baseline); match on them otherwise."""
+    both_single = all(len({t.agent for t in r.tasks} | {s.agent for s in r.latencies}) <= 1
+                      for r in (baseline, current))
+    return (lambda agent: "*") if both_single else (lambda agent: agent)
+
+
+def compare(baseline: RunResult, current: RunResult, tolerance: float = 0.10, alpha: float = 0.01) -> GateResult:
+    agent_key = _agent_key(baseline, current)
+    before, tiers_b, _ = _check_statuses(baseline, agent_key)
+    after, tiers_c, ran_now = _check_statuses(current, agent_key)
+    checks = []
+    for key in sorted(before.keys() | after.keys()):
+        checks.append(_check_row(key, tiers_c.get(key) or tiers_b[key], before.get(key), after.get(key),
+                                 key[:3] in ran_now))
+    samples_b, samples_c = _samples(baseline, agent_key), _samples(current, agent_key)
+    latencies = [
+        _latency_row(key, samples_b.get(key, []), samples_c.get(key, []), tolerance, alpha)
+        for key in sorted(samples_b.keys() | samples_c.keys())
+    ]
+    return GateResult(tuple(checks), tuple(latencies), tolerance, alpha)
+
+
+def _check_row(key, tier: str, before: str | None, after: str | None, task_ran: bool) -> CheckRow:
+    if before == "pass" and after == "fail":
+        return CheckRow(key, tier, before, after, "REGRESSION: pass -> fail", True)
+    if before is not None and after is None:
+        if task_ran:
+            return CheckRow(key, tier, before, after, "REGRESSION: check no longer reported", True)
+        return CheckRow(key, tier, before, after, "not run now: no evidence of change", False)
+    if before is None:
+        return CheckRow(key, tier, before, after, "new", False)
+    if before == after:
+        return CheckRow(key, tier, before, after, "unchanged", False)
+    if after == "pass":
+        return CheckRow(key, tier, before, after, "improved", False)
+    return CheckRow(key, tier, before, after, f"changed: {before} -> {after}", False)
+
+
+def _samples(run: RunResult, agent_key) -> dict[tuple, list[int]]:
+    out: dict[tuple, list[int]] = {}
+    for s in run.latencies:
+        out.setdefault((agent_key(s.agent), s.adapter, s.task, s.latency), []).append(s.value_ns)
+    return out
+
+
+def _latency_row(key, base: Sequence[int], cur: Sequence[int], tolerance: float, alpha: float) -> LatencyRow:
+    if not base or not cur:
+        verdict = "new: no baseline samples" if not base else "no evidence of change: no current samples"
+        return LatencyRow(key, len(base), len(cur), _median(base), _median(cur), None, None, None, verdict, False)
+    med_b, med_c = statistics.median(base), statistics.median(cur)
+    slower = mann_whitney_greater(base, cur).p_value
+    faster = mann_whitney_greater(cur, base).p_value
+    ratio = median_ratio(base, cur)
+    interval = bootstrap_median_ratio(base, cur, confidence=1 - 2 * alpha)
+    row = dict(key=key, n_before=len(base), n_after=len(cur), median_before=med_b, median_after=med_c,
+               ratio=ratio, interval=interval, p_slower=slower)
+    if 1 / math.comb(len(base) + len(cur), len(cur)) >= alpha:
+        return LatencyRow(**row, verdict="no evidence of change: too few samples to tell", failing=False)
+    if slower < alpha:
+        if med_c - med_b > tolerance * max(abs(med_b), FLOOR_NS):
+            return LatencyRow(**row, verdict="REGRESSION: slower beyond tolerance", failing=True)
+        return LatencyRow(**row, verdict="slower, within tolerance", failing=False)
+    if faster < alpha:
+        return LatencyRow(**row, verdict="faster", failing=False)
+    return LatencyRow(**row, verdict="no evidence of change", failing=False)
+
+
+def _median(values: Sequence[int]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def format_gate(result: GateResult) -> str:
+    """The comparison table a person reads in the CI log, ending with the decision."""
+    lines = [f"stopbench gate: tolerance {result.tolerance:.0%}, alpha {result.alpha:g}", ""]
+    shown = [r for r in result.checks if r.verdict != "unchanged"]
+    lines.append(f"checks: {len(result.checks)} compared, {len(result.checks) - len(shown)} unchanged")
+    if shown:
+        lines += _columns(["agent", "adapter", "task", "check", "tier", "baseline", "current", "verdict"],
+                          [[*r.key, r.tier, r.before or "-", r.after or "-", r.verdict] for r in shown])
+    lines += ["", f"latencies: {len(result.latencies)} compared"]
+    if result.latencies:
+        lines += _columns(
+            ["agent", "adapter", "task", "latency", "n base/cur", "p50 base", "p50 cur", "ratio",
+             f"{1 - 2 * result.alpha:.0%} CI", "p(slower)", "verdict"],
+            [[*r.key, f"{r.n_before}/{r.n_after}", _ns(r.median_before), _ns(r.median_after), _ratio(r.ratio),
+              _interval(r.interval), "-" if r.p_slower is None else f"{r.p_slower:.2g}", r.verdict]
+             for r in result.latencies])
+    check_fails = sum(r.failing for r in result.checks)
+    latency_fails = sum(r.failing for r in result.latencies)
+    lines.append("")
+    if result.failed:
+        lines.append(f"gate: FAIL ({check_fails} check regression(s), {latency_fails} latency regression(s))")
+    else:
+        quiet = sum(r.verdict.startswith("no evidence") for r in result.latencies)
+        lines.append(f"gate: pass (no check went from pass to fail; no evidence of change in {quiet} of "
+                     f"{len(result.latencies)} latencies, no regression in the rest)")
+    return "\n".join(lines) + "\n"
+
+
+def _ns(value: float | None) -> str:
+    return "-" if value is None else format_ns(round(value))
+
+
+def _ratio(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}x"
+
+
+def _interval(interval: RatioInterval | None) -> str:
+    return "-" if interval is None else f"{interval.low:.2f}-{interval.high:.2f}"
+
+
+def _columns(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
+    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
+    return [fmt.format(*header).rstrip(), fmt.format(*("-" * w for w in widths)).rstrip(),
+            *(fmt.format(*map(str, row)).rstrip() for row in rows)]

@@ -1,0 +1,87 @@
+"""Reading a results JSON file, with errors that name the file and the item at fault.
+
+Every renderer and the gate read results through ``load_results``, so a truncated upload or
+a file from another tool is refused once, here, with a message a person can act on — never
+as a traceback from deep inside a renderer.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from harness.model import (
+    RESULTS_FORMAT,
+    RESULTS_VERSION,
+    CheckResult,
+    LatencySample,
+    RunResult,
+    TaskResult,
+)
+from harness.report.redact import redact
+
+
+class ResultsError(Exception):
+    """A results file that cannot be used: which file, which item, what is wrong."""
+
+    def __init__(self, file: str | Path, problem: str, item: str | None = None):
+        self.file, self.problem, self.item = str(file), problem, item
+        where = f"{self.file}: {item}" if item else self.file
+        super().__init__(f"{where}: {problem}")
+
+
+def load_results(path: str | Path) -> RunResult:
+    """The run in a results file, secrets redacted (a file may come from anywhere)."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ResultsError(path, "no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ResultsError(path, f"cannot read: {exc}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ResultsError(path, f"not JSON: {exc.msg}", f"line {exc.lineno} column {exc.colno}") from None
+    return parse_results(redact(data), path)
+
+
+def parse_results(data: Any, source: str | Path = "<results>") -> RunResult:
+    """``RunResult.from_json`` with the failing item located (``tasks[3].checks[1]``)."""
+    if not isinstance(data, dict):
+        raise ResultsError(source, f"expected a JSON object, found {type(data).__name__}")
+    if data.get("format") != RESULTS_FORMAT:
+        raise ResultsError(source, f"not a stopbench results file (format={data.get('format')!r})")
+    if data.get("version") != RESULTS_VERSION:
+        raise ResultsError(
+            source, f"results version {data.get('version')!r} is not supported (expected {RESULTS_VERSION})"
+        )
+    for key, kind in (("run", dict), ("tasks", list), ("latencies", list)):
+        if not isinstance(data.get(key), kind):
+            raise ResultsError(source, f"'{key}' must be a JSON {'object' if kind is dict else 'array'}")
+    tasks = []
+    for i, task in enumerate(data["tasks"]):
+        _check_item(source, f"tasks[{i}]", task, TaskResult.from_json)
+        for j, check in enumerate(task.get("checks") or ()):
+            _check_item(source, f"tasks[{i}].checks[{j}]", check, CheckResult.from_json)
+        tasks.append(TaskResult.from_json(task))
+    latencies = []
+    for i, sample in enumerate(data["latencies"]):
+        where = f"latencies[{i}]"
+        parsed = _check_item(source, where, sample, LatencySample.from_json)
+        if not isinstance(parsed.value_ns, int) or isinstance(parsed.value_ns, bool):
+            raise ResultsError(source, f"value_ns must be an integer, found {parsed.value_ns!r}", where)
+        latencies.append(parsed)
+    return RunResult(run=data["run"], tasks=tuple(tasks), latencies=tuple(latencies))
+
+
+def _check_item(source: str | Path, where: str, item: Any, parse: Callable[[Mapping[str, Any]], Any]) -> Any:
+    if not isinstance(item, dict):
+        raise ResultsError(source, f"expected a JSON object, found {type(item).__name__}", where)
+    try:
+        return parse(item)
+    except KeyError as exc:
+        raise ResultsError(source, f"missing field {exc.args[0]!r}", where) from None
+    except (TypeError, ValueError, AttributeError) as exc:
+        raise ResultsError(source, f"bad value: {exc}", where) from None

@@ -1,0 +1,45 @@
+"""Turning evidence into text that is safe in XML, HTML and Markdown."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from typing import Any, Mapping
+
+from harness.model import Evidence
+
+# XML 1.0 forbids most control characters; terminal transcripts in evidence carry them.
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+
+
+def xml_safe(text: str) -> str:
+    """Text with characters XML cannot hold shown as visible escapes (ESC -> "\\x1b")."""
+    return _NOT_XML.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def item_label(item: Mapping[str, Any]) -> str:
+    """What an evidence item is: a fake-server record kind, a log event type, a process…"""
+    for key in ("kind", "type", "what"):
+        if isinstance(item.get(key), str):
+            return item[key]
+    return "process" if "pid" in item else "item"
+
+
+def item_text(item: Mapping[str, Any]) -> str:
+    return json.dumps(item, indent=2, ensure_ascii=False, sort_keys=True, default=str)
+
+
+def evidence_text(evidence: Evidence) -> str:
+    """The summary, then every item as labelled JSON: enough to re-check a verdict by hand."""
+    parts = [evidence.summary]
+    for n, item in enumerate(evidence.items, 1):
+        parts.append(f"[{n}] {item_label(item)}\n{item_text(item)}")
+    return xml_safe("\n\n".join(parts))
+
+
+def md_cell(text: str) -> str:
+    """Text for one Markdown line or table cell: one line, pipes and HTML escaped (GitHub
+    renders inline HTML in comments, and evidence quotes whatever the agent printed)."""
+    flat = " ".join(xml_safe(str(text)).split())
+    return html.escape(flat, quote=False).replace("|", "\\|")
