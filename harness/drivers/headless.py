@@ -127,11 +127,15 @@ class HeadlessDriver(DriverBase):
         await self.settle(deadline_s=30)
         return kill_ns, self._proc.pid
 
-    async def restart(self, *, expect: str = "ready", deadline_s: float = 30) -> bytes | None:
-        """Nothing to start now: the next ``send`` resumes the session in a new process."""
+    async def restart(self, *, expect: str = "ready", deadline_s: float = 30, text: str = "") -> bytes | None:
+        """A headless agent loads its session only when a turn starts, so a plain restart is
+        the next ``send`` (which resumes). With ``expect="refused"`` (a damaged log) the
+        resume run is started now with ``text`` and must exit without a turn."""
         if self._session_id is None:
             raise DriverError("restart asked for, but the agent never named its session")
-        self._expect = "refused" if expect == "refused" else "completed"
+        if expect == "refused":
+            await self.send(text, expect="refused")
+            await self.settle(deadline_s)
         return None
 
     async def close(self) -> None:

@@ -120,7 +120,7 @@ class InprocDriver(DriverBase):
     async def kill(self) -> tuple[int, int]:
         raise Unsupported("the in-process driver cannot SIGKILL the agent (it is this process)")
 
-    async def restart(self, *, expect: str = "ready", deadline_s: float = 30) -> bytes | None:
+    async def restart(self, *, expect: str = "ready", deadline_s: float = 30, text: str = "") -> bytes | None:
         raise Unsupported("the in-process driver cannot restart the agent after a kill")
 
     async def close(self) -> None:

@@ -155,7 +155,7 @@ class TerminalDriver(DriverBase):
         self._running = False
         return kill_ns, pid
 
-    async def restart(self, *, expect: str = "ready", deadline_s: float = 30) -> bytes | None:
+    async def restart(self, *, expect: str = "ready", deadline_s: float = 30, text: str = "") -> bytes | None:
         """Start the interactive mode again on the same session; the log bytes once it is ready.
 
         With ``expect="refused"`` the agent must exit instead (a damaged log); its exit is

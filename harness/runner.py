@@ -1,0 +1,476 @@
+"""The runner: agent × adapter × task × repeat → Observation → checks → TaskResult.
+
+One task run (``run_item``) owns a fresh temp root (HOME, sessions, working folder), a fake
+server, a driver, and a unique canary API key. It plays the task's steps — every interrupt
+after a ``wait`` on a beacon — recording what it sees into an Observation, then reads the
+final log through the profile's reader, scans for the canary, runs the task's checks and
+measures latencies. Whatever happens, every process it learned of (agent, tool windows) is
+ended by PID, verified gone with psutil, and the temp root is removed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import datetime as dt
+import os
+import secrets
+import shutil
+import signal
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from harness.drivers import AgentContext, Driver, DriverError, Unsupported, make_driver
+from harness.model import (
+    AgentKill, CheckResult, LatencySample, Observation, Restart, StopDelivery, TaskResult, Tier,
+    WindowObservation, skipped, unknown,
+)
+from harness.procs import ProcRef, kill_all, leftovers, wait_gone
+from harness.profiles import Profile, base_values, fill
+from harness.tasks import Step, Task
+
+BEACON_TIMEOUT_S = 30.0  # failsafe for a beacon that never comes (the agent hung or broke)
+SETTLE_TIMEOUT_S = 15.0
+TREE_GONE_DEADLINE_S = 10.0
+ENV_PASSTHROUGH = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR")
+
+
+@dataclass(frozen=True)
+class WorkItem:
+    """One unit of work: a task variant for one adapter, one repeat, maybe one mutant."""
+
+    task: Task
+    driver: str
+    adapter: str
+    repeat: int
+    mutant: str | None = None
+
+    @property
+    def variant(self) -> str:
+        return self.task.variant(self.driver)
+
+    @property
+    def key(self) -> str:
+        """Stable across runs and machines: what shards are cut on."""
+        return f"{self.variant}/{self.adapter}/{self.repeat}/{self.mutant or '-'}"
+
+
+@dataclass
+class ItemOutcome:
+    result: TaskResult
+    latencies: list[LatencySample]
+    observation: Observation | None
+
+
+def plan(profile: Profile, tasks: list[Task], *, adapters: list[str] | None = None, repeat: int = 1,
+         mutants: list[str | None] = (None,)) -> list[WorkItem]:
+    """Every work item, in a deterministic order: mutant, task, driver, adapter, repeat."""
+    items = []
+    for mutant in mutants:
+        for task in tasks:
+            for driver in task.drivers:
+                for adapter in adapters or profile.adapters:
+                    if adapter not in profile.adapters or (task.adapters and adapter not in task.adapters):
+                        continue
+                    for r in range(1, repeat + 1):
+                        items.append(WorkItem(task, driver, adapter, r, mutant))
+    return items
+
+
+# ---------------------------------------------------------------------------------------
+# One task run
+
+
+@dataclass
+class RunDirs:
+    root: Path
+    home: Path
+    sessions: Path
+    cwd: Path
+
+    @classmethod
+    def create(cls) -> "RunDirs":
+        root = Path(tempfile.mkdtemp(prefix="stopbench-"))
+        dirs = cls(root, root / "home", root / "sessions", root / "work")
+        for d in (dirs.home, dirs.sessions, dirs.cwd):
+            d.mkdir()
+        return dirs
+
+
+def canary_key() -> str:
+    """A unique fake API key: finding it anywhere the agent wrote is a leak (C13)."""
+    return f"sk-stopbench-{secrets.token_hex(16)}"
+
+
+def agent_context(profile: Profile, item: WorkItem, dirs: RunDirs, server: Any, api_key: str) -> AgentContext:
+    values = {
+        **base_values(),
+        "base_url": server.url if item.adapter == "inproc" else server.base_url,
+        "url": server.url,
+        "api_key": api_key,
+        "model": profile.model,
+        "sessions_dir": str(dirs.sessions),
+        "cwd": str(dirs.cwd),
+        "home": str(dirs.home) if profile.fresh_home else os.environ.get("HOME", str(dirs.home)),
+        "scenario": str(item.task.scenario_path),
+        "adapter": item.adapter,
+    }
+    env = {k: os.environ[k] for k in ENV_PASSTHROUGH if k in os.environ}
+    env.update(HOME=values["home"], TERM="xterm", COLUMNS="200", LINES="40")
+    env.update({k: fill(v, values) for k, v in profile.env.items()})
+    if item.mutant:
+        if not profile.failpoints_env:
+            raise Unsupported(f"profile {profile.name!r} has no failpoints; cannot run mutant {item.mutant!r}")
+        env[profile.failpoints_env] = item.mutant
+    for f in profile.files:
+        path = Path(fill(f["path"], values))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(fill(f["content"], values), encoding="utf-8")
+    return AgentContext(profile=profile, adapter=item.adapter, values=values, env=env,
+                        sessions_dir=dirs.sessions, cwd=dirs.cwd, scenario=item.task.scenario)
+
+
+class TaskRun:
+    """The state of one task run while its steps play."""
+
+    def __init__(self, item: WorkItem, driver: Driver, server: Any):
+        self.item = item
+        self.driver = driver
+        self.server = server
+        self.last_beacon: tuple[str, Mapping[str, Any]] | None = None
+        self.kills: list[AgentKill] = []
+        self.restarts: list[Restart] = []
+        self.window_records: dict[str, Mapping[str, Any]] = {}
+        self.window_stops: dict[str, int] = {}
+        self.tree_watch: dict[str, asyncio.Task] = {}
+        self.queued: dict[str, str] = {}
+        self.damage: tuple[str, int | None] | None = None
+
+    async def play(self, steps: tuple[Step, ...]) -> None:
+        for step in steps:
+            try:
+                await getattr(self, "step_" + step.do.replace("-", "_"))(step)
+            except Unsupported:
+                raise
+            except (DriverError, TimeoutError) as exc:
+                raise DriverError(f"{step.describe()}: {exc}") from None
+
+    # -- steps -----------------------------------------------------------------------------
+    async def step_send(self, step: Step) -> None:
+        await self.driver.send(step.get("text"), timeout_s=step.get("timeout"), expect=step.get("expect", "completed"))
+
+    async def step_wait(self, step: Step) -> None:
+        rec = self.server.records
+        beacon = step.get("for")
+        if beacon == "request":
+            record = await rec.wait_request(step.get("request"), timeout=BEACON_TIMEOUT_S)
+        elif beacon == "chunk":
+            record = await rec.wait_chunk(request=step.get("request"), chunk=step.get("chunk"), timeout=BEACON_TIMEOUT_S)
+        elif beacon == "disconnect":
+            record = await rec.wait_disconnect(request=step.get("request"), timeout=BEACON_TIMEOUT_S)
+        else:
+            record = await rec.wait_window(window=step.get("window"), timeout=BEACON_TIMEOUT_S)
+            self.window_records[step.get("window")] = record
+        self.last_beacon = (beacon, record)
+
+    def _beacon_context(self) -> tuple[str, int | None, str | None]:
+        beacon, record = self.last_beacon
+        if beacon == "window":
+            return "tool", None, record.get("window")
+        return "stream", record.get("request"), None
+
+    async def step_stop(self, step: Step) -> None:
+        phase, request, window = self._beacon_context()
+        phase = step.get("phase", phase)
+        delivery = await self.driver.stop(step.get("source", "user"), phase=phase, request=request, window=window)
+        if window and delivery.exercised:
+            self._watch_tree(window, delivery.mono_ns)
+
+    def _watch_tree(self, window: str, stop_ns: int) -> None:
+        """Start timing L3: the window's whole tree gone after Stop (a tight psutil loop, in a thread)."""
+        refs = [ProcRef.from_record(p) for p in self.window_records[window].get("pids", [])]
+        self.window_stops[window] = stop_ns
+        self.tree_watch[window] = asyncio.create_task(
+            asyncio.to_thread(wait_gone, refs, deadline_s=TREE_GONE_DEADLINE_S))
+
+    async def step_settle(self, step: Step) -> None:
+        await self.driver.settle(SETTLE_TIMEOUT_S)
+
+    async def step_kill(self, step: Step) -> None:
+        beacon, record = self.last_beacon
+        default_at = {"request": "request-received", "chunk": "chunk-flushed", "window": "window-opened"}.get(beacon, "chunk-flushed")
+        kill_ns, pid = await self.driver.kill()
+        self.kills.append(AgentKill(
+            mono_ns=kill_ns, pid=pid, at=step.get("at", default_at), request=record.get("request"),
+            window=record.get("window") if beacon == "window" else None, log_bytes=self._log_bytes(),
+        ))
+
+    def _log_bytes(self) -> bytes | None:
+        path = self.driver.log_path
+        if not path or not os.path.exists(path):
+            return None
+        return Path(path).read_bytes()
+
+    async def step_damage(self, step: Step) -> None:
+        path = self.driver.log_path
+        if not path or not os.path.exists(path):
+            raise DriverError("damage asked for, but the agent's session log was not found")
+        data = Path(path).read_bytes()
+        if step.get("kind") == "torn-tail":
+            Path(path).write_bytes(data + b'{"seq": ' + str(data.count(b"\n")).encode() + b', "type": "tool_res')
+            self.damage = ("torn-tail", data.count(b"\n") + 1)
+            return
+        lines = data.split(b"\n")
+        if len(lines) < 4:
+            raise DriverError(f"mid-file damage needs at least three lines in the log, it has {len(lines) - 1}")
+        target = len(lines) // 2  # 0-based index of a line well before the last one
+        lines[target] = b"{\"seq\": \x00 not json" + b"#" * max(0, len(lines[target]) - 20)
+        Path(path).write_bytes(b"\n".join(lines))
+        self.damage = ("mid-file", target + 1)
+
+    async def step_restart(self, step: Step) -> None:
+        before = self._log_bytes()
+        restart_ns = time.monotonic_ns()
+        after = await self.driver.restart(expect=step.get("expect", "ready"), deadline_s=SETTLE_TIMEOUT_S,
+                                         text=step.get("text", "Carry on."))
+        kind, line = self.damage or (None, None)
+        self.restarts.append(Restart(mono_ns=restart_ns, bytes_before=before, bytes_after_load=after,
+                                     damage=kind, damage_line=line))
+        self.damage = None
+
+    async def step_queue(self, step: Step) -> None:
+        item_id = await self.driver.queue(step.get("text"))
+        self.queued[step.get("as", f"q{len(self.queued) + 1}")] = item_id
+
+    async def step_cancel_queued(self, step: Step) -> None:
+        await self.driver.cancel_queued(self.queued[step.get("item")])
+
+    # -- after the steps ---------------------------------------------------------------------
+    async def windows(self) -> list[WindowObservation]:
+        """Every window the server saw: its tree, when Stop hit it, when it was gone, survivors."""
+        out = []
+        for record in [r for r in self.server.records if r.get("kind") == "window"]:
+            wid = record.get("window")
+            refs = [ProcRef.from_record(p) for p in record.get("pids", [])]
+            gone_ns = None
+            if wid in self.tree_watch:
+                gone_ns = await self.tree_watch[wid]
+            survivors = tuple(r.to_json() for r in leftovers(refs))
+            out.append(WindowObservation(window=wid, pids=tuple(record.get("pids", [])),
+                                         stop_ns=self.window_stops.get(wid), gone_ns=gone_ns, survivors=survivors))
+        return out
+
+
+async def run_item(profile: Profile, item: WorkItem) -> ItemOutcome:
+    """Run one work item start to finish; never leaves a process or a temp dir behind."""
+    from fake_server import FakeServer
+
+    started = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    t0 = time.monotonic()
+    dirs = RunDirs.create()
+    api_key = canary_key()
+    driver: Driver | None = None
+    run: TaskRun | None = None
+    error: str | None = None
+    unsupported: str | None = None
+    windows: list[WindowObservation] = []
+    agent_refs: list[ProcRef] = []
+    window_refs: list[ProcRef] = []
+    try:
+        async with FakeServer(scenario=item.task.scenario, port=0) as server:
+            try:
+                ctx = agent_context(profile, item, dirs, server, api_key)
+                driver = make_driver(item.driver, ctx)
+                run = TaskRun(item, driver, server)
+                await run.play(item.task.steps)
+            except Unsupported as exc:
+                unsupported = str(exc)
+            except DriverError as exc:
+                error = f"the task could not complete: {exc}"
+            finally:
+                if driver is not None:
+                    await driver.close()
+                    agent_refs = driver.processes()
+                if run is not None:
+                    windows = await run.windows()
+                    window_refs = [ProcRef.from_record(p) for w in windows for p in w.pids]
+                    await asyncio.to_thread(kill_all, window_refs)
+            records = tuple(dict(r) for r in server.records)
+        if unsupported is not None:
+            checks = tuple(skipped(c, f"not run: {unsupported}") for c in item.task.checks)
+            checks = tuple(dataclasses.replace(c, tier=item.task.checks[c.check]) for c in checks)
+            return ItemOutcome(_result(item, profile, checks, started, t0, None), [], None)
+        obs = observe(item, profile, driver, run, records, windows, dirs, api_key)
+        checks = redact(evaluate(item.task, obs), api_key)
+        return ItemOutcome(_result(item, profile, checks, started, t0, error), latencies(item, profile, obs, driver), obs)
+    finally:
+        left = await asyncio.to_thread(leftovers, agent_refs + window_refs)
+        if left:
+            await asyncio.to_thread(kill_all, left)
+        shutil.rmtree(dirs.root, ignore_errors=True)
+
+
+def _result(item: WorkItem, profile: Profile, checks: tuple[CheckResult, ...], started: str, t0: float,
+            error: str | None) -> TaskResult:
+    return TaskResult(task=item.variant, agent=profile.name, adapter=item.adapter, repeat=item.repeat,
+                      checks=checks, started=started, duration_s=round(time.monotonic() - t0, 3),
+                      error=error, mutant=item.mutant)
+
+
+def observe(item: WorkItem, profile: Profile, driver: Driver, run: TaskRun, records: tuple, windows: list,
+            dirs: RunDirs, api_key: str) -> Observation:
+    """Assemble the Observation: driver records, task-run records, the final log, the canary scan."""
+    from harness.readers import LogDamaged, get_reader
+
+    log = log_error = None
+    log_path = driver.log_path
+    if log_path and os.path.exists(log_path):
+        try:
+            log = get_reader(profile.log_reader)(log_path)
+        except LogDamaged as exc:
+            log_error = str(exc)
+    transcript = driver.transcript()
+    exits = tuple(driver.exits)
+    hits = scan_canary(api_key, dirs.root, {"output": transcript, **{f"stderr of pid {e.pid}": e.stderr_tail for e in exits}})
+    return Observation(
+        task=item.variant, agent=profile.name, adapter=item.adapter, driver=item.driver, api_key=api_key,
+        records=records, inputs=tuple(driver.inputs), stops=tuple(driver.stops), kills=tuple(run.kills),
+        restarts=tuple(run.restarts),
+        exits=tuple(dataclasses.replace(e, stderr_tail=e.stderr_tail.replace(api_key, "[canary]")) for e in exits),
+        windows=tuple(windows), log=log, log_error=log_error, log_path=log_path, canary_hits=tuple(hits),
+        transcript=transcript.replace(api_key, "[canary]"),
+    )
+
+
+def scan_canary(key: str, root: Path, texts: Mapping[str, str]) -> list[dict]:
+    """Every place the canary key appears: files under the run's root, and the agent's output."""
+    needle = key.encode()
+    hits: list[dict] = []
+
+    def excerpt(line: str) -> str:
+        at = line.find(key)
+        return line[max(0, at - 40): at + len(key) + 40].replace(key, "[canary]")
+
+    for path in sorted(p for p in root.rglob("*") if p.is_file() and not p.is_symlink()):
+        data = path.read_bytes()
+        if needle in data:
+            for n, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
+                if key in line:
+                    hits.append({"where": str(path.relative_to(root)), "line": n, "excerpt": excerpt(line)})
+    for where, text in texts.items():
+        for n, line in enumerate(text.splitlines(), 1):
+            if key in line:
+                hits.append({"where": where, "line": n, "excerpt": excerpt(line)})
+    return hits
+
+
+def evaluate(task: Task, obs: Observation) -> tuple[CheckResult, ...]:
+    """The task's checks at the task's tiers; ``unknown`` for all if no checkers are installed."""
+    try:
+        from harness.checks import run_checks
+    except ImportError as exc:
+        return tuple(dataclasses.replace(unknown(c, f"checkers unavailable: {exc}"), tier=t) for c, t in task.checks.items())
+    return run_checks(obs, dict(task.checks))
+
+
+def redact(checks: tuple[CheckResult, ...], key: str) -> tuple[CheckResult, ...]:
+    """The canary never reaches a report, even inside a checker's evidence."""
+    import json
+
+    out = []
+    for c in checks:
+        text = json.dumps(c.to_json())
+        out.append(CheckResult.from_json(json.loads(text.replace(key, "[canary]"))) if key in text else c)
+    return tuple(out)
+
+
+def latencies(item: WorkItem, profile: Profile, obs: Observation, driver: Driver) -> list[LatencySample]:
+    """L1–L4 from one task run (see contract.md: one clock, ``time.monotonic_ns``)."""
+    samples: list[LatencySample] = []
+
+    def add(lid: str, value: int, **detail: Any) -> None:
+        samples.append(LatencySample(lid, int(value), profile.name, item.adapter, item.variant, item.repeat,
+                                     {"driver": item.driver, **detail}))
+
+    ended = [e for e in (obs.log.events if obs.log else ()) if e.type == "turn_ended" and e.mono_ns]
+    for stop in (s for s in obs.stops if s.exercised):
+        if item.driver == "inproc":
+            after = [e.mono_ns for e in ended if e.mono_ns >= stop.mono_ns]
+            if after:
+                add("L1", after[0] - stop.mono_ns, phase=stop.phase)
+        if item.adapter == "http" and stop.phase == "stream" and stop.request is not None:
+            gone = [r["mono_ns"] for r in obs.records if r.get("kind") == "disconnect"
+                    and r.get("request") == stop.request and r["mono_ns"] >= stop.mono_ns]
+            if gone:
+                add("L2", gone[0] - stop.mono_ns, request=stop.request)
+    for w in obs.windows:
+        if w.stop_ns is not None and w.gone_ns is not None:
+            add("L3", w.gone_ns - w.stop_ns, window=w.window, processes=len(w.pids))
+    for e in obs.exits:
+        if e.timeout_s is not None and e.expect == "timeout":
+            add("L4", e.ended_ns - (e.started_ns + int(e.timeout_s * 1e9)), timeout_s=e.timeout_s, returncode=e.returncode)
+    return samples
+
+
+# ---------------------------------------------------------------------------------------
+# A whole run
+
+
+def run_header(profile: Profile, items: list[WorkItem], *, argv: list[str], repeat: int,
+               shard: str | None, started: str, ended: str) -> dict[str, Any]:
+    import platform
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        stopbench_version = version("stopbench")
+    except PackageNotFoundError:
+        stopbench_version = "unknown"
+
+    return {
+        "agent": profile.name,
+        "agent_version": agent_version(profile),
+        "profile": profile.path,
+        "stopbench_version": stopbench_version,
+        "host": platform.node(),
+        "python": platform.python_version(),
+        "started": started,
+        "ended": ended,
+        "adapters": sorted({i.adapter for i in items}),
+        "tasks": sorted({i.task.name for i in items}),
+        "repeat": repeat,
+        "shard": shard,
+        "argv": argv,
+        "mutants": sorted({i.mutant for i in items if i.mutant}),
+    }
+
+
+def agent_version(profile: Profile) -> str:
+    """What the profile's version command prints (first line), or "unknown"."""
+    import subprocess
+
+    if not profile.version_command:
+        return "unknown"
+    argv = [fill(a, base_values()) for a in profile.version_command]
+    try:
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"unknown ({exc})"
+    return (out.stdout.strip().splitlines() or ["unknown"])[0]
+
+
+async def run_items(profile: Profile, items: list[WorkItem],
+                    on_done: Callable[[int, WorkItem, ItemOutcome], None] | None = None,
+                    on_start: Callable[[int, WorkItem], None] | None = None) -> list[ItemOutcome]:
+    """Run the items one after another (timings must not compete for the two cores)."""
+    outcomes = []
+    for n, item in enumerate(items, 1):
+        if on_start:
+            on_start(n, item)
+        outcome = await run_item(profile, item)
+        outcomes.append(outcome)
+        if on_done:
+            on_done(n, item, outcome)
+    return outcomes
