@@ -1,0 +1,147 @@
+"""The session log: append, torn tail, mid-file damage, loading never writes, fork."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import pytest
+
+from reference_agent.api import fork, replay
+from reference_agent.cli import main
+from reference_agent.log import LogDamage, LogWriter, load
+
+HEADER = {"format": "contract-log", "version": 1, "session_id": "s-test", "created": "2026-11-29T00:00:00.000000Z",
+          "cwd": "/tmp", "model": "m", "adapter": "inproc", "parent": None}
+
+
+def make_log(tmp_path, n_turns=2, name="s-test"):
+    path = tmp_path / f"{name}.jsonl"
+    w = LogWriter.create(path, dict(HEADER, session_id=name))
+    for t in range(1, n_turns + 1):
+        w.append("turn_started", turn=t, input=f"question {t}", inbox=[])
+        w.append("assistant_message", turn=t, step=1, text=f"answer {t}", tool_calls=[], finish_reason="stop", interrupted=False)
+        w.append("turn_ended", turn=t, reason="completed")
+    w.checkpoint()
+    w.close()
+    return path
+
+
+def test_events_are_contiguous_and_stamped(tmp_path):
+    path = make_log(tmp_path)
+    loaded = load(path)
+    assert loaded.header["session_id"] == "s-test"
+    assert [e["seq"] for e in loaded.events] == list(range(1, 7))
+    monos = [e["mono_ns"] for e in loaded.events]
+    assert monos == sorted(monos)
+    assert all(e["time"].endswith("Z") for e in loaded.events)
+    assert loaded.torn is None
+
+
+@pytest.mark.parametrize("tail", [b'{"seq": 7, "ty', b'{"seq": 7, "ty\n', b"garbage\n"])
+def test_torn_tail_is_tolerated_and_loading_never_writes(tmp_path, tail):
+    path = make_log(tmp_path)
+    good = path.read_bytes()
+    path.write_bytes(good + tail)
+    before = path.read_bytes()
+    loaded = load(path)
+    assert path.read_bytes() == before
+    assert loaded.torn is not None and loaded.torn.offset == len(good)
+    assert len(loaded.events) == 6
+
+
+def test_first_append_cuts_the_torn_line_and_records_it(tmp_path):
+    path = make_log(tmp_path)
+    good = path.read_bytes()
+    path.write_bytes(good + b'{"seq": 7, "type": "turn_sta')
+    w = LogWriter.reopen(load(path))
+    w.append("turn_started", turn=3, input="again", inbox=[])
+    w.close()
+    data = path.read_bytes()
+    assert data.startswith(good), "earlier lines changed"
+    assert data.endswith(b"\n")
+    events = load(path).events
+    dropped = events[6]
+    assert dropped["type"] == "torn_tail_dropped" and dropped["seq"] == 7
+    assert dropped["offset"] == len(good)
+    assert base64.b64decode(dropped["dropped"]) == b'{"seq": 7, "type": "turn_sta'
+    assert events[7]["type"] == "turn_started" and events[7]["seq"] == 8
+
+
+@pytest.mark.parametrize(
+    "damage, line, problem",
+    [
+        (lambda lines: lines.__setitem__(3, b'{"seq": 3, "ty'), 4, "not a JSON object"),
+        (lambda lines: lines.__setitem__(2, lines[2].replace(b'"seq":2', b'"seq":9')), 3, "seq 9 where 2"),
+        (lambda lines: lines.__setitem__(0, b'{"format": "other"}'), 1, "not a contract-log v1 header"),
+        (lambda lines: lines.insert(2, b""), 3, "not a JSON object"),
+    ],
+)
+def test_damage_before_the_last_line_is_refused_naming_file_and_line(tmp_path, damage, line, problem):
+    path = make_log(tmp_path)
+    lines = path.read_bytes().split(b"\n")
+    damage(lines)
+    path.write_bytes(b"\n".join(lines))
+    before = path.read_bytes()
+    with pytest.raises(LogDamage) as err:
+        load(path)
+    assert err.value.line == line and problem in err.value.problem
+    assert str(path) in str(err.value)
+    assert path.read_bytes() == before
+
+
+def test_resume_of_a_damaged_log_exits_2_and_leaves_it_untouched(tmp_path, capsys):
+    path = make_log(tmp_path)
+    lines = path.read_bytes().split(b"\n")
+    lines[2] = b"{broken"
+    path.write_bytes(b"\n".join(lines))
+    before = path.read_bytes()
+    scenario = tmp_path / "sc.toml"
+    scenario.write_text('name = "x"\n[[responses]]\n[[responses.frames]]\ntext = "hi"\n')
+    code = main(["run", "--adapter", "inproc", "--scenario", str(scenario), "--sessions-dir", str(tmp_path),
+                 "--resume", "s-test", "follow-up"])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert f"{path}:3" in err and "damaged" in err
+    assert path.read_bytes() == before
+
+
+def test_replay_repairs_an_open_turn_in_memory_only(tmp_path):
+    path = make_log(tmp_path, n_turns=1)
+    w = LogWriter.reopen(load(path))
+    w.append("turn_started", turn=2, input="run it", inbox=[])
+    w.append("assistant_message", turn=2, step=1, text="ok", finish_reason="tool_calls", interrupted=False,
+             tool_calls=[{"id": "a", "name": "bash", "arguments": '{"command": "make"}'},
+                         {"id": "b", "name": "bash", "arguments": '{"command": "ls"}'}])
+    w.append("tool_call", turn=2, step=1, call_id="a", name="bash", arguments={"command": "make"})
+    w.close()
+    before = path.read_bytes()
+    state = replay(load(path))
+    assert path.read_bytes() == before
+    assert state.endings[2]["reason"] == "interrupted" and state.endings[2]["synthesized"]
+    assert state.open_turn is None
+    messages = state.history.messages()
+    tools = {m["tool_call_id"]: m["content"] for m in messages if m["role"] == "tool"}
+    assert tools["a"].startswith("TOOL_OUTCOME_UNKNOWN") and "read-only or idempotent" in tools["a"]
+    assert "verify" in tools["a"] and "ask" in tools["a"]
+    assert tools["b"].startswith("TOOL_NOT_STARTED")
+    assert [r["repair"] for r in state.history.repairs] == ["TOOL_OUTCOME_UNKNOWN", "TOOL_NOT_STARTED"]
+
+
+def test_fork_copies_events_up_to_seq_and_names_its_parent(tmp_path):
+    make_log(tmp_path, n_turns=2)
+    new_id, path = fork(tmp_path, "s-test", 4)
+    loaded = load(path)
+    assert loaded.header["session_id"] == new_id == path.stem
+    assert loaded.header["parent"] == {"session_id": "s-test", "seq": 4}
+    original = load(tmp_path / "s-test.jsonl").events[:4]
+    assert loaded.events == original
+    with pytest.raises(ValueError, match="outside"):
+        fork(tmp_path, "s-test", 99)
+
+
+def test_header_never_holds_the_key_and_lines_are_json(tmp_path):
+    path = make_log(tmp_path)
+    for raw in path.read_bytes().splitlines():
+        json.loads(raw)
+    assert "api_key" not in load(path).header
