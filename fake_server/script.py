@@ -130,7 +130,8 @@ def build_plan(index: int, response: sc.Response, parsed: Parsed, shell: ShellTo
             _paced(plan, kind, frame.text, frame.chunk, frame.interval_s)
         elif isinstance(frame, (sc.ToolCall, sc.Shell)):
             name, arguments = _call_target(frame, shell, beacon_url)
-            call = {"id": ids.new("call"), "name": name, "arguments": arguments}
+            call = {"id": ids.new("toolu" if parsed.api == "anthropic" else "call"), "name": name,
+                    "arguments": arguments}
             plan.tool_calls.append(call)
             _paced(plan, "tool", arguments, frame.chunk, frame.interval_s, call=len(plan.tool_calls) - 1)
         elif isinstance(frame, sc.Pause):

@@ -1,0 +1,198 @@
+"""Anthropic Messages (``POST /v1/messages``): parsing, strictness, event encoding.
+
+Claude Code sends ``HEAD /`` and then ``POST /v1/messages?beta=true`` with thinking enabled;
+the stream follows the real sequence: message_start, ping, content blocks (start, deltas,
+stop), message_delta with the stop reason, message_stop.
+"""
+from __future__ import annotations
+
+import json
+
+from .errors import STREAM_ERROR_STATUS, anthropic_error
+from .script import Delta, Ids, Parsed, Plan
+from .shell import ToolDef
+
+STOP_REASONS = {"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_use"}
+THINKING_SIGNATURE = "c3RvcGJlbmNoLWZha2Utc2lnbmF0dXJl"   # a fixed, opaque signature
+
+
+def _field(body: dict, key: str, kind: type, what: str):
+    if key not in body:
+        raise anthropic_error(400, f"{key}: Field required")
+    value = body[key]
+    if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
+        raise anthropic_error(400, f"{key}: Input should be {what}")
+    return value
+
+
+def _blocks(content) -> list[dict]:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    if isinstance(content, list):
+        return [b for b in content if isinstance(b, dict)]
+    return []
+
+
+def _text(content) -> str:
+    return "".join(b.get("text", "") for b in _blocks(content) if b.get("type") == "text"
+                   and isinstance(b.get("text"), str))
+
+
+def parse(body: dict) -> Parsed:
+    model = _field(body, "model", str, "a valid string")
+    _field(body, "max_tokens", int, "a valid integer")
+    raw = _field(body, "messages", list, "a valid list")
+    for i, m in enumerate(raw):
+        if not isinstance(m, dict) or m.get("role") not in ("user", "assistant"):
+            raise anthropic_error(400, f"messages.{i}.role: Input should be 'user' or 'assistant'")
+        if not isinstance(m.get("content"), (str, list)):
+            raise anthropic_error(400, f"messages.{i}.content: Field required")
+    check_balanced(raw)
+    messages = []
+    system = body.get("system")
+    if system:
+        messages.append(_message("system", system if isinstance(system, str) else _text(system)))
+    for m in raw:
+        blocks = _blocks(m["content"])
+        if m["role"] == "assistant":
+            entry = _message("assistant", _text(m["content"]))
+            entry["tool_calls"] = [{"id": b.get("id"), "name": b.get("name"),
+                                    "arguments": json.dumps(b.get("input", {}), ensure_ascii=False)}
+                                   for b in blocks if b.get("type") == "tool_use"]
+            messages.append(entry)
+            continue
+        for b in blocks:
+            if b.get("type") == "tool_result":
+                content = b.get("content")
+                text = content if isinstance(content, str) else _text(content)
+                messages.append({**_message("tool", text), "tool_call_id": b.get("tool_use_id")})
+        text = _text(m["content"])
+        if text or not any(b.get("type") == "tool_result" for b in blocks):
+            messages.append(_message("user", text))
+    tools = body.get("tools") or []
+    if not isinstance(tools, list):
+        raise anthropic_error(400, "tools: Input should be a valid list")
+    tool_defs = [ToolDef(t.get("name", t.get("type", "?")), t.get("input_schema") or {})
+                 for t in tools if isinstance(t, dict)]
+    stream = body.get("stream", False)
+    if not isinstance(stream, bool):
+        raise anthropic_error(400, "stream: Input should be a valid boolean")
+    canonical = {"model": model, "stream": stream, "messages": messages,
+                 "tools": [t.name for t in tool_defs], "shell_tool": None}
+    return Parsed("anthropic", canonical, tool_defs, stream, model=model)
+
+
+def _message(role: str, text: str) -> dict:
+    return {"role": role, "text": text, "tool_calls": [], "tool_call_id": None}
+
+
+def check_balanced(raw: list[dict]):
+    """Anthropic's rule: tool_use blocks are answered by tool_result blocks in the very next message."""
+    for i, m in enumerate(raw):
+        uses = [b.get("id") for b in _blocks(m["content"]) if b.get("type") == "tool_use"] \
+            if m["role"] == "assistant" else []
+        if m["role"] == "user":
+            previous = raw[i - 1] if i > 0 else None
+            offered = {b.get("id") for b in _blocks(previous["content"]) if b.get("type") == "tool_use"} \
+                if previous and previous["role"] == "assistant" else set()
+            for j, b in enumerate(_blocks(m["content"])):
+                if b.get("type") == "tool_result" and b.get("tool_use_id") not in offered:
+                    raise anthropic_error(400, f"messages.{i}.content.{j}: unexpected `tool_use_id` found in "
+                                               f"`tool_result` blocks: {b.get('tool_use_id')}. Each `tool_result` "
+                                               "block must have a corresponding `tool_use` block in the "
+                                               "previous message.")
+        if not uses:
+            continue
+        following = raw[i + 1] if i + 1 < len(raw) else None
+        answered = {b.get("tool_use_id") for b in _blocks(following["content"]) if b.get("type") == "tool_result"} \
+            if following and following["role"] == "user" else set()
+        missing = [u for u in uses if u not in answered]
+        if missing:
+            raise anthropic_error(400, f"messages.{i}: `tool_use` ids were found without `tool_result` blocks "
+                                       f"immediately after: {', '.join(missing)}. Each `tool_use` block must "
+                                       "have a corresponding `tool_result` block in the next message.")
+
+
+class Encoder:
+    def __init__(self, plan: Plan, parsed: Parsed, ids: Ids):
+        self.plan, self.parsed = plan, parsed
+        self.id = ids.new("msg")
+        self.blocks: list[dict] = []
+        self.open_kind = ""
+        self.is_open = False
+
+    def _message(self, content: list, stop_reason, output_tokens: int) -> dict:
+        return {"id": self.id, "type": "message", "role": "assistant", "model": self.parsed.model,
+                "content": content, "stop_reason": stop_reason, "stop_sequence": None,
+                "usage": {"input_tokens": self.plan.input_tokens, "output_tokens": output_tokens,
+                          "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}}
+
+    def start(self) -> list:
+        return [("message_start", {"type": "message_start", "message": self._message([], None, 1)}),
+                ("ping", {"type": "ping"})]
+
+    def delta(self, d: Delta) -> list:
+        events = []
+        if not self.is_open or d.kind != self.open_kind or (d.kind == "tool" and d.first):
+            events += self._close()
+            events.append(self._open(d))
+        index = len(self.blocks) - 1
+        block = self.blocks[-1]
+        if d.kind == "text":
+            block["text"] += d.text
+            delta = {"type": "text_delta", "text": d.text}
+        elif d.kind == "reasoning":
+            block["thinking"] += d.text
+            delta = {"type": "thinking_delta", "thinking": d.text}
+        else:
+            block["_json"] += d.text
+            delta = {"type": "input_json_delta", "partial_json": d.text}
+        events.append(("content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta}))
+        return events
+
+    def _open(self, d: Delta):
+        self.open_kind, self.is_open = d.kind, True
+        if d.kind == "text":
+            block = {"type": "text", "text": ""}
+        elif d.kind == "reasoning":
+            block = {"type": "thinking", "thinking": "", "signature": ""}
+        else:
+            call = self.plan.tool_calls[d.call]
+            block = {"type": "tool_use", "id": call["id"], "name": call["name"], "input": {}, "_json": ""}
+        self.blocks.append(block)
+        shown = {k: v for k, v in block.items() if k != "_json"}
+        return "content_block_start", {"type": "content_block_start", "index": len(self.blocks) - 1,
+                                       "content_block": shown}
+
+    def _close(self) -> list:
+        if not self.is_open:
+            return []
+        self.is_open = False
+        index, block = len(self.blocks) - 1, self.blocks[-1]
+        events = []
+        if block["type"] == "thinking":
+            block["signature"] = THINKING_SIGNATURE
+            events.append(("content_block_delta", {"type": "content_block_delta", "index": index, "delta": {
+                "type": "signature_delta", "signature": THINKING_SIGNATURE}}))
+        if block["type"] == "tool_use":
+            block["input"] = json.loads(block.pop("_json") or "{}")
+        events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
+        return events
+
+    def finish(self) -> list:
+        events = self._close()
+        stop_reason = STOP_REASONS[self.plan.finish_reason]
+        events.append(("message_delta", {"type": "message_delta",
+                                         "delta": {"stop_reason": stop_reason, "stop_sequence": None},
+                                         "usage": {"output_tokens": self.plan.output_tokens}}))
+        events.append(("message_stop", {"type": "message_stop"}))
+        return events
+
+    def error(self, kind: str, message: str) -> list:
+        body = anthropic_error(STREAM_ERROR_STATUS[kind], message).body
+        return [("error", {"type": "error", "error": body["error"]})]
+
+    def body(self) -> dict:
+        """The non-streamed body, from the blocks the silently played stream built."""
+        self._close()
+        return self._message(self.blocks, STOP_REASONS[self.plan.finish_reason], self.plan.output_tokens)

@@ -1,0 +1,219 @@
+"""OpenAI Responses API (``POST /v1/responses``): parsing, strictness, event encoding.
+
+Codex CLI speaks only this API, so its event sequence follows the real one: every output item
+is opened (``output_item.added``), filled by deltas, and closed (``.done`` events, then
+``output_item.done``) before the next one opens, and the stream ends with
+``response.completed`` (or ``response.incomplete`` / ``response.failed``).
+"""
+from __future__ import annotations
+
+import time
+
+from .errors import STREAM_ERROR_STATUS, openai_error
+from .script import Delta, Ids, Parsed, Plan
+from .shell import ToolDef
+from .wire_chat import content_text, json_type, require
+
+ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant"}
+
+
+def parse(body: dict) -> Parsed:
+    model = require(body, "model", str, "a string")
+    if "input" not in body:
+        raise openai_error(400, "Missing required parameter: 'input'.", param="input",
+                           code="missing_required_parameter")
+    raw_input = body["input"]
+    if isinstance(raw_input, str):
+        raw_input = [{"role": "user", "content": raw_input}]
+    if not isinstance(raw_input, list):
+        raise openai_error(400, f"Invalid type for 'input': expected a string or an array, but got "
+                                f"{json_type(raw_input)} instead.", param="input", code="invalid_type")
+    messages = []
+    if isinstance(body.get("instructions"), str) and body["instructions"]:
+        messages.append(_message("system", body["instructions"]))
+    for i, item in enumerate(raw_input):
+        if not isinstance(item, dict):
+            raise openai_error(400, f"Invalid type for 'input[{i}]': expected an object, but got "
+                                    f"{json_type(item)} instead.", param=f"input[{i}]", code="invalid_type")
+        kind = item.get("type", "message")
+        if kind == "message":
+            if item.get("role") not in ROLES:
+                raise openai_error(400, f"Invalid value for 'input[{i}].role'.", param=f"input[{i}].role",
+                                   code="invalid_value")
+            messages.append(_message(ROLES[item["role"]], content_text(item.get("content"))))
+        elif kind == "function_call":
+            call = {"id": item.get("call_id"), "name": item.get("name"), "arguments": item.get("arguments", "")}
+            if messages and messages[-1]["role"] == "assistant":
+                messages[-1]["tool_calls"].append(call)
+            else:
+                messages.append({**_message("assistant", ""), "tool_calls": [call]})
+        elif kind == "function_call_output":
+            output = item.get("output")
+            text = output if isinstance(output, str) else content_text(output)
+            messages.append({**_message("tool", text), "tool_call_id": item.get("call_id")})
+        # reasoning and other item types carry nothing the canonical form keeps
+    tools = body.get("tools") or []
+    if not isinstance(tools, list):
+        raise openai_error(400, f"Invalid type for 'tools': expected an array, but got {json_type(tools)} "
+                                "instead.", param="tools", code="invalid_type")
+    tool_defs = [ToolDef(t.get("name") or t.get("type", "?"), t.get("parameters") or {})
+                 for t in tools if isinstance(t, dict)]
+    stream = body.get("stream", False)
+    if not isinstance(stream, bool):
+        raise openai_error(400, f"Invalid type for 'stream': expected a boolean, but got {json_type(stream)} "
+                                "instead.", param="stream", code="invalid_type")
+    check_balanced(messages)
+    canonical = {"model": model, "stream": stream, "messages": messages,
+                 "tools": [t.name for t in tool_defs], "shell_tool": None}
+    return Parsed("responses", canonical, tool_defs, stream, model=model)
+
+
+def _message(role: str, text: str) -> dict:
+    return {"role": role, "text": text, "tool_calls": [], "tool_call_id": None}
+
+
+def check_balanced(messages: list[dict]):
+    """The Responses rule: every function_call has its output somewhere later, and vice versa."""
+    called: set = set()
+    answered: set = set()
+    for m in messages:
+        if m["role"] == "tool":
+            if m["tool_call_id"] not in called:
+                raise openai_error(400, "No tool call found for function call output with call_id "
+                                        f"{m['tool_call_id']}.", param="input")
+            answered.add(m["tool_call_id"])
+        for call in m["tool_calls"]:
+            called.add(call["id"])
+    for m in messages:
+        for call in m["tool_calls"]:
+            if call["id"] not in answered:
+                raise openai_error(400, f"No tool output found for function call {call['id']}.", param="input")
+
+
+class Encoder:
+    def __init__(self, plan: Plan, parsed: Parsed, ids: Ids):
+        self.plan, self.parsed, self.ids = plan, parsed, ids
+        self.id = ids.new("resp")
+        self.created = int(time.time())
+        self.sequence = 0
+        self.output: list[dict] = []
+        self.open: dict | None = None       # the item being streamed
+        self.open_kind = ""
+        self.open_call = -1
+
+    def _event(self, kind: str, **fields) -> tuple[str, dict]:
+        event = {"type": kind, **fields, "sequence_number": self.sequence}
+        self.sequence += 1
+        return kind, event
+
+    def response(self, status: str, **extra) -> dict:
+        p = self.plan
+        usage = None
+        if status != "in_progress":
+            usage = {"input_tokens": p.input_tokens, "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+                     "output_tokens": p.output_tokens, "output_tokens_details": {"reasoning_tokens": 0},
+                     "total_tokens": p.input_tokens + p.output_tokens}
+        return {"id": self.id, "object": "response", "created_at": self.created, "status": status,
+                "completed_at": self.created if status == "completed" else None, "error": None,
+                "incomplete_details": None, "instructions": None, "max_output_tokens": None,
+                "model": self.parsed.model, "output": list(self.output), "parallel_tool_calls": True,
+                "previous_response_id": None, "reasoning": {"effort": None, "summary": None},
+                "store": False, "temperature": 1, "text": {"format": {"type": "text"}},
+                "tool_choice": "auto", "tools": [], "top_p": 1, "truncation": "disabled",
+                "usage": usage, "metadata": {}, **extra}
+
+    def start(self) -> list:
+        return [self._event("response.created", response=self.response("in_progress")),
+                self._event("response.in_progress", response=self.response("in_progress"))]
+
+    def delta(self, d: Delta) -> list:
+        events = []
+        if self.open is None or d.kind != self.open_kind or (d.kind == "tool" and d.first):
+            events += self._close()
+            events += self._open(d)
+        index = len(self.output)
+        item_id = self.open["id"]
+        if d.kind == "text":
+            self.open["content"][0]["text"] += d.text
+            events.append(self._event("response.output_text.delta", item_id=item_id, output_index=index,
+                                      content_index=0, delta=d.text, logprobs=[]))
+        elif d.kind == "reasoning":
+            self.open["summary"][0]["text"] += d.text
+            events.append(self._event("response.reasoning_summary_text.delta", item_id=item_id,
+                                      output_index=index, summary_index=0, delta=d.text))
+        else:
+            self.open["arguments"] += d.text
+            events.append(self._event("response.function_call_arguments.delta", item_id=item_id,
+                                      output_index=index, delta=d.text))
+        return events
+
+    def _open(self, d: Delta) -> list:
+        index = len(self.output)
+        self.open_kind = d.kind
+        if d.kind == "text":
+            self.open = {"id": self.ids.new("msg"), "type": "message", "status": "in_progress",
+                         "role": "assistant", "content": [{"type": "output_text", "text": "", "annotations": [],
+                                                           "logprobs": []}]}
+            added = {**self.open, "content": []}
+            return [self._event("response.output_item.added", output_index=index, item=added),
+                    self._event("response.content_part.added", item_id=self.open["id"], output_index=index,
+                                content_index=0, part={"type": "output_text", "text": "", "annotations": [],
+                                                       "logprobs": []})]
+        if d.kind == "reasoning":
+            self.open = {"id": self.ids.new("rs"), "type": "reasoning", "summary": [{"type": "summary_text", "text": ""}]}
+            added = {**self.open, "summary": []}
+            return [self._event("response.output_item.added", output_index=index, item=added),
+                    self._event("response.reasoning_summary_part.added", item_id=self.open["id"], output_index=index,
+                                summary_index=0, part={"type": "summary_text", "text": ""})]
+        call = self.plan.tool_calls[d.call]
+        self.open = {"id": self.ids.new("fc"), "type": "function_call", "status": "in_progress",
+                     "call_id": call["id"], "name": call["name"], "arguments": ""}
+        return [self._event("response.output_item.added", output_index=index, item=dict(self.open))]
+
+    def _close(self) -> list:
+        if self.open is None:
+            return []
+        item, index = self.open, len(self.output)
+        self.open = None
+        events = []
+        if item["type"] == "message":
+            part = item["content"][0]
+            events += [self._event("response.output_text.done", item_id=item["id"], output_index=index,
+                                   content_index=0, text=part["text"], logprobs=[]),
+                       self._event("response.content_part.done", item_id=item["id"], output_index=index,
+                                   content_index=0, part=part)]
+        elif item["type"] == "reasoning":
+            part = item["summary"][0]
+            events += [self._event("response.reasoning_summary_text.done", item_id=item["id"], output_index=index,
+                                   summary_index=0, text=part["text"]),
+                       self._event("response.reasoning_summary_part.done", item_id=item["id"], output_index=index,
+                                   summary_index=0, part=part)]
+        else:
+            events.append(self._event("response.function_call_arguments.done", item_id=item["id"],
+                                      output_index=index, name=item["name"], arguments=item["arguments"]))
+        if "status" in item:
+            item["status"] = "completed"
+        self.output.append(item)
+        events.append(self._event("response.output_item.done", output_index=index, item=item))
+        return events
+
+    def finish(self) -> list:
+        events = self._close()
+        if self.plan.finish_reason == "length":
+            return events + [self._event("response.incomplete", response=self.response(
+                "incomplete", incomplete_details={"reason": "max_output_tokens"}))]
+        return events + [self._event("response.completed", response=self.response("completed"))]
+
+    def error(self, kind: str, message: str) -> list:
+        error = openai_error(STREAM_ERROR_STATUS[kind], message).body["error"]
+        code = error["code"] or error["type"]
+        return [self._event("error", code=code, message=message, param=None),
+                self._event("response.failed", response=self.response(
+                    "failed", error={"code": code, "message": message}))]
+
+    def body(self) -> dict:
+        """The non-streamed body: the response object as the (silently played) stream left it."""
+        self._close()
+        if self.plan.finish_reason == "length":
+            return self.response("incomplete", incomplete_details={"reason": "max_output_tokens"})
+        return self.response("completed")
