@@ -1,0 +1,112 @@
+"""Inbox items typed while a turn runs survive or are withdrawn on purpose (C6)."""
+
+from __future__ import annotations
+
+from harness.checks.base import check, clip, event_item, request_item
+from harness.checks.views import messages, requests_between
+from harness.model import CheckResult, Observation, SessionLog, UserInput, failed, passed, skipped, unknown
+
+CANCEL_PREFIX = "/cancel"  # a withdrawal is recorded as the input "/cancel <item_id>"
+
+
+@check("C6", "B+L")
+def inbox_items_never_vanish(obs: Observation) -> CheckResult:
+    """Every item queued during a turn is delivered in a later turn or canceled on purpose.
+
+    Black-box: a delivered item's text reaches a later model request; a withdrawn one never
+    does. Log: each queued input has ``inbox_queued``, then ``inbox_delivered`` (and is in
+    that turn's ``inbox``) or ``inbox_canceled`` after the user's ``/cancel``; an item still
+    pending when a later turn starts has vanished. A withdrawal is recorded by the driver as
+    the input ``/cancel <item_id>``.
+    """
+    queued = [i for i in obs.inputs if i.queued and not i.text.startswith(CANCEL_PREFIX)]
+    if not queued:
+        return skipped("C6", "nothing was queued while a turn ran")
+    cancels = [i for i in obs.inputs if i.text.startswith(CANCEL_PREFIX)]
+    problems: list[dict] = []
+    evidence: list[dict] = []
+    undecided: list[dict] = []
+    for item in queued:
+        carrier = _first_carrier(obs, item)
+        withdrawn = any(c.mono_ns > item.mono_ns for c in cancels)
+        if carrier is not None:
+            evidence.append(request_item(carrier, note=f"queued {clip(item.text, 40)!r} delivered"))
+        elif not withdrawn and obs.log is None and _later_turn_requests(obs, item):
+            problems.append({"queued": clip(item.text, 80), "note": f"queued input {clip(item.text, 60)!r} never "
+                             "reached the model although later turns ran, and was not canceled"})
+        elif obs.log is None:
+            undecided.append({"queued": clip(item.text, 80)})
+    if obs.log is not None:
+        problems.extend(_log_problems(obs, obs.log, queued, cancels, evidence))
+    elif obs.log_error and not problems:
+        return failed("C6", f"the session log could not be read: {obs.log_error}", {"reader": obs.log_error})
+    if problems:
+        return failed("C6", problems[0]["note"], *problems)
+    if undecided:
+        return unknown("C6", "queued items were not delivered yet and there is no log to show they are kept",
+                       *undecided, *evidence)
+    return passed("C6", f"{len(queued)} queued item(s) delivered or canceled on purpose", *evidence)
+
+
+def _first_carrier(obs: Observation, item: UserInput):
+    return next((r for r in requests_between(obs, item.mono_ns)
+                 if any(m.get("role") == "user" and item.text in str(m.get("text") or "") for m in messages(r))), None)
+
+
+def _later_turn_requests(obs: Observation, item: UserInput) -> bool:
+    later_inputs = [i.mono_ns for i in obs.inputs if not i.queued and i.mono_ns > item.mono_ns]
+    return bool(later_inputs) and bool(requests_between(obs, later_inputs[0]))
+
+
+def _log_problems(obs: Observation, log: SessionLog, queued: list[UserInput], cancels: list[UserInput],
+                  evidence: list[dict]) -> list[dict]:
+    problems: list[dict] = []
+    queued_events = log.of_type("inbox_queued")
+    for item in queued:
+        if not any(e.get("text") == item.text for e in queued_events):
+            problems.append({"queued": clip(item.text, 80), "note": f"queued input {clip(item.text, 60)!r} has no "
+                             "inbox_queued event: it was never kept"})
+    for event in queued_events:
+        item_id = event.get("item_id")
+        delivered = [e for e in log.of_type("inbox_delivered") if e.get("item_id") == item_id]
+        canceled = [e for e in log.of_type("inbox_canceled") if e.get("item_id") == item_id]
+        if delivered and canceled:
+            problems.append(event_item(canceled[0], note=f"inbox item {item_id} was both delivered and canceled"))
+        elif delivered:
+            problems.extend(_delivery_problems(log, event, delivered[0]))
+            carried = any(event.get("text") in str(m.get("text") or "")
+                          for r in requests_between(obs, delivered[0].mono_ns or 0) for m in messages(r))
+            if not carried and requests_between(obs, delivered[0].mono_ns or 0):
+                problems.append(event_item(delivered[0], note=f"inbox item {item_id} is marked delivered but its text "
+                                           "reached no later model request"))
+            else:
+                evidence.append(event_item(delivered[0]))
+        elif canceled:
+            if any(c.mono_ns > (event.mono_ns or 0) and _withdraws(c, item_id) for c in cancels):
+                evidence.append(event_item(canceled[0]))
+            else:
+                problems.append(event_item(canceled[0], note=f"inbox item {item_id} was canceled though the user "
+                                           "never withdrew it"))
+        else:
+            later = [e for e in log.of_type("turn_started") if (e.mono_ns or 0) > (event.mono_ns or 0)]
+            if later:
+                problems.append(event_item(event, note=f"inbox item {item_id} vanished: turn {later[0].turn} started "
+                                           "without delivering or canceling it"))
+            else:
+                evidence.append(event_item(event, note="still queued on disk, no later turn yet"))
+    return problems
+
+
+def _withdraws(cancel: UserInput, item_id: str) -> bool:
+    """``/cancel <id>`` withdraws that item; a bare ``/cancel`` (id unknown to the driver) any."""
+    named = cancel.text.split()[1:2]
+    return not named or named[0] == item_id
+
+
+def _delivery_problems(log: SessionLog, queued_event, delivered_event) -> list[dict]:
+    item_id = queued_event.get("item_id")
+    turn = next((e for e in log.of_type("turn_started") if e.turn == delivered_event.get("turn")), None)
+    if turn is None or item_id not in (turn.get("inbox") or []):
+        return [event_item(delivered_event, note=f"inbox item {item_id} is marked delivered to turn "
+                           f"{delivered_event.get('turn')}, whose turn_started does not list it")]
+    return []
