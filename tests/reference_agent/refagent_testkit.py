@@ -1,0 +1,122 @@
+"""Helpers for the reference agent's tests: scenarios, log reading, agent processes.
+
+Every process a test starts runs in its own session with default signal dispositions and
+is killed by PID (with its whole tree) at teardown; window programs a test saw are killed
+by the PIDs they reported, and the teardown checks that none of them is left.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import psutil
+from fake_server import FakeServer
+
+BIN = Path(sys.executable).parent
+REFAGENT = str(BIN / "refagent")
+CANARY_KEY = "sk-canary-7f3e9a1b2c4d5e6f"
+
+
+def write_scenario(tmp_path: Path, text: str, name: str = "scenario.toml") -> Path:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def read_events(path: Path) -> list[dict]:
+    lines = path.read_bytes().split(b"\n")
+    return [json.loads(line) for line in lines[1:] if line.strip()]
+
+
+def _reset_signals() -> None:
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGQUIT, signal.SIGHUP, signal.SIGPIPE):
+        signal.signal(sig, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_SETMASK, [])
+
+
+def kill_pids(pids: list[int]) -> None:
+    """SIGKILL each PID and everything below it (by PID, never by name)."""
+    procs = []
+    for pid in pids:
+        try:
+            p = psutil.Process(pid)
+            procs += [p] + p.children(recursive=True)
+        except psutil.Error:
+            continue
+    for p in procs:
+        try:
+            p.kill()
+        except psutil.Error:
+            pass
+    psutil.wait_procs(procs, timeout=10)
+
+
+def alive(pids: list[int]) -> list[int]:
+    out = []
+    for pid in pids:
+        try:
+            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                out.append(pid)
+        except psutil.Error:
+            continue
+    return out
+
+
+class Agents:
+    """Starts ``refagent`` processes; remembers every PID it or a window reported."""
+
+    def __init__(self, tmp_path: Path):
+        self.tmp_path = tmp_path
+        self.sessions = tmp_path / "sessions"
+        self.cwd = tmp_path / "work"
+        self.cwd.mkdir(exist_ok=True)
+        self.procs: list[subprocess.Popen] = []
+        self.window_pids: list[int] = []
+
+    def env(self, **extra: str) -> dict:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "REFAGENT_"))}
+        env.update(extra)
+        return env
+
+    def start(self, *args: str, env: dict | None = None, stdin=subprocess.DEVNULL) -> subprocess.Popen:
+        proc = subprocess.Popen(
+            [REFAGENT, *args], stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            env=env or self.env(), cwd=self.cwd, start_new_session=True, preexec_fn=_reset_signals,
+        )
+        self.procs.append(proc)
+        return proc
+
+    def run_args(self, server: FakeServer, *extra: str, adapter: str = "http") -> list[str]:
+        return ["run", "--adapter", adapter, "--base-url", server.base_url, "--api-key", CANARY_KEY,
+                "--sessions-dir", str(self.sessions), "--cwd", str(self.cwd), *extra]
+
+    def session_of(self, proc: subprocess.Popen) -> tuple[str, Path]:
+        line = proc.stderr.readline().decode()
+        assert line.startswith("refagent: session "), line
+        _, _, session_id, path = line.split()
+        return session_id, Path(path)
+
+    def note_window(self, record: dict) -> list[int]:
+        pids = [p["pid"] for p in record["pids"]]
+        self.window_pids += pids
+        return pids
+
+    def cleanup(self) -> None:
+        kill_pids([p.pid for p in self.procs if p.poll() is None] + self.window_pids)
+        for p in self.procs:
+            if p.poll() is None:
+                p.kill()
+            p.wait(timeout=10)
+            for stream in (p.stdout, p.stderr, p.stdin):
+                if stream:
+                    stream.close()
+        left = alive(self.window_pids)
+        assert not left, f"processes left behind: {left}"
+
+
