@@ -76,18 +76,19 @@ class GateResult:
 def _check_statuses(run: RunResult, agent_key) -> tuple[dict, dict, set]:
     outcomes: dict[tuple, list[Outcome]] = {}
     tiers: dict[tuple, str] = {}
-    tasks_ran: set[tuple] = set()
+    tasks_checked: set[tuple] = set()  # ran without a harness error at least once
     for t in run.tasks:
         if t.mutant is not None:
             continue
         task_key = (agent_key(t.agent), t.adapter, t.task)
-        tasks_ran.add(task_key)
+        if t.error is None:
+            tasks_checked.add(task_key)
         outcomes.setdefault((*task_key, TASK_ROW), []).append(Outcome.FAIL if t.error else Outcome.PASS)
         tiers[(*task_key, TASK_ROW)] = "harness"
         for c in t.checks:
             outcomes.setdefault((*task_key, c.check), []).append(c.outcome)
             tiers[(*task_key, c.check)] = c.tier.value
-    return {k: fold(v) for k, v in outcomes.items()}, tiers, tasks_ran
+    return {k: fold(v) for k, v in outcomes.items()}, tiers, tasks_checked
 
 
 def _agent_key(baseline: RunResult, current: RunResult):
@@ -101,11 +102,11 @@ def _agent_key(baseline: RunResult, current: RunResult):
 def compare(baseline: RunResult, current: RunResult, tolerance: float = 0.10, alpha: float = 0.01) -> GateResult:
     agent_key = _agent_key(baseline, current)
     before, tiers_b, _ = _check_statuses(baseline, agent_key)
-    after, tiers_c, ran_now = _check_statuses(current, agent_key)
+    after, tiers_c, checked_now = _check_statuses(current, agent_key)
     checks = []
     for key in sorted(before.keys() | after.keys()):
         checks.append(_check_row(key, tiers_c.get(key) or tiers_b[key], before.get(key), after.get(key),
-                                 key[:3] in ran_now))
+                                 key[:3] in checked_now))
     samples_b, samples_c = _samples(baseline, agent_key), _samples(current, agent_key)
     latencies = [
         _latency_row(key, samples_b.get(key, []), samples_c.get(key, []), tolerance, alpha)
@@ -114,13 +115,13 @@ def compare(baseline: RunResult, current: RunResult, tolerance: float = 0.10, al
     return GateResult(tuple(checks), tuple(latencies), tolerance, alpha)
 
 
-def _check_row(key, tier: str, before: str | None, after: str | None, task_ran: bool) -> CheckRow:
+def _check_row(key, tier: str, before: str | None, after: str | None, task_checked: bool) -> CheckRow:
     if before == "pass" and after == "fail":
         return CheckRow(key, tier, before, after, "REGRESSION: pass -> fail", True)
     if before is not None and after is None:
-        if task_ran:
+        if task_checked:
             return CheckRow(key, tier, before, after, "REGRESSION: check no longer reported", True)
-        return CheckRow(key, tier, before, after, "not run now: no evidence of change", False)
+        return CheckRow(key, tier, before, after, "not checked now: no evidence of change", False)
     if before is None:
         return CheckRow(key, tier, before, after, "new", False)
     if before == after:

@@ -24,7 +24,9 @@ from harness.model import RunResult, TaskResult
 T = TypeVar("T")
 
 # Run info that must agree between shards of one run (when present).
-SAME_IN_EVERY_SHARD = ("agent", "agent_version", "profile", "stopbench_version", "adapters", "tasks", "repeat")
+SAME_IN_EVERY_SHARD = ("agent", "agent_version", "profile", "stopbench_version", "repeat")
+# Run info listing what a shard covered: the merged run lists the union, sorted.
+UNION_IN_MERGE = ("adapters", "tasks", "mutants")
 # What "apart from timings" leaves out when two runs are compared (at any depth).
 TIMING_KEYS = frozenset({"started", "ended", "time", "created", "duration_s", "value_ns", "argv", "shard",
                          "host", "merged_from"})
@@ -54,7 +56,12 @@ def parse_shard(spec: str) -> tuple[int, int]:
 
 
 def item_key(item: Any) -> str:
-    """A text that identifies an item the same way on every machine and Python process."""
+    """A text that identifies an item the same way on every machine and Python process:
+    the item's own ``key`` string when it has one (a work item names itself without paths
+    that differ between machines), else a canonical JSON text of its value."""
+    own = getattr(item, "key", None)
+    if isinstance(own, str):
+        return own
     return json.dumps(_plain(item), sort_keys=True, ensure_ascii=True, separators=(",", ":"))
 
 
@@ -145,6 +152,10 @@ def _canonical_order(run: Mapping[str, Any]):
 
 def _merged_run(ordered: Sequence[RunResult]) -> dict[str, Any]:
     run = dict(ordered[0].run)
+    for key in UNION_IN_MERGE:
+        listings = [r.run.get(key) for r in ordered]
+        if all(isinstance(v, list) for v in listings):
+            run[key] = sorted({str(v) for listing in listings for v in listing})
     hosts = sorted({str(r.run.get("host", "")) for r in ordered})
     starts = [r.run["started"] for r in ordered if r.run.get("started")]
     ends = [r.run["ended"] for r in ordered if r.run.get("ended")]
