@@ -26,6 +26,7 @@ from . import failpoints
 
 TAG_VAR = "REFAGENT_TOOL_TAG"
 OUTPUT_LIMIT = 30_000
+SECRET_SUFFIXES = ("_API_KEY", "_AUTH_TOKEN", "_SECRET")
 GONE_DEADLINE_S = 10.0  # failsafe only: SIGKILL'd processes normally vanish in microseconds
 TERM_GRACE_S = 2.0  # used only by the term-then-wait failpoint
 
@@ -99,7 +100,7 @@ class ToolRun:
         fd, name = tempfile.mkstemp(prefix="refagent-tool-", suffix=".out")
         self._out_path = Path(name)
         try:
-            env = dict(os.environ, **{TAG_VAR: self.tag})
+            env = tool_environment(self.tag)
             self.proc = await asyncio.create_subprocess_exec(
                 "bash", "-c", command, cwd=self.cwd, stdin=asyncio.subprocess.DEVNULL,
                 stdout=fd, stderr=fd, start_new_session=True, env=env,
@@ -126,6 +127,14 @@ class ToolRun:
             return _clip(path.read_text(encoding="utf-8", errors="replace"))
         finally:
             path.unlink(missing_ok=True)
+
+
+def tool_environment(tag: str) -> dict[str, str]:
+    """The agent's environment minus its secrets (a command's ``env > file`` must not leak
+    the API key, C13), plus the call's tag."""
+    env = {k: v for k, v in os.environ.items() if not k.endswith(SECRET_SUFFIXES)}
+    env[TAG_VAR] = tag
+    return env
 
 
 def _clip(text: str) -> str:
