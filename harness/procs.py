@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import threading
 import time
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
@@ -108,17 +109,22 @@ def tree(root: ProcRef) -> list[ProcRef]:
 
 
 def kill_all(refs: Iterable[ProcRef], *, deadline_s: float = 10.0) -> list[ProcRef]:
-    """SIGKILL every live process named, wait until they are gone; return any survivors."""
-    live = [(r, r.process()) for r in refs]
-    live = [(r, p) for r, p in live if p is not None]
-    for _, p in live:
-        try:
-            p.kill()
-        except psutil.Error:
-            pass
-    _, alive = psutil.wait_procs([p for _, p in live], timeout=deadline_s)
-    alive_pids = {p.pid for p in alive}
-    return [r for r, _ in live if r.pid in alive_pids and r.alive()]
+    """SIGKILL every live process named, wait until they are gone; return any survivors.
+
+    Gone means dead or a zombie: the harness never reaps here (``waitpid`` belongs to whoever
+    started the process — asyncio or pexpect — and stealing it would corrupt their exit codes).
+    """
+    live = [r for r in refs if r.alive()]
+    for r in live:
+        p = r.process()
+        if p is not None:
+            try:
+                p.kill()
+            except psutil.Error:
+                pass
+    if wait_gone(live, deadline_s=deadline_s) is not None:
+        return []
+    return leftovers(live)
 
 
 def kill_tree(root: ProcRef, *, deadline_s: float = 10.0) -> list[ProcRef]:
@@ -131,11 +137,13 @@ def leftovers(refs: Iterable[ProcRef]) -> list[ProcRef]:
     return [r for r in refs if r.alive()]
 
 
-def wait_gone(refs: Sequence[ProcRef], *, deadline_s: float) -> int | None:
+def wait_gone(refs: Sequence[ProcRef], *, deadline_s: float, cancel: threading.Event | None = None,
+              interval_s: float = 0.0005) -> int | None:
     """Poll until every process is gone; the ``monotonic_ns`` when the last was seen gone.
 
     A tight loop on purpose: this measures L3 (Stop → last process of the tree gone), so the
-    resolution must be well below the figure measured. Returns None at the deadline.
+    resolution must be well below the figure measured. Returns None at the deadline or when
+    ``cancel`` is set first.
     """
     end = time.monotonic() + deadline_s
     pending = list(refs)
@@ -144,9 +152,9 @@ def wait_gone(refs: Sequence[ProcRef], *, deadline_s: float) -> int | None:
         now = time.monotonic_ns()
         if not pending:
             return now
-        if time.monotonic() > end:
+        if time.monotonic() > end or (cancel is not None and cancel.is_set()):
             return None
-        time.sleep(0.0002)
+        time.sleep(interval_s)
 
 
 def signal_pid(pid: int, sig: int) -> bool:

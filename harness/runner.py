@@ -18,6 +18,7 @@ import secrets
 import shutil
 import signal
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,7 +35,7 @@ from harness.tasks import Step, Task
 
 BEACON_TIMEOUT_S = 30.0  # failsafe for a beacon that never comes (the agent hung or broke)
 SETTLE_TIMEOUT_S = 15.0
-TREE_GONE_DEADLINE_S = 10.0
+WINDOW_WATCH_S = 600.0  # windows hold at most 600 s; the watch is cancelled at the task's end
 ENV_PASSTHROUGH = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR")
 
 
@@ -146,6 +147,7 @@ class TaskRun:
         self.window_records: dict[str, Mapping[str, Any]] = {}
         self.window_stops: dict[str, int] = {}
         self.tree_watch: dict[str, asyncio.Task] = {}
+        self.watch_cancel = threading.Event()
         self.queued: dict[str, str] = {}
         self.damage: tuple[str, int | None] | None = None
 
@@ -173,7 +175,7 @@ class TaskRun:
             record = await rec.wait_disconnect(request=step.get("request"), timeout=BEACON_TIMEOUT_S)
         else:
             record = await rec.wait_window(window=step.get("window"), timeout=BEACON_TIMEOUT_S)
-            self.window_records[step.get("window")] = record
+            self._watch_tree(step.get("window"), record)
         self.last_beacon = (beacon, record)
 
     def _beacon_context(self) -> tuple[str, int | None, str | None]:
@@ -187,17 +189,39 @@ class TaskRun:
         phase = step.get("phase", phase)
         delivery = await self.driver.stop(step.get("source", "user"), phase=phase, request=request, window=window)
         if window and delivery.exercised:
-            self._watch_tree(window, delivery.mono_ns)
+            self.window_stops[window] = delivery.mono_ns
+        if self.driver.name != "inproc" and delivery.text_seen is not None:
+            # A screen or stdout shows more than the model's text (echoed input, tool cards):
+            # what the agent demonstrably received is the scripted text's longest prefix shown.
+            scripted = self._scripted_text(request)
+            self.driver.stops[-1] = dataclasses.replace(delivery, text_seen=visible_prefix(scripted, delivery.text_seen))
 
-    def _watch_tree(self, window: str, stop_ns: int) -> None:
-        """Start timing L3: the window's whole tree gone after Stop (a tight psutil loop, in a thread)."""
-        refs = [ProcRef.from_record(p) for p in self.window_records[window].get("pids", [])]
-        self.window_stops[window] = stop_ns
-        self.tree_watch[window] = asyncio.create_task(
-            asyncio.to_thread(wait_gone, refs, deadline_s=TREE_GONE_DEADLINE_S))
+    def _scripted_text(self, request: int | None) -> str:
+        responses = [r for r in self.server.records if r.get("kind") == "response"]
+        if request is not None:
+            responses = [r for r in responses if r.get("request") == request]
+        return responses[-1].get("text") or "" if responses else ""
+
+    def _watch_tree(self, window: str, record: Mapping[str, Any]) -> None:
+        """Watch a window's tree from the moment it opened until it is gone (a tight psutil
+        loop in a thread): whatever ends it — Stop, a timeout, a kill, a restart's reaping —
+        the moment is known, and L3 is that moment minus the Stop."""
+        refs = [ProcRef.from_record(p) for p in record.get("pids", [])]
+        self.window_records[window] = record
+        self.tree_watch[window] = asyncio.create_task(asyncio.to_thread(
+            wait_gone, refs, deadline_s=WINDOW_WATCH_S, cancel=self.watch_cancel))
 
     async def step_settle(self, step: Step) -> None:
-        await self.driver.settle(SETTLE_TIMEOUT_S)
+        settlement = await self.driver.settle(SETTLE_TIMEOUT_S)
+        exit_ = settlement.exit
+        if exit_ is not None and exit_.timeout_s is not None:
+            # The run's own timeout is a Stop the harness asked for with the command line:
+            # it falls due at start + T, and was exercised if the run was still going then.
+            due_ns = exit_.started_ns + int(exit_.timeout_s * 1e9)
+            phase, request, window = self._beacon_context() if self.last_beacon else ("other", None, None)
+            self.driver.stops.append(StopDelivery(
+                mono_ns=due_ns, source="timeout", how="timeout", phase=phase,
+                exercised=exit_.ended_ns > due_ns, request=request, window=window))
 
     async def step_kill(self, step: Step) -> None:
         beacon, record = self.last_beacon
@@ -252,6 +276,7 @@ class TaskRun:
     async def windows(self) -> list[WindowObservation]:
         """Every window the server saw: its tree, when Stop hit it, when it was gone, survivors."""
         out = []
+        self.watch_cancel.set()
         for record in [r for r in self.server.records if r.get("kind") == "window"]:
             wid = record.get("window")
             refs = [ProcRef.from_record(p) for p in record.get("pids", [])]
@@ -262,6 +287,19 @@ class TaskRun:
             out.append(WindowObservation(window=wid, pids=tuple(record.get("pids", [])),
                                          stop_ns=self.window_stops.get(wid), gone_ns=gone_ns, survivors=survivors))
         return out
+
+
+def visible_prefix(scripted: str, screen: str) -> str:
+    """The longest prefix of ``scripted`` that appears in ``screen`` (containment is monotone
+    in the prefix length, so a binary search finds it)."""
+    lo, hi = 0, len(scripted)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if scripted[:mid] in screen:
+            lo = mid
+        else:
+            hi = mid - 1
+    return scripted[:lo]
 
 
 async def run_item(profile: Profile, item: WorkItem) -> ItemOutcome:
@@ -291,13 +329,13 @@ async def run_item(profile: Profile, item: WorkItem) -> ItemOutcome:
             except DriverError as exc:
                 error = f"the task could not complete: {exc}"
             finally:
+                if run is not None:  # before the agent is ended: what outlived its tools is evidence
+                    windows = await run.windows()
+                    window_refs = [ProcRef.from_record(p) for w in windows for p in w.pids]
                 if driver is not None:
                     await driver.close()
                     agent_refs = driver.processes()
-                if run is not None:
-                    windows = await run.windows()
-                    window_refs = [ProcRef.from_record(p) for w in windows for p in w.pids]
-                    await asyncio.to_thread(kill_all, window_refs)
+                await asyncio.to_thread(kill_all, window_refs)
             records = tuple(dict(r) for r in server.records)
         if unsupported is not None:
             checks = tuple(skipped(c, f"not run: {unsupported}") for c in item.task.checks)

@@ -56,6 +56,8 @@ class Settlement:
 
 
 class Driver(Protocol):
+    """A withdrawal of a queued item is recorded as the input ``/cancel <item_id>`` (queued)."""
+
     name: ClassVar[str]
     inputs: list[UserInput]
     stops: list[StopDelivery]

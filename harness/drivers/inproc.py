@@ -98,6 +98,7 @@ class InprocDriver(DriverBase):
         return str(self._session.queue(text))
 
     async def cancel_queued(self, item_id: str) -> None:
+        self.inputs.append(UserInput(text=f"/cancel {item_id}", mono_ns=time.monotonic_ns(), queued=True))
         self._session.cancel_queued(item_id)
 
     async def stop(self, source: str, *, phase: str, request: int | None, window: str | None) -> StopDelivery:

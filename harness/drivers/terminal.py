@@ -125,6 +125,7 @@ class TerminalDriver(DriverBase):
     async def cancel_queued(self, item_id: str) -> None:
         if not self.spec.cancel_command:
             raise Unsupported("the profile names no cancel_command")
+        self.inputs.append(UserInput(text=f"/cancel {item_id}", mono_ns=time.monotonic_ns(), queued=True))
         self._type(self.spec.cancel_command.format(item_id=item_id) + KEYS["enter"])
 
     async def stop(self, source: str, *, phase: str, request: int | None, window: str | None) -> StopDelivery:
