@@ -83,6 +83,10 @@ class Scoreboard:
         return sum(t.conformant for t in self.tasks)
 
     @property
+    def verdict(self) -> str:
+        return "conformant" if self.tasks and self.conformant == len(self.tasks) else "NOT conformant"
+
+    @property
     def mandatory(self) -> tuple[int, int]:
         """(passed, decided) mandatory check results over all repeats; skipped ones excluded."""
         decided = [c for t in self.tasks for c in t.checks

@@ -48,10 +48,14 @@ svg .plot-title { font-weight: bold; font-size: 11px; } svg .legend { font-size:
 
 def render_html(runs: Sequence[RunResult]) -> str:
     boards = scoreboards(runs)
-    title = "stopbench leaderboard" if is_leaderboard(boards) else "stopbench report"
+    ranked = is_leaderboard(boards)
+    title = "stopbench leaderboard" if ranked else "stopbench report"
+    headline = (f"{len({b.label for b in boards})} agents compared" if ranked
+                else f"{' / '.join(dict.fromkeys(b.label for b in boards))}: {verdict(runs)}")
+    css_class = "" if ranked else ("pass" if verdict(runs) == "conformant" else "fail")
     body = [
         f"<h1>{escape(title)}</h1>",
-        f'<p class="verdict {"pass" if verdict(runs) == "conformant" else "fail"}">{escape(verdict(runs))}</p>',
+        f'<p class="verdict {css_class}">{escape(headline)}</p>',
         *_runs(runs),
         *_scoreboard(boards),
         *_matrices(boards),
@@ -99,16 +103,16 @@ def _scoreboard(boards: Sequence[Scoreboard]) -> list[str]:
     for rank, b in enumerate(leaderboard(boards) if ranked else boards, 1):
         passed, decided = b.mandatory
         o = b.outcomes
-        cls = "pass" if b.conformant == len(b.tasks) else "fail"
-        row = [escape(b.label), escape(b.version), escape(b.adapter),
-               f'<span class="{cls}">{b.conformant}/{len(b.tasks)}</span>', f"{passed}/{decided}",
+        cls = "pass" if b.verdict == "conformant" else "fail"
+        row = [escape(b.label), escape(b.version), escape(b.adapter), f'<span class="{cls}">{b.verdict}</span>',
+               f"{b.conformant}/{len(b.tasks)}", f"{passed}/{decided}",
                str(o["pass"]), str(o["fail"]), str(o["unknown"]), str(o["skipped"])]
         rows.append([str(rank), *row] if ranked else row)
-    header = ["agent", "version", "adapter", "conformant tasks", "mandatory passed", "pass", "fail", "unknown",
-              "skipped"]
+    header = ["agent", "version", "adapter", "verdict", "conformant tasks", "mandatory passed", "pass", "fail",
+              "unknown", "skipped"]
     offset = 1 if ranked else 0
     return [f'<h2 id="scoreboard">{"Leaderboard" if ranked else "Scoreboard"}</h2>',
-            _table(["#", *header] if ranked else header, rows, range(offset + 3, offset + 9))]
+            _table(["#", *header] if ranked else header, rows, range(offset + 4, offset + 10))]
 
 
 def _check_order(check: str) -> tuple[str, int, str]:

@@ -62,10 +62,10 @@ def parse_results(data: Any, source: str | Path = "<results>") -> RunResult:
             raise ResultsError(source, f"'{key}' must be a JSON {'object' if kind is dict else 'array'}")
     tasks = []
     for i, task in enumerate(data["tasks"]):
-        _check_item(source, f"tasks[{i}]", task, TaskResult.from_json)
-        for j, check in enumerate(task.get("checks") or ()):
+        checks = task.get("checks") if isinstance(task, dict) else None
+        for j, check in enumerate(checks if isinstance(checks, list) else ()):
             _check_item(source, f"tasks[{i}].checks[{j}]", check, CheckResult.from_json)
-        tasks.append(TaskResult.from_json(task))
+        tasks.append(_check_item(source, f"tasks[{i}]", task, TaskResult.from_json))
     latencies = []
     for i, sample in enumerate(data["latencies"]):
         where = f"latencies[{i}]"

@@ -20,7 +20,11 @@ MAX_FAILURES = 40
 
 def render_markdown(runs: Sequence[RunResult]) -> str:
     boards = scoreboards(runs)
-    lines = [f"## stopbench: {verdict(runs)}", ""]
+    if is_leaderboard(boards):
+        title = f"## stopbench leaderboard: {len({b.label for b in boards})} agents"
+    else:
+        title = f"## stopbench: {' / '.join(dict.fromkeys(b.label for b in boards)) or 'no results'}, {verdict(runs)}"
+    lines = [title, ""]
     lines += _runs(runs)
     lines += _scoreboard(boards)
     lines += _failures(boards)
@@ -56,26 +60,35 @@ def _scoreboard(boards: Sequence[Scoreboard]) -> list[str]:
     for rank, b in enumerate(leaderboard(boards) if ranked else boards, 1):
         passed, decided = b.mandatory
         o = b.outcomes
-        row = [b.label, b.adapter, f"{b.conformant}/{len(b.tasks)}", f"{passed}/{decided}",
+        row = [b.label, b.adapter, b.verdict, f"{b.conformant}/{len(b.tasks)}", f"{passed}/{decided}",
                o["pass"], o["fail"], o["unknown"], o["skipped"]]
         rows.append([rank, *row] if ranked else row)
-    header = ["agent", "adapter", "conformant tasks", "mandatory checks passed", "pass", "fail", "unknown", "skipped"]
+    header = ["agent", "adapter", "verdict", "conformant tasks", "mandatory checks passed", "pass", "fail", "unknown",
+              "skipped"]
     title = "### Leaderboard" if ranked else "### Scoreboard"
     return [title, "", *_table(["#", *header] if ranked else header, rows,
-                               ("r" if ranked else "") + "llrrrrrr")]
+                               ("r" if ranked else "") + "lllrrrrrr")]
 
 
 def _failures(boards: Sequence[Scoreboard]) -> list[str]:
-    found = [(b, f) for b in boards for f in b.failures]
+    """One line per failing check over its repeats (the first failing repeat's evidence)."""
+    found = []
+    for b in boards:
+        where = f"{md_cell(b.label)} / {md_cell(b.adapter)}"
+        for t in b.tasks:
+            if t.error is not None:
+                found.append(f"- **{where} / {md_cell(t.task)} #{t.repeat}: task error**: {md_cell(t.error)}")
+        for row in b.rows:
+            if row.status not in ("fail", "unknown"):
+                continue
+            bad = [(rep, r) for rep, r in row.results if r.outcome.value == row.status]
+            repeats = ", ".join(f"#{rep}" for rep, _ in bad)
+            found.append(f"- **{where} / {md_cell(row.task)}: {md_cell(row.check)} {md_cell(row.name)}** "
+                         f"({row.tier}) {row.status} in {repeats} of {len(row.results)}: "
+                         f"{md_cell(bad[0][1].evidence.summary)}")
     if not found:
         return []
-    lines = ["### Failing checks", ""]
-    for b, f in found[:MAX_FAILURES]:
-        if f.result is None:
-            lines.append(f"- **{md_cell(b.label)} / {b.adapter} / {md_cell(f.title)}**: {md_cell(f.task.error or '')}")
-        else:
-            lines.append(f"- **{md_cell(b.label)} / {b.adapter} / {md_cell(f.title)}** "
-                         f"({f.result.outcome.value}, {f.result.tier.value}): {md_cell(f.result.evidence.summary)}")
+    lines = ["### Failing checks", "", *found[:MAX_FAILURES]]
     if len(found) > MAX_FAILURES:
         lines.append(f"- … and {len(found) - MAX_FAILURES} more (see the HTML report)")
     return lines + [""]

@@ -35,14 +35,17 @@ LATENCY_SCALE = {
 }
 
 
-def _run_info(agent: str, repeat: int, shard: str | None, host: str, started: str, ended: str) -> dict:
+def _run_info(agent: str, items: Sequence[tuple[str, str, int]], repeat: int, shard: str | None,
+              host: str, started: str, ended: str) -> dict:
+    """Like the runner's header: what this run (or shard) covered, as sorted lists."""
     argv = ["stopbench", "run", "--agent", agent, "--repeat", str(repeat)]
     if shard:
         argv += ["--shard", shard]
     return {
         "agent": agent, "agent_version": "0.1.0", "profile": agent, "stopbench_version": "0.1.0",
         "host": host, "python": "3.11.9", "started": started, "ended": ended,
-        "adapters": list(ADAPTERS), "tasks": list(TASKS), "repeat": repeat, "shard": shard, "argv": argv,
+        "adapters": sorted({a for _, a, _ in items}), "tasks": sorted({t for t, _, _ in items}),
+        "repeat": repeat, "shard": shard, "argv": argv,
     }
 
 
@@ -117,7 +120,7 @@ def build_run(
                                             name="check_c3"),),
                     ))
     return RunResult(
-        run=_run_info(agent, repeat, shard, host, "2026-11-29T10:00:00Z", "2026-11-29T10:30:00Z"),
+        run=_run_info(agent, items, repeat, shard, host, "2026-11-29T10:00:00Z", "2026-11-29T10:30:00Z"),
         tasks=tuple(tasks), latencies=tuple(samples),
     )
 
@@ -125,6 +128,11 @@ def build_run(
 @pytest.fixture
 def make_run() -> Callable[..., RunResult]:
     return build_run
+
+
+@pytest.fixture
+def canary() -> str:
+    return CANARY
 
 
 @pytest.fixture

@@ -1,0 +1,70 @@
+"""The checked-in JSON Schema describes what the harness writes, and the docs describe the schema."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from harness.model import LATENCY_IDS, RESULTS_FORMAT, RESULTS_VERSION, Outcome, Tier
+from harness.report.shard import merge, shard_items
+from harness.report.writer import results_text
+
+ROOT = Path(__file__).resolve().parents[2]
+SCHEMA = json.loads((ROOT / "harness/report/results.schema.json").read_text())
+DOC = (ROOT / "docs/results.md").read_text()
+
+
+@pytest.fixture(scope="module")
+def validator():
+    jsonschema.Draft202012Validator.check_schema(SCHEMA)
+    return jsonschema.Draft202012Validator(SCHEMA)
+
+
+def test_written_results_validate(validator, run, rival):
+    for r in (run, rival):
+        validator.validate(json.loads(results_text(r)))
+
+
+def test_merged_results_validate(validator, make_run):
+    items = [(t, a, r) for t in ("interrupt-cancel", "interrupt-timeout") for a in ("inproc", "http") for r in range(2)]
+    shards = [make_run(shard_items(items, i, 2), repeat=2, shard=f"{i}/2") for i in (1, 2)]
+    validator.validate(json.loads(results_text(merge(shards))))
+
+
+@pytest.mark.parametrize("path,value", [
+    (("tasks", 0, "checks", 0, "outcome"), "maybe"),
+    (("tasks", 0, "checks", 0, "tier"), "optional"),
+    (("latencies", 0, "value_ns"), 1.5),
+    (("latencies", 0, "latency"), "L9"),
+    (("run", "shard"), "two of three"),
+    (("version",), 2),
+])
+def test_schema_rejects_what_readers_refuse(validator, run, path, value):
+    data = json.loads(results_text(run))
+    target = data
+    for step in path[:-1]:
+        target = target[step]
+    target[path[-1]] = value
+    assert list(validator.iter_errors(data))
+
+
+def test_schema_enumerations_follow_the_model():
+    defs = SCHEMA["$defs"]
+    assert SCHEMA["properties"]["format"]["const"] == RESULTS_FORMAT
+    assert SCHEMA["properties"]["version"]["const"] == RESULTS_VERSION
+    assert defs["check"]["properties"]["outcome"]["enum"] == [o.value for o in Outcome]
+    assert defs["check"]["properties"]["tier"]["enum"] == [t.value for t in Tier]
+    assert defs["latency"]["properties"]["latency"]["enum"] == list(LATENCY_IDS)
+
+
+def test_every_schema_field_is_documented():
+    documented = set(re.findall(r"`([a-z_]+)`", DOC))
+    fields = set()
+    for part in (SCHEMA, *SCHEMA["$defs"].values()):
+        fields |= set(part.get("properties", {}))
+    fields |= set(SCHEMA["$defs"]["check"]["properties"]["evidence"]["properties"])
+    assert fields - documented == set()
