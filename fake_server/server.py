@@ -25,7 +25,8 @@ SSE_HEADERS = {"Content-Type": "text/event-stream; charset=utf-8", "Cache-Contro
 
 
 def redact(headers) -> dict:
-    return {k: ("[redacted]" if k.lower() in SECRET_HEADERS else v) for k, v in headers.items()}
+    """Header names lower-cased (HTTP does not care) and secrets replaced."""
+    return {k.lower(): ("[redacted]" if k.lower() in SECRET_HEADERS else v) for k, v in headers.items()}
 
 
 def wire_for(api: str):
@@ -41,13 +42,17 @@ def wire_for(api: str):
 
 class FakeServer:
     def __init__(self, scenario: Scenario | None = None, port: int = 0, seed: str | None = None,
-                 max_body_bytes: int = MAX_BODY_BYTES):
+                 max_body_bytes: int = MAX_BODY_BYTES, keep_wire: bool = False):
+        """``keep_wire`` keeps every byte sent for each model request in ``self.wire`` (request
+        number → {"api", "status", "sse", "payloads"}), for checking the wire format itself."""
         self.scenario = scenario or demo_scenario()
         self.cursor = ScenarioCursor(self.scenario)
         self.ids = Ids(seed or secrets.token_hex(3))
         self.records = Records()
         self.port = port
         self.max_body_bytes = max_body_bytes
+        self.keep_wire = keep_wire
+        self.wire: dict[int, dict] = {}
         self._runner: web.AppRunner | None = None
         self._closing = False
 
@@ -152,17 +157,23 @@ class FakeServer:
         except ApiError as exc:
             self.records.append({**base, "status": exc.status, "error": exc.message})
             self.records.append({"kind": "error", "request": request_no, "problem": exc.message})
-            return web.json_response(exc.body, status=exc.status, headers=exc.headers)
+            return self._json(request_no, api, exc.body, exc.status, exc.headers)
         refusal = http_error_of(plan, api)
         self.records.append({**base, "status": refusal.status if refusal else 200,
                              **({"error": refusal.message} if refusal else {})})
         self.records.append(plan.response_record(request_no))
         if refusal is not None:
-            return web.json_response(refusal.body, status=refusal.status, headers=refusal.headers)
+            return self._json(request_no, api, refusal.body, refusal.status, refusal.headers)
         encoder = wire_for(api).Encoder(plan, parsed, self.ids)
         if parsed.stream:
-            return await self._stream(request, request_no, plan, encoder)
-        return await self._whole(request, request_no, plan, encoder, family)
+            return await self._stream(request, request_no, api, plan, encoder)
+        return await self._whole(request, request_no, api, plan, encoder)
+
+    def _json(self, request_no: int, api: str, body: dict, status: int = 200, headers=None):
+        response = web.json_response(body, status=status, headers=headers)
+        if self.keep_wire:
+            self.wire[request_no] = {"api": api, "status": status, "sse": False, "payloads": [response.body]}
+        return response
 
     async def _read_json(self, request: web.Request, family: str, base: dict) -> dict:
         try:
@@ -180,13 +191,18 @@ class FakeServer:
             raise api_error(family, 400, "The request body must be a JSON object.")
         return body
 
-    async def _stream(self, request: web.Request, request_no: int, plan, encoder):
+    async def _stream(self, request: web.Request, request_no: int, api: str, plan, encoder):
         response = web.StreamResponse(status=200, headers=SSE_HEADERS)
         last_chunk = 0
+        sent = [] if self.keep_wire else None
+        if sent is not None:
+            self.wire[request_no] = {"api": api, "status": 200, "sse": True, "payloads": sent}
         try:
             await response.prepare(request)
             async for emit in play(plan, encoder):
                 payload = b"".join(wire_chat.sse(name, data) for name, data in emit.events)
+                if payload and sent is not None:
+                    sent.append(payload)
                 if payload:
                     await response.write(payload)
                 if emit.delta is not None:
@@ -204,7 +220,7 @@ class FakeServer:
             raise
         return response
 
-    async def _whole(self, request: web.Request, request_no: int, plan, encoder, family: str):
+    async def _whole(self, request: web.Request, request_no: int, api: str, plan, encoder):
         """Non-streamed answer: the same plan and timing, one JSON body at the end."""
         complete = True
         try:
@@ -216,9 +232,9 @@ class FakeServer:
             raise
         self.records.append({"kind": "stream_end", "request": request_no, "complete": complete})
         if complete:
-            return web.json_response(encoder.body())
+            return self._json(request_no, api, encoder.body())
         if isinstance(plan.ending, Disconnect):
             request.transport.abort()
             return web.Response()
-        error = api_error(family, 500, plan.ending.message)
-        return web.json_response(error.body, status=500)
+        error = api_error(family_of(api), 500, plan.ending.message)
+        return self._json(request_no, api, error.body, 500)

@@ -128,7 +128,7 @@ class Encoder:
             delta = {"role": "assistant", **delta}
             self.role_sent = True
         chunk = {"id": self.id, "object": "chat.completion.chunk", "created": self.created,
-                 "model": self.parsed.model, "system_fingerprint": None,
+                 "model": self.parsed.model,
                  "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}]}
         if self.parsed.include_usage:
             chunk["usage"] = None
@@ -153,7 +153,7 @@ class Encoder:
         events = [(None, self._chunk({}, self.plan.finish_reason))]
         if self.parsed.include_usage:
             events.append((None, {"id": self.id, "object": "chat.completion.chunk", "created": self.created,
-                                  "model": self.parsed.model, "system_fingerprint": None,
+                                  "model": self.parsed.model,
                                   "choices": [], "usage": self.usage()}))
         return events + [(None, "[DONE]")]
 
@@ -173,7 +173,7 @@ class Encoder:
                                       "function": {"name": c["name"], "arguments": c["arguments"]}}
                                      for c in self.plan.tool_calls]
         return {"id": self.id, "object": "chat.completion", "created": self.created,
-                "model": self.parsed.model, "system_fingerprint": None,
+                "model": self.parsed.model,
                 "choices": [{"index": 0, "message": message, "logprobs": None,
                              "finish_reason": self.plan.finish_reason}],
                 "usage": self.usage()}

@@ -108,9 +108,9 @@ class Encoder:
 
     def response(self, status: str, **extra) -> dict:
         p = self.plan
-        usage = None
+        extra = dict(extra)
         if status != "in_progress":
-            usage = {"input_tokens": p.input_tokens, "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+            extra["usage"] = {"input_tokens": p.input_tokens, "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
                      "output_tokens": p.output_tokens, "output_tokens_details": {"reasoning_tokens": 0},
                      "total_tokens": p.input_tokens + p.output_tokens}
         return {"id": self.id, "object": "response", "created_at": self.created, "status": status,
@@ -120,7 +120,7 @@ class Encoder:
                 "previous_response_id": None, "reasoning": {"effort": None, "summary": None},
                 "store": False, "temperature": 1, "text": {"format": {"type": "text"}},
                 "tool_choice": "auto", "tools": [], "top_p": 1, "truncation": "disabled",
-                "usage": usage, "metadata": {}, **extra}
+                "metadata": {}, **extra}
 
     def start(self) -> list:
         return [self._event("response.created", response=self.response("in_progress")),

@@ -1,22 +1,25 @@
-"""Shared fixtures: a running FakeServer per test, and a reaper for every PID a test saw."""
+"""Shared fixtures: a running FakeServer whose every answer is checked against the OpenAI
+OpenAPI description at teardown, and a reaper for every PID a test saw."""
 import psutil
 import pytest
 
+from fake_openapi import SPEC_PATH, OpenApi
 from fake_server import FakeServer
-from fake_server.scenario import parse_scenario_text
-
-BASH_TOOL = {"type": "function", "function": {"name": "bash", "description": "Run a shell command", "parameters": {
-    "type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}}}
 
 
-def scenario(body: str, name: str = "t"):
-    return parse_scenario_text(f'name = "{name}"\n' + body)
+@pytest.fixture(scope="session")
+def openapi():
+    """The OpenAPI checker, or None where the description is absent (test_openapi skips then)."""
+    return OpenApi() if SPEC_PATH.exists() else None
 
 
 @pytest.fixture
-async def server():
-    async with FakeServer(seed="t") as srv:
+async def server(openapi):
+    async with FakeServer(seed="t", keep_wire=True) as srv:
         yield srv
+    if openapi is not None:
+        for request_no, exchange in sorted(srv.wire.items()):
+            openapi.check_exchange(request_no, exchange)
 
 
 @pytest.fixture
