@@ -62,7 +62,8 @@ def next_request_is_balanced(obs: Observation) -> CheckResult:
         if request is None:
             continue
         msgs = messages(request)
-        found = [{**request_item(request), "note": p} for p in balance_problems(msgs)]
+        found = [{**request_item(request), "note": f"request {request['request']}: {p}"}
+                 for p in balance_problems(msgs)]
         if request.get("error"):
             found.append(request_item(request, note=f"the server refused request {request['request']}"))
         for call_id, expect in _calls_known_at(obs, kill).items():
@@ -119,7 +120,12 @@ def _calls_known_at(obs: Observation, kill: AgentKill) -> dict[str, str]:
         for message in log.of_type("assistant_message"):
             for c in message.get("tool_calls") or []:
                 cid = c.get("id")
-                known[cid] = REAL_RESULT if cid in results else UNKNOWN if cid in started else NOT_STARTED
+                if cid in results:
+                    known[cid] = REAL_RESULT
+                elif cid in started or known.get(cid) == UNKNOWN:  # a window that opened ran it, logged or not
+                    known[cid] = UNKNOWN
+                else:
+                    known[cid] = NOT_STARTED
     return known
 
 

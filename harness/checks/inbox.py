@@ -13,11 +13,12 @@ CANCEL_PREFIX = "/cancel"  # a withdrawal is recorded as the input "/cancel <ite
 def inbox_items_never_vanish(obs: Observation) -> CheckResult:
     """Every item queued during a turn is delivered in a later turn or canceled on purpose.
 
-    Black-box: a delivered item's text reaches a later model request; a withdrawn one never
-    does. Log: each queued input has ``inbox_queued``, then ``inbox_delivered`` (and is in
-    that turn's ``inbox``) or ``inbox_canceled`` after the user's ``/cancel``; an item still
-    pending when a later turn starts has vanished. A withdrawal is recorded by the driver as
-    the input ``/cancel <item_id>``.
+    Black-box: a delivered item's text reaches a later model request; once later turns ran,
+    no more items may be missing than the user withdrew. Log: each queued input has
+    ``inbox_queued``, then ``inbox_delivered`` (listed in that turn's ``inbox``) or
+    ``inbox_canceled`` (whose text never reaches the model afterwards); an item still pending
+    when a later turn starts has vanished. When the driver records withdrawals (as the input
+    ``/cancel <item_id>``), a cancel nobody asked for is a violation too.
     """
     queued = [i for i in obs.inputs if i.queued and not i.text.startswith(CANCEL_PREFIX)]
     if not queued:
@@ -25,26 +26,27 @@ def inbox_items_never_vanish(obs: Observation) -> CheckResult:
     cancels = [i for i in obs.inputs if i.text.startswith(CANCEL_PREFIX)]
     problems: list[dict] = []
     evidence: list[dict] = []
-    undecided: list[dict] = []
+    undelivered = []
     for item in queued:
         carrier = _first_carrier(obs, item)
-        withdrawn = any(c.mono_ns > item.mono_ns for c in cancels)
         if carrier is not None:
             evidence.append(request_item(carrier, note=f"queued {clip(item.text, 40)!r} delivered"))
-        elif not withdrawn and obs.log is None and _later_turn_requests(obs, item):
-            problems.append({"queued": clip(item.text, 80), "note": f"queued input {clip(item.text, 60)!r} never "
-                             "reached the model although later turns ran, and was not canceled"})
-        elif obs.log is None:
-            undecided.append({"queued": clip(item.text, 80)})
+        else:
+            undelivered.append({"queued": clip(item.text, 80)})
+    if obs.log is None and len(undelivered) > len(cancels):
+        if _later_turn_requests(obs, queued[0]):
+            problems.append({"undelivered": undelivered, "withdrawals": len(cancels),
+                             "note": f"{len(undelivered) - len(cancels)} queued input(s) never reached the model "
+                                     "although later turns ran, and were not withdrawn"})
+        elif not obs.log_error:
+            return unknown("C6", "queued items were not delivered yet and there is no log to show they are kept",
+                           *undelivered, *evidence)
     if obs.log is not None:
         problems.extend(_log_problems(obs, obs.log, queued, cancels, evidence))
     elif obs.log_error and not problems:
         return failed("C6", f"the session log could not be read: {obs.log_error}", {"reader": obs.log_error})
     if problems:
         return failed("C6", problems[0]["note"], *problems)
-    if undecided:
-        return unknown("C6", "queued items were not delivered yet and there is no log to show they are kept",
-                       *undecided, *evidence)
     return passed("C6", f"{len(queued)} queued item(s) delivered or canceled on purpose", *evidence)
 
 
@@ -82,11 +84,7 @@ def _log_problems(obs: Observation, log: SessionLog, queued: list[UserInput], ca
             else:
                 evidence.append(event_item(delivered[0]))
         elif canceled:
-            if any(c.mono_ns > (event.mono_ns or 0) and _withdraws(c, item_id) for c in cancels):
-                evidence.append(event_item(canceled[0]))
-            else:
-                problems.append(event_item(canceled[0], note=f"inbox item {item_id} was canceled though the user "
-                                           "never withdrew it"))
+            problems.extend(_cancel_problems(obs, event, canceled[0], cancels, evidence))
         else:
             later = [e for e in log.of_type("turn_started") if (e.mono_ns or 0) > (event.mono_ns or 0)]
             if later:
@@ -95,6 +93,22 @@ def _log_problems(obs: Observation, log: SessionLog, queued: list[UserInput], ca
             else:
                 evidence.append(event_item(event, note="still queued on disk, no later turn yet"))
     return problems
+
+
+def _cancel_problems(obs: Observation, queued_event, canceled_event, cancels: list[UserInput],
+                     evidence: list[dict]) -> list[dict]:
+    """A canceled item was withdrawn by the user (when the driver recorded withdrawals) and
+    never reached the model afterwards."""
+    item_id, text = queued_event.get("item_id"), str(queued_event.get("text"))
+    if cancels and not any(c.mono_ns > (queued_event.mono_ns or 0) and _withdraws(c, item_id) for c in cancels):
+        return [event_item(canceled_event, note=f"inbox item {item_id} was canceled though the user never withdrew it")]
+    leaked = [r for r in requests_between(obs, canceled_event.mono_ns or 0)
+              if any(m.get("role") == "user" and text in str(m.get("text") or "") for m in messages(r))]
+    if leaked:
+        return [request_item(leaked[0], note=f"inbox item {item_id} was canceled but still reached the model")]
+    evidence.append(event_item(canceled_event, note="spliced out" + ("" if cancels else
+                                                                       " (the withdrawal itself was not recorded)")))
+    return []
 
 
 def _withdraws(cancel: UserInput, item_id: str) -> bool:

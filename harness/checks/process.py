@@ -4,7 +4,7 @@ nothing new (C9)."""
 from __future__ import annotations
 
 from harness.checks.base import check, event_item, request_item
-from harness.checks.views import of_kind, requests_between
+from harness.checks.views import of_kind, requests_between, stops_seen
 from harness.model import CheckResult, Observation, ProcessExit, SessionLog, failed, passed, skipped
 
 EXPECTED_EXIT = {"completed": 0, "stopped": 3, "timeout": 3, "refused": 2, "error": 2, "blocked": 2}
@@ -71,7 +71,7 @@ def _settlement_mismatch(log: SessionLog, exit_: ProcessExit, item: dict) -> str
 def stop_means_stop(obs: Observation) -> CheckResult:
     """After Stop, no new model request reaches the server and no new tool process starts
     until the next user input."""
-    stops = [s for s in obs.stops if s.exercised]
+    stops = stops_seen(obs)
     if not stops:
         return skipped("C9", "no Stop reached a running turn")
     problems: list[dict] = []

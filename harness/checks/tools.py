@@ -29,33 +29,49 @@ def pending_tool_calls_close(obs: Observation) -> CheckResult:
     """Every tool call gets a result; a stopped one ``aborted: true``, its whole tree gone.
 
     Process table: after a Stop inside a bash window, every PID the window reported
-    (including the setsid escapee and the SIGTERM-ignorer) is gone, promptly. Log: every
-    ``tool_call`` of a settled turn has a ``tool_result``, and the call running at Stop has
-    ``aborted: true``. Without a log reader only the process table is judged.
+    (including the setsid escapee and the SIGTERM-ignorer) is gone, promptly; and no window's
+    process outlives its turn unless the agent itself was killed (that is A2). Log: every
+    ``tool_call`` of a settled turn has a ``tool_result``, and a call running when Stop or a
+    timeout was requested has ``aborted: true``. Without a log reader only processes are judged.
     """
     tool_stops = [s for s in obs.stops if s.exercised and s.phase == "tool"]
     problems: list[dict] = []
     evidence: list[dict] = []
     for stop in tool_stops:
         problems.extend(_tree_problems(obs, stop, evidence))
+    problems.extend(_outliving_windows(obs, {p.get("window") for p in problems}))
     log = log_or_verdict(obs, "C3")
     if isinstance(log, CheckResult):
         if problems:
             return failed("C3", problems[0]["note"], *problems)
-        if tool_stops and obs.log is None and not obs.log_error:
-            return unknown("C3", "every stopped tool's process tree died, but without a log reader the tool "
-                           "results cannot be checked", *evidence)
-        return log if tool_stops else skipped("C3", "no Stop arrived while a tool ran")
+        if obs.windows and obs.log is None and not obs.log_error:
+            return unknown("C3", "every tool process tree died, but without a log reader the tool results "
+                           "cannot be checked", *evidence)
+        return log if obs.windows or tool_stops else skipped("C3", "no tool ran")
     calls = log.of_type("tool_call")
-    if not calls and not tool_stops:
-        return skipped("C3", "no tool ran and no Stop arrived while one ran")
+    if not calls and not tool_stops and not obs.windows:
+        return skipped("C3", "no tool ran")
     problems.extend(_unclosed_calls(log))
-    for stop in tool_stops:
-        problems.extend(_aborted_result_problems(obs, log, stop, evidence))
+    moments = [(s.mono_ns, s.window, s.how) for s in tool_stops]
+    moments += [(e.mono_ns, None, f"stop_requested ({e.get('source')}) at line {e.line}")
+                for e in log.of_type("stop_requested") if e.mono_ns is not None]
+    judged: set[str] = set()
+    for at_ns, window, how in sorted(moments, key=lambda m: m[0]):
+        problems.extend(_aborted_result_problems(obs, log, at_ns, window, how, judged, evidence))
     if problems:
         return failed("C3", problems[0]["note"], *problems)
-    return passed("C3", f"{len(calls)} tool call(s) closed; {len(tool_stops)} stopped tool(s) reported aborted "
+    return passed("C3", f"{len(calls)} tool call(s) closed; {len(judged)} stopped tool(s) reported aborted "
                   "with the whole tree gone", *evidence)
+
+
+def _outliving_windows(obs: Observation, reported: set) -> list[dict]:
+    """Windows whose processes are still alive at the end, though the agent was never killed
+    while they ran (after a kill, the orphans are A2's business)."""
+    at_kills = {w.window for k in obs.kills for w in _windows_open_at(obs, k.mono_ns)}
+    return [{"window": w.window, "survivors": [dict(p) for p in w.survivors],
+             "note": f"{len(w.survivors)} process(es) of window {w.window} outlived the turn that started them: "
+                     f"{_describe(w.survivors)}"}
+            for w in obs.windows if w.survivors and w.window not in at_kills | reported]
 
 
 def _window_for(obs: Observation, stop: StopDelivery) -> WindowObservation | None:
@@ -100,27 +116,29 @@ def _unclosed_calls(log: SessionLog) -> list[dict]:
             for e in log.of_type("tool_call") if e.turn in settled and e.get("call_id") not in results]
 
 
-def _aborted_result_problems(obs: Observation, log: SessionLog, stop: StopDelivery, evidence: list[dict]) -> list[dict]:
-    """The calls running at Stop (no result yet) must report ``aborted: true``."""
-    turn = turn_at(log, stop.mono_ns)
-    finished_before = {e.get("call_id") for e in log.of_type("tool_result") if (e.mono_ns or 0) < stop.mono_ns}
+def _aborted_result_problems(obs: Observation, log: SessionLog, at_ns: int, window: str | None, how: str,
+                             judged: set[str], evidence: list[dict]) -> list[dict]:
+    """The calls running at a Stop (started, no result yet) must report ``aborted: true``."""
+    turn = turn_at(log, at_ns)
+    finished_before = {e.get("call_id") for e in log.of_type("tool_result") if (e.mono_ns or 0) < at_ns}
     running = [e for e in log.of_type("tool_call")
-               if e.turn == turn and (e.mono_ns or 0) < stop.mono_ns and e.get("call_id") not in finished_before]
-    window_call_id = window_call(obs, stop.window)[1] if stop.window else None
+               if e.turn == turn and (e.mono_ns or 0) < at_ns and e.get("call_id") not in finished_before]
+    window_call_id = window_call(obs, window)[1] if window else None
     if window_call_id and window_call_id not in {e.get("call_id") for e in running}:
-        return [{"window": stop.window, "call_id": window_call_id,
-                 "note": f"window {stop.window} ran call {window_call_id}, which has no tool_call in turn {turn} "
-                         "before Stop"}]
-    if not running:
-        return [{"turn": turn, "note": f"Stop arrived during a tool, but turn {turn} has no tool call running then"}]
+        return [{"window": window, "call_id": window_call_id,
+                 "note": f"window {window} ran call {window_call_id}, which has no tool_call in turn {turn} "
+                         f"before Stop ({how})"}]
     problems = []
     for call_event in running:
         call_id = call_event.get("call_id")
+        if call_id in judged:
+            continue
+        judged.add(call_id)
         result = next((e for e in log.of_type("tool_result") if e.get("call_id") == call_id), None)
         if result is None:
-            problems.append(event_item(call_event, note=f"tool call {call_id} running at Stop has no tool_result"))
+            problems.append(event_item(call_event, note=f"tool call {call_id} running at Stop ({how}) has no tool_result"))
         elif result.get("aborted") is not True:
-            problems.append(event_item(result, note=f"tool call {call_id} was stopped but its result says "
+            problems.append(event_item(result, note=f"tool call {call_id} was stopped ({how}) but its result says "
                                        f"aborted={result.get('aborted')!r}"))
         else:
             evidence.append(event_item(result))

@@ -4,7 +4,7 @@ Stop the agent carried out itself is never an error (C12)."""
 from __future__ import annotations
 
 from harness.checks.base import check, event_item, log_or_verdict
-from harness.checks.views import turn_at
+from harness.checks.views import stops_seen, turn_at
 from harness.model import (
     ABORT_SOURCES,
     TOOL_NOT_STARTED,
@@ -141,7 +141,7 @@ def own_cancel_is_not_an_error(obs: Observation) -> CheckResult:
     Log: the stopped turn has ``stop_requested`` and a ``turn_ended`` with the matching
     reason and source. Black-box: a headless process stopped this way exits 3.
     """
-    stops = [s for s in obs.stops if s.exercised]
+    stops = stops_seen(obs)
     if not stops:
         return skipped("C12", "no Stop reached a running turn")
     problems: list[dict] = []

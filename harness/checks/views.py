@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable, Mapping
 
-from harness.model import Observation, SessionEvent, SessionLog
+from harness.model import Observation, SessionEvent, SessionLog, StopDelivery
 
 Record = Mapping[str, Any]
 
@@ -170,3 +170,16 @@ def first_changed_event(before: SessionLog, after: SessionLog) -> SessionEvent |
     if len(after.events) < len(before.events):
         return before.events[len(after.events)]
     return None
+
+
+def stops_seen(obs: Observation) -> list[StopDelivery]:
+    """Every Stop that reached a running turn: the harness's deliveries, plus the timeouts the
+    agent fired itself (a ``stop_requested`` with source ``timeout`` in its log), which no
+    driver delivers."""
+    stops = [s for s in obs.stops if s.exercised]
+    if obs.log is not None and not any(s.source == "timeout" for s in stops):
+        for event in obs.log.of_type("stop_requested"):
+            if event.get("source") == "timeout" and event.mono_ns is not None:
+                stops.append(StopDelivery(mono_ns=event.mono_ns, source="timeout", how="timeout (agent's own)",
+                                          phase="other", exercised=True))
+    return sorted(stops, key=lambda s: s.mono_ns)
