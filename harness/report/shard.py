@@ -133,7 +133,22 @@ def merge(results: Sequence[RunResult]) -> RunResult:
                                                                                    t.repeat, t.mutant))
     latencies = sorted((s for r in ordered for s in r.latencies),
                        key=lambda s: (task_key(s.task, s.agent, s.adapter, s.repeat, None), s.latency))
-    return RunResult(run=_merged_run(ordered), tasks=tuple(tasks), latencies=tuple(latencies))
+    run = _merged_run(ordered)
+    if any("mutation" in r.run for r in ordered):
+        run["mutation"] = _merged_mutation(ordered, tasks)
+    return RunResult(run=run, tasks=tuple(tasks), latencies=tuple(latencies))
+
+
+def _merged_mutation(ordered: Sequence[RunResult], tasks: Sequence[TaskResult]) -> dict[str, Any]:
+    """The mutation score of the whole run, recomputed from all tasks by the runner's own
+    function (each shard's score only counts the mutant runs it made)."""
+    from harness.runner import mutation_summary
+
+    targets: dict[str, list[str]] = {}
+    for r in ordered:
+        for name, mutant in (r.run.get("mutation") or {}).get("mutants", {}).items():
+            targets.setdefault(name, list(mutant.get("targets", ())))
+    return mutation_summary(tasks, targets)
 
 
 def _canonical_order(run: Mapping[str, Any]):

@@ -92,6 +92,23 @@ def test_merging_the_shards_equals_the_unsharded_run(make_run, count):
     assert comparable(whole) != comparable(make_run(ITEMS[1:], timing_seed=1))  # the comparison can fail
 
 
+def test_merge_recomputes_the_mutation_score_of_the_whole_run(make_run):
+    from harness.runner import mutation_summary
+
+    failpoints = {"skip-tree-kill": ["C3"], "drop-partial-text": ["C5"]}
+
+    def scored(run):
+        return dataclasses.replace(run, run={**run.run, "mutation": mutation_summary(run.tasks, failpoints)})
+
+    whole = scored(make_run(ITEMS))
+    shards = [scored(s) for s in shards_of(make_run, 4)]
+    assert {json.dumps(s.run["mutation"], sort_keys=True) for s in shards} != {json.dumps(whole.run["mutation"],
+                                                                                     sort_keys=True)}
+    merged = merge(shards)
+    assert merged.run["mutation"] == whole.run["mutation"]
+    assert comparable(merged) == comparable(whole)
+
+
 def test_merge_keeps_each_shards_timings(make_run):
     shards = shards_of(make_run, 2)
     merged = merge(shards)
