@@ -30,10 +30,12 @@ def prepare(parsed: Parsed, cursor: ScenarioCursor, ids: Ids, beacon_url: str | 
                                      "access to it.", param="model", code="model_not_found")
     try:
         index, response = cursor.choose(parsed.canonical)
-        return build_plan(index, response, parsed, shell, ids, beacon_url)
     except Exhausted as exc:
         raise api_error(family, 500, str(exc)) from None
+    try:
+        return build_plan(index, response, parsed, shell, ids, beacon_url)
     except NoShellTool as exc:
+        cursor.release(index)       # unanswerable here; a request with a shell tool may still use it
         offered = ", ".join(parsed.canonical.get("tools") or []) or "none"
         raise api_error(family, 500, f"scenario '{scenario.name}': {exc} (tools offered: {offered})") from None
 

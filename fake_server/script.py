@@ -47,6 +47,10 @@ class ScenarioCursor:
         self.scenario = scenario
         self.used: set[int] = set()
 
+    def release(self, index: int):
+        """Make a response chosen for a request that could not be answered available again."""
+        self.used.discard(index)
+
     def choose(self, canonical: dict) -> tuple[int, sc.Response]:
         for index, response in enumerate(self.scenario.responses):
             if index in self.used or not response.match.accepts(canonical):

@@ -1,0 +1,112 @@
+"""Records, waiters, the HTTP long-poll and beacon, in-process reporting, determinism."""
+import asyncio
+import json
+import re
+
+import aiohttp
+import openai
+import pytest
+
+from fake_server import FakeServer
+from fake_server.play import Playback
+from fake_testkit import BASH_TOOL, scenario
+
+USER = [{"role": "user", "content": "hi"}]
+PACED = '''
+[[responses]]
+[[responses.frames]]
+text = "one two three four"
+chunk = 4
+[[responses.frames]]
+pause = 0.01
+[[responses.frames]]
+shell = "echo done"
+'''
+
+
+async def test_long_poll_returns_new_records_and_beacon_appends(server):
+    async with aiohttp.ClientSession() as http:
+        poll = asyncio.create_task(http.get(server.url + "/_stopbench/records?after=0&wait=30"))
+        async with http.post(server.url + "/_stopbench/beacon", json={"kind": "note", "x": 1}) as resp:
+            stored = await resp.json()
+        assert stored["index"] == 1 and stored["kind"] == "note" and isinstance(stored["mono_ns"], int)
+        async with await poll as resp:
+            assert [r["x"] for r in await resp.json()] == [1]
+        async with http.get(server.url + "/_stopbench/records?after=1&wait=0") as resp:
+            assert await resp.json() == []
+        async with http.post(server.url + "/_stopbench/beacon", data=b"[1]") as resp:
+            assert resp.status == 400
+        async with http.get(server.url + "/_stopbench/records?after=x") as resp:
+            assert resp.status == 400
+        async with http.get(server.base_url + "/models") as resp:
+            assert (await resp.json())["data"][0]["id"] == "stopbench-fake"
+    assert server.records.of_kind("error")[0]["problem"].startswith("beacon body must be")
+
+
+async def test_wait_timeout_lists_the_records_seen(server):
+    server.records.append({"kind": "note"})
+    with pytest.raises(TimeoutError, match=r"no chunk 1 of request 7 within 0.05 s; records so far:\n  #1 note"):
+        await server.records.wait_chunk(request=7, chunk=1, timeout=0.05)
+
+
+async def test_inproc_playback_reports_each_chunk_before_yielding_it(server):
+    pb = Playback(scenario(PACED), report_to=server.url, seed="p")
+    seen_by_agent = []
+    async with pb:
+        request = {"model": "m", "messages": USER, "tools": [BASH_TOOL], "stream": True}
+        async for chunk in pb.chat_chunks(request):
+            records = server.records.of_kind("chunk")
+            seen_by_agent.append(len(records))
+    # 5 text chunks of 4 characters, 2 of tool arguments, then the finish chunk (not numbered)
+    assert seen_by_agent == [1, 2, 3, 4, 5, 6, 7, 7]
+    kinds = [r["kind"] for r in server.records]
+    assert kinds == ["request", "response"] + ["chunk"] * 7 + ["stream_end"]
+    assert {r["source"] for r in server.records} == {"inproc"}
+    assert server.records.of_kind("request")[0]["request"] == 1
+    assert server.records.of_kind("request")[0]["canonical"]["shell_tool"] == "bash"
+    command = json.loads(server.records.of_kind("response")[0]["tool_calls"][0]["arguments"])["command"]
+    assert command == "echo done"
+
+
+async def test_inproc_cancel_is_reported_as_disconnect(server):
+    pb = Playback(scenario('[[responses]]\n[[responses.frames]]\ntext = "x"\n[[responses.frames]]\nstall = true\n'),
+                  report_to=server.url)
+
+    async def consume():
+        async for _ in pb.chat_chunks({"model": "m", "messages": USER}):
+            pass
+
+    async with pb:
+        task = asyncio.create_task(consume())
+        await server.records.wait_chunk(request=1, chunk=1)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        gone = await server.records.wait_disconnect(request=1)
+    assert gone["after_chunk"] == 1 and gone["source"] == "inproc"
+
+
+async def test_window_frame_bakes_in_the_beacon_url(server):
+    server.load(scenario('[[responses]]\n[[responses.frames]]\nshell = { window = { id = "w9", hold_s = 5 } }\n'))
+    async with openai.AsyncOpenAI(base_url=server.base_url, api_key="k", max_retries=0) as client:
+        answer = await client.chat.completions.create(model="m", messages=USER, tools=[BASH_TOOL])
+    command = json.loads(answer.choices[0].message.tool_calls[0].function.arguments)["command"]
+    assert re.search(r"-m fake_server\.window --id w9 .*--hold 5 --beacon " + re.escape(server.url), command)
+
+
+async def test_two_runs_send_identical_streams_apart_from_timestamps(tmp_path):
+    streams = []
+    for run in range(2):
+        async with FakeServer(scenario(PACED), seed="same", keep_wire=True) as srv:
+            async with openai.AsyncOpenAI(base_url=srv.base_url, api_key="k", max_retries=0) as client:
+                stream = await client.chat.completions.create(model="m", messages=USER, tools=[BASH_TOOL],
+                                                              stream=True)
+                async for _ in stream:
+                    pass
+            raw = b"".join(srv.wire[1]["payloads"]).decode()
+            streams.append(re.sub(r'"created":\d+', '"created":0', raw))
+            srv.records.to_jsonl(tmp_path / f"run{run}.jsonl")
+    assert streams[0] == streams[1] and '"content":"one "' in streams[0]
+    lines = [json.loads(line) for line in (tmp_path / "run0.jsonl").read_text().splitlines()]
+    assert [r["kind"] for r in lines][:3] == ["request", "response", "chunk"]
+    assert all(isinstance(r["mono_ns"], int) for r in lines)
