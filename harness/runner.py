@@ -22,7 +22,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 from harness.drivers import AgentContext, Driver, DriverError, Unsupported, make_driver
 from harness.model import (
@@ -30,11 +30,12 @@ from harness.model import (
     WindowObservation, skipped, unknown,
 )
 from harness.procs import ProcRef, kill_all, leftovers, wait_gone
-from harness.profiles import Profile, base_values, fill
+from harness.profiles import BUILTIN_DIR, Profile, base_values, fill
 from harness.tasks import Step, Task
 
 BEACON_TIMEOUT_S = 30.0  # failsafe for a beacon that never comes (the agent hung or broke)
 SETTLE_TIMEOUT_S = 15.0
+IDLE_GRACE_S = 1.0  # failsafe for a beacon already posted when the agent went idle
 WINDOW_WATCH_S = 600.0  # windows hold at most 600 s; the watch is cancelled at the task's end
 ENV_PASSTHROUGH = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR")
 
@@ -168,15 +169,34 @@ class TaskRun:
         rec = self.server.records
         beacon = step.get("for")
         if beacon == "request":
-            record = await rec.wait_request(step.get("request"), timeout=BEACON_TIMEOUT_S)
+            waiting = rec.wait_request(step.get("request"), timeout=BEACON_TIMEOUT_S)
         elif beacon == "chunk":
-            record = await rec.wait_chunk(request=step.get("request"), chunk=step.get("chunk"), timeout=BEACON_TIMEOUT_S)
+            waiting = rec.wait_chunk(request=step.get("request"), chunk=step.get("chunk"), timeout=BEACON_TIMEOUT_S)
         elif beacon == "disconnect":
-            record = await rec.wait_disconnect(request=step.get("request"), timeout=BEACON_TIMEOUT_S)
+            waiting = rec.wait_disconnect(request=step.get("request"), timeout=BEACON_TIMEOUT_S)
         else:
-            record = await rec.wait_window(window=step.get("window"), timeout=BEACON_TIMEOUT_S)
+            waiting = rec.wait_window(window=step.get("window"), timeout=BEACON_TIMEOUT_S)
+        record = await self._beacon_or_idle(waiting)
+        if beacon == "window":
             self._watch_tree(step.get("window"), record)
         self.last_beacon = (beacon, record)
+
+    async def _beacon_or_idle(self, waiting) -> Mapping[str, Any]:
+        """The beacon's record — or, as soon as the agent can no longer produce it (its turn
+        settled, its process exited), a DriverError instead of waiting out the failsafe."""
+        beacon = asyncio.ensure_future(waiting)
+        idle = asyncio.ensure_future(self.driver.idle())
+        try:
+            await asyncio.wait({beacon, idle}, return_when=asyncio.FIRST_COMPLETED)
+            if not beacon.done():
+                # A record posted just before the agent went idle may still be in flight.
+                await asyncio.wait({beacon}, timeout=IDLE_GRACE_S)
+            if not beacon.done():
+                raise DriverError("the agent's turn ended (or its process exited) without it")
+            return beacon.result()
+        finally:
+            for task in (beacon, idle):
+                task.cancel()
 
     def _beacon_context(self) -> tuple[str, int | None, str | None]:
         beacon, record = self.last_beacon
@@ -343,7 +363,9 @@ async def run_item(profile: Profile, item: WorkItem) -> ItemOutcome:
             return ItemOutcome(_result(item, profile, checks, started, t0, None), [], None)
         obs = observe(item, profile, driver, run, records, windows, dirs, api_key)
         checks = redact(evaluate(item.task, obs), api_key)
-        return ItemOutcome(_result(item, profile, checks, started, t0, error), latencies(item, profile, obs, driver), obs)
+        # A mutant's timings measure a broken agent: they are not the agent's latencies.
+        samples = latencies(item, profile, obs) if item.mutant is None else []
+        return ItemOutcome(_result(item, profile, checks, started, t0, error), samples, obs)
     finally:
         left = await asyncio.to_thread(leftovers, agent_refs + window_refs)
         if left:
@@ -425,7 +447,7 @@ def redact(checks: tuple[CheckResult, ...], key: str) -> tuple[CheckResult, ...]
     return tuple(out)
 
 
-def latencies(item: WorkItem, profile: Profile, obs: Observation, driver: Driver) -> list[LatencySample]:
+def latencies(item: WorkItem, profile: Profile, obs: Observation) -> list[LatencySample]:
     """L1–L4 from one task run (see contract.md: one clock, ``time.monotonic_ns``)."""
     samples: list[LatencySample] = []
 
@@ -470,7 +492,7 @@ def run_header(profile: Profile, items: list[WorkItem], *, argv: list[str], repe
     return {
         "agent": profile.name,
         "agent_version": agent_version(profile),
-        "profile": profile.path,
+        "profile": None if Path(profile.path).parent == BUILTIN_DIR else profile.path,
         "stopbench_version": stopbench_version,
         "host": platform.node(),
         "python": platform.python_version(),
@@ -512,3 +534,67 @@ async def run_items(profile: Profile, items: list[WorkItem],
         if on_done:
             on_done(n, item, outcome)
     return outcomes
+
+
+# ---------------------------------------------------------------------------------------
+# Mutants: the agent with one failpoint on, through the same tasks
+
+
+class FailpointsError(Exception):
+    pass
+
+
+def list_failpoints(profile: Profile) -> dict[str, tuple[str, ...]]:
+    """Failpoint name → the check IDs it targets, from the profile's listing command.
+
+    Accepts ``{name: {"checks": [...], ...}}`` or ``{name: [[checks], description]}``.
+    """
+    import json
+    import subprocess
+
+    if not profile.failpoints_env or not profile.failpoints_list_command:
+        raise FailpointsError(f"profile {profile.name!r} declares no failpoints ([failpoints] env and list_command)")
+    argv = [fill(a, base_values()) for a in profile.failpoints_list_command]
+    try:
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise FailpointsError(f"{' '.join(argv)}: {exc}") from None
+    if out.returncode != 0:
+        raise FailpointsError(f"{' '.join(argv)} exited {out.returncode}: {out.stderr.strip()[:300]}")
+    try:
+        data = json.loads(out.stdout)
+    except json.JSONDecodeError as exc:
+        raise FailpointsError(f"{' '.join(argv)} did not print JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise FailpointsError(f"{' '.join(argv)} printed {type(data).__name__}, expected an object name → checks")
+    failpoints = {}
+    for name, value in data.items():
+        checks = value.get("checks", []) if isinstance(value, dict) else (value[0] if isinstance(value, list) and value else [])
+        failpoints[str(name)] = tuple(str(c) for c in checks)
+    return failpoints
+
+
+def mutation_summary(tasks: Sequence[TaskResult], failpoints: Mapping[str, Sequence[str]]) -> dict[str, Any]:
+    """Per mutant: which checks failed on any task (caught it), and the mutation score.
+
+    A mutant is caught when at least one scored (mandatory) check failed or a task could not
+    complete with it on; it should fail the checks it targets, and the table says if it did.
+    """
+    mutants: dict[str, Any] = {}
+    for name, targets in failpoints.items():
+        runs = [t for t in tasks if t.mutant == name]
+        failed_checks = sorted({c.check for t in runs for c in t.checks
+                                if c.outcome.value == "fail" and c.tier is Tier.MANDATORY},
+                               key=lambda c: (c[0], int(c[1:]) if c[1:].isdigit() else 0))
+        errors = sorted({t.task for t in runs if t.error})
+        mutants[name] = {
+            "targets": list(targets),
+            "failed": failed_checks,
+            "task_errors": errors,
+            "targets_caught": bool(set(targets) & set(failed_checks)),
+            "caught": bool(failed_checks or errors),
+            "runs": len(runs),
+        }
+    caught = sum(m["caught"] for m in mutants.values())
+    return {"caught": caught, "total": len(mutants), "score": caught / len(mutants) if mutants else None,
+            "mutants": mutants}

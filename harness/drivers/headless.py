@@ -118,6 +118,11 @@ class HeadlessDriver(DriverBase):
         self._settlement = Settlement(reason=reason, source=None, mono_ns=ended_ns, exit=exit_)
         return self._settlement
 
+    async def idle(self) -> None:
+        """The run process has exited (a headless agent acts only while its process runs)."""
+        if self._proc is not None:
+            await self._proc.wait()
+
     async def kill(self) -> tuple[int, int]:
         if not self.turn_running():
             raise DriverError("SIGKILL asked for, but the agent process had already exited")

@@ -118,6 +118,11 @@ class InprocDriver(DriverBase):
             raise DriverError(f"the turn did not settle within {deadline_s:g} s") from None
         return Settlement(reason=ended.get("reason"), source=ended.get("source"), mono_ns=ended.get("mono_ns", 0))
 
+    async def idle(self) -> None:
+        """The current turn has settled."""
+        if self._turn is not None:
+            await self._turn.settled()
+
     async def kill(self) -> tuple[int, int]:
         raise Unsupported("the in-process driver cannot SIGKILL the agent (it is this process)")
 

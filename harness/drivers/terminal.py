@@ -22,6 +22,7 @@ from harness.drivers.base import (
 from harness.model import ProcessExit, StopDelivery, UserInput
 from harness.procs import ProcRef, kill_tree, reset_signals, signal_pid
 
+IDLE_WATCH_S = 600.0
 KEYS = {"esc": "\x1b", "ctrl-c": "\x03", "ctrl-d": "\x04", "enter": "\r"}
 ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[@-Z\\-_]|\r")
 
@@ -145,6 +146,12 @@ class TerminalDriver(DriverBase):
         self._settle_from = match.end()
         groups = match.groupdict()
         return Settlement(reason=groups.get("reason"), source=groups.get("source"), mono_ns=time.monotonic_ns())
+
+    async def idle(self) -> None:
+        """The current turn's settlement line is on screen, or the terminal closed."""
+        if self._running:
+            await self._screen.match_or_eof(self.spec.turn_ended_regex, start=self._settle_from,
+                                            deadline_s=IDLE_WATCH_S, what="the turn-ended line")
 
     async def kill(self) -> tuple[int, int]:
         if self._child is None or not self._child.isalive():

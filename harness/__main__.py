@@ -1,0 +1,7 @@
+"""``python -m harness`` runs the ``stopbench`` command."""
+
+import sys
+
+from harness.cli import main
+
+sys.exit(main())
