@@ -26,7 +26,7 @@ from pathlib import Path
 
 import psutil
 
-CHILD_GRACE_S = 5.0     # children outlive the root's hold by this much at most
+CHILD_GRACE_S = 5.0     # failsafe: children outlive a killed root by this much at most
 
 
 def describe(pid: int, role: str) -> dict:
@@ -82,6 +82,20 @@ def node(role: str, depth: int, fanout: int, hold: float):
     time.sleep(hold + CHILD_GRACE_S)
 
 
+def end_subtree(pids: list[dict]):
+    """A window allowed to finish leaves nothing behind: end every process it started."""
+    procs = []
+    for p in pids:
+        try:
+            proc = psutil.Process(p["pid"])
+            if abs(proc.create_time() - p["create_time"]) < 0.01:
+                proc.kill()
+                procs.append(proc)
+        except psutil.NoSuchProcess:
+            pass
+    psutil.wait_procs(procs, timeout=10)
+
+
 def root(args):
     window_id = args.id
     marker = Path(args.marker or f"stopbench-window-{window_id}.done").absolute()
@@ -99,6 +113,7 @@ def root(args):
     post(args.beacon, {"kind": "window", "window": window_id, "pids": pids, "marker": str(marker)})
     time.sleep(args.hold)
     marker.write_text(f"window {window_id} finished\n")
+    end_subtree(pids[1:])
     post(args.beacon, {"kind": "window_done", "window": window_id, "finished": True})
     print(f"window {window_id}: done", flush=True)
 

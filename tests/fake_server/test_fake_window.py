@@ -71,6 +71,9 @@ async def test_window_allowed_to_finish_writes_marker_and_output(server, tmp_pat
         assert out.decode() == "window short: open, 2 processes\nwindow short: done\n"
         assert (tmp_path / "stopbench-window-short.done").read_text() == "window short finished\n"
         assert record["marker"] == str(tmp_path / "stopbench-window-short.done")
+        assert not [p for p in record["pids"] if psutil.pid_exists(p["pid"])
+                    and psutil.Process(p["pid"]).create_time() == pytest.approx(p["create_time"], abs=0.01)
+                    and psutil.Process(p["pid"]).status() != psutil.STATUS_ZOMBIE]
     finally:
         proc.kill()
         proc.wait()

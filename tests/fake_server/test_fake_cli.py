@@ -1,0 +1,53 @@
+"""``python -m fake_server`` (what ``stopbench serve`` runs): URL first, serves, exits 0 on SIGTERM."""
+import json
+import signal
+import subprocess
+import sys
+import urllib.request
+
+import psutil
+import pytest
+
+
+def start(*args, cwd):
+    return subprocess.Popen([sys.executable, "-m", "fake_server", *args], cwd=cwd, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def stop(proc):
+    if proc.poll() is None:
+        proc.kill()
+    proc.communicate(timeout=30)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_serve_prints_base_url_serves_demo_and_exits_0_on_signal(tmp_path, signum):
+    proc = start("--seed", "c", "--records", str(tmp_path / "records.jsonl"), cwd=tmp_path)
+    try:
+        base_url = proc.stdout.readline().strip()
+        assert base_url.startswith("http://127.0.0.1:") and base_url.endswith("/v1")
+        body = json.dumps({"model": "any", "messages": [{"role": "user", "content": "hi"}]}).encode()
+        request = urllib.request.Request(base_url + "/chat/completions", data=body,
+                                         headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=30) as resp:
+            answer = json.load(resp)
+        assert answer["choices"][0]["message"]["content"].startswith("Hello from the stopbench fake model server")
+        proc.send_signal(signum)
+        assert proc.wait(timeout=30) == 0
+        kinds = [json.loads(line)["kind"] for line in (tmp_path / "records.jsonl").read_text().splitlines()]
+        assert kinds == ["request", "response", "stream_end"]
+    finally:
+        stop(proc)
+    assert not psutil.pid_exists(proc.pid)
+
+
+def test_serve_refuses_a_bad_scenario_naming_file_and_item(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text('name = "b"\n[[responses]]\n[[responses.frames]]\npause = -1\n')
+    proc = start("--scenario", str(bad), cwd=tmp_path)
+    try:
+        out, err = proc.communicate(timeout=30)
+        assert proc.returncode == 2 and out == ""
+        assert f"{bad}: responses[0].frames[0].pause: must be a number >= 0" in err
+    finally:
+        stop(proc)
