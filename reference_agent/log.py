@@ -70,55 +70,58 @@ def load(path: str | Path) -> LoadedLog:
         data = path.read_bytes()
     except OSError as exc:
         raise LogDamage(path, 0, f"cannot read the log: {exc.strerror or exc}") from None
-    lines = data.split(b"\n")
-    tail = lines.pop()  # bytes after the last newline: b"" when the file ends cleanly
-    torn: TornTail | None = None
-    if tail:
-        torn = TornTail(len(data) - len(tail), tail)
-    if not lines:
+    end = data.rfind(b"\n") + 1  # everything after the last newline is a torn write
+    torn = TornTail(end, data[end:]) if end < len(data) else None
+    header_end = data.find(b"\n") + 1
+    if header_end == 0:
         raise LogDamage(path, 1, "no header line (the file is empty or its only line is torn)")
-    header = _parse_line(lines[0])
+    header = _parse_line(data[: header_end - 1])
     if header is None:
         raise LogDamage(path, 1, "the header is not a JSON object")
     if header.get("format") != FORMAT or header.get("version") != VERSION:
         raise LogDamage(
             path, 1, f"not a contract-log v1 header (format={header.get('format')!r}, version={header.get('version')!r})"
         )
-    body = lines[1:]
+    body = data[header_end:end]
     events = _parse_fast(body)
     skipped: list[int] = []
     if events is None:
-        events = []
-        last = len(body) - 1
-        offset = len(lines[0]) + 1
-        for i, raw in enumerate(body):
-            event = _parse_line(raw)
-            if event is None:
-                if i == last and torn is None:  # a terminated but unparsable last line is torn too
-                    torn = TornTail(offset, raw + b"\n")
-                    break
-                if failpoints.on("accept-mid-file-damage"):
-                    skipped.append(i + 2)
-                    offset += len(raw) + 1
-                    continue
-                raise LogDamage(path, i + 2, "not a JSON object (damage before the last line)")
-            events.append(event)
-            offset += len(raw) + 1
+        events, torn, skipped = _parse_slow(path, body, header_end, torn)
     _check_sequence(path, events, skipped)
     return LoadedLog(path, header, events, torn, skipped)
 
 
-def _parse_fast(body: list[bytes]) -> list[dict[str, Any]] | None:
+def _parse_fast(body: bytes) -> list[dict[str, Any]] | None:
     """One ``json.loads`` for the whole body (cold replay speed); None if any line is bad."""
     if not body:
         return []
     try:
-        events = json.loads(b"[" + b",".join(body) + b"]")
+        events = json.loads(b"[" + body[:-1].replace(b"\n", b",") + b"]")
     except ValueError:
         return None
-    if len(events) != len(body) or not all(isinstance(e, dict) for e in events):
+    if len(events) != body.count(b"\n") or not all(type(e) is dict for e in events):
         return None  # a line held two values, or a non-object: let the slow path name it
     return events
+
+
+def _parse_slow(path: Path, body: bytes, offset: int, torn: TornTail | None):
+    """Line by line, to name the damaged line (or, last of all, to find a torn one)."""
+    events: list[dict[str, Any]] = []
+    skipped: list[int] = []
+    lines = body.split(b"\n")[:-1]
+    for i, raw in enumerate(lines):
+        event = _parse_line(raw)
+        if event is None:
+            if i == len(lines) - 1 and torn is None:  # a terminated but unparsable last line is torn too
+                return events, TornTail(offset, raw + b"\n"), skipped
+            if failpoints.on("accept-mid-file-damage"):
+                skipped.append(i + 2)
+                offset += len(raw) + 1
+                continue
+            raise LogDamage(path, i + 2, "not a JSON object (damage before the last line)")
+        events.append(event)
+        offset += len(raw) + 1
+    return events, torn, skipped
 
 
 def _check_sequence(path: Path, events: list[dict[str, Any]], skipped: list[int]) -> None:

@@ -149,6 +149,9 @@ class SessionState:
         self.last_mono_ns = event.get("mono_ns", self.last_mono_ns)
         self.last_time = event.get("time", self.last_time)
         if kind == "turn_started":
+            # A turn that was still open when a later one started was cut off by a crash
+            # (the next process resumed after it): its end is synthesized too.
+            self.repair_open_turn()
             self.last_turn = event["turn"]
             self.open_turn = event["turn"]
             self.steps_in_turn = 0
