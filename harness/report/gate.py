@@ -145,12 +145,12 @@ def _latency_row(key, base: Sequence[int], cur: Sequence[int], tolerance: float,
     med_b, med_c = statistics.median(base), statistics.median(cur)
     slower = mann_whitney_greater(base, cur).p_value
     faster = mann_whitney_greater(cur, base).p_value
-    ratio = median_ratio(base, cur)
-    interval = bootstrap_median_ratio(base, cur, confidence=1 - 2 * alpha)
     row = dict(key=key, n_before=len(base), n_after=len(cur), median_before=med_b, median_after=med_c,
-               ratio=ratio, interval=interval, p_slower=slower)
+               ratio=median_ratio(base, cur), p_slower=slower)
     if 1 / math.comb(len(base) + len(cur), len(cur)) >= alpha:
-        return LatencyRow(**row, verdict="no evidence of change: too few samples to tell", failing=False)
+        return LatencyRow(**row, interval=None, verdict="no evidence of change: too few samples to tell",
+                          failing=False)
+    row["interval"] = bootstrap_median_ratio(base, cur, confidence=1 - 2 * alpha)
     if slower < alpha:
         if med_c - med_b > tolerance * max(abs(med_b), FLOOR_NS):
             return LatencyRow(**row, verdict="REGRESSION: slower beyond tolerance", failing=True)
@@ -175,7 +175,7 @@ def format_gate(result: GateResult) -> str:
     lines += ["", f"latencies: {len(result.latencies)} compared"]
     if result.latencies:
         lines += _columns(
-            ["agent", "adapter", "task", "latency", "n base/cur", "p50 base", "p50 cur", "ratio",
+            ["agent", "adapter", "task", "latency", "n base/cur", "median base", "median cur", "ratio",
              f"{1 - 2 * result.alpha:.0%} CI", "p(slower)", "verdict"],
             [[*r.key, f"{r.n_before}/{r.n_after}", _ns(r.median_before), _ns(r.median_after), _ratio(r.ratio),
               _interval(r.interval), "-" if r.p_slower is None else f"{r.p_slower:.2g}", r.verdict]

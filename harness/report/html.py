@@ -25,7 +25,7 @@ from harness.report.aggregate import (
     verdict,
 )
 from harness.report.svg import PALETTE, histogram, percentile_plot
-from harness.report.text import item_label, item_text, xml_safe
+from harness.report.text import item_label, item_text, plain, xml_safe
 
 CSS = """
 body { font: 14px/1.45 system-ui, sans-serif; margin: 2em auto; max-width: 72em; padding: 0 1em; color: #222; }
@@ -85,16 +85,8 @@ def _table(header: Sequence[str], rows: Iterable[Sequence[str]], numeric: Iterab
 def _runs(runs: Sequence[RunResult]) -> list[str]:
     keys = ("agent", "agent_version", "profile", "stopbench_version", "host", "python", "started", "ended",
             "adapters", "repeat", "shard")
-    rows = [[str(i)] + [escape(_plain(r.run.get(k))) for k in keys] for i, r in enumerate(runs, 1)]
+    rows = [[str(i)] + [escape(plain(r.run.get(k))) for k in keys] for i, r in enumerate(runs, 1)]
     return ['<h2 id="runs">Runs</h2>', _table(["file", *keys], rows)]
-
-
-def _plain(value: object) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, (list, tuple)):
-        return ", ".join(map(str, value))
-    return str(value)
 
 
 def _scoreboard(boards: Sequence[Scoreboard]) -> list[str]:

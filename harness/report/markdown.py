@@ -13,7 +13,7 @@ from typing import Sequence
 from harness.latency import format_ns
 from harness.model import RunResult
 from harness.report.aggregate import Scoreboard, is_leaderboard, leaderboard, scoreboards, verdict
-from harness.report.text import md_cell
+from harness.report.text import md_cell, plain
 
 MAX_FAILURES = 40
 
@@ -45,12 +45,8 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[object]], align: str =
 
 
 def _runs(runs: Sequence[RunResult]) -> list[str]:
-    rows = []
-    for i, r in enumerate(runs, 1):
-        info = r.run
-        rows.append([i, info.get("agent", ""), info.get("agent_version", ""), info.get("profile", ""),
-                     info.get("stopbench_version", ""), info.get("host", ""), info.get("started", ""),
-                     info.get("ended", ""), info.get("shard") or ""])
+    keys = ("agent", "agent_version", "profile", "stopbench_version", "host", "started", "ended", "shard")
+    rows = [[i, *(plain(r.run.get(k)) for k in keys)] for i, r in enumerate(runs, 1)]
     return _table(["file", "agent", "version", "profile", "stopbench", "host", "started", "ended", "shard"], rows)
 
 

@@ -43,3 +43,12 @@ def md_cell(text: str) -> str:
     renders inline HTML in comments, and evidence quotes whatever the agent printed)."""
     flat = " ".join(xml_safe(str(text)).split())
     return html.escape(flat, quote=False).replace("|", "\\|")
+
+
+def plain(value: object) -> str:
+    """A run-info value as text: nothing for null, lists joined by commas."""
+    if value is None:
+        return ""
+    if isinstance(value, (list, tuple)):
+        return ", ".join(map(str, value))
+    return str(value)
