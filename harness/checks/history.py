@@ -66,13 +66,15 @@ def next_request_is_balanced(obs: Observation) -> CheckResult:
                  for p in balance_problems(msgs)]
         if request.get("error"):
             found.append(request_item(request, note=f"the server refused request {request['request']}"))
-        for call_id, expect in _calls_known_at(obs, kill).items():
+        known = _calls_known_at(obs, kill)
+        for call_id, expect in known.items():
             note = _answer_problem(msgs, call_id, expect)
             if note:
                 found.append({**request_item(request), "call_id": call_id, "note": f"request {request['request']}: {note}"})
         problems.extend(found)
         if not found:
-            evidence.append(request_item(request, note=f"first request after the kill of pid {kill.pid} at {kill.at}"))
+            evidence.append({**request_item(request, note=f"first request after the kill of pid {kill.pid} at "
+                                            f"{kill.at}"), "calls": known})
     if not problems and not evidence:
         return skipped("C4", "no model request followed any kill")
     if problems:

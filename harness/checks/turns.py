@@ -99,11 +99,16 @@ def reload_repairs_in_memory_only(obs: Observation) -> CheckResult:
                 problems.append(_first_difference(number, restart.bytes_before, restart.bytes_after_load))
             else:
                 checked.append({"restart": number, "note": f"file unchanged by loading ({len(restart.bytes_before)} bytes)"})
+        elif restart.bytes_after_load is None:
+            checked.append({"restart": number, "note": "the file after loading was not observable; judged by "
+                            "the final log alone"})
         open_turns = _open_turns(restart.bytes_before)
-        for event in log.of_type("turn_ended"):
-            if event.turn in open_turns and (event.mono_ns or 0) > restart.mono_ns:
-                problems.append(event_item(event, note=f"turn {event.turn} was open when restart {number} loaded "
-                                           "the log; its end was written to disk instead of synthesized in memory"))
+        written = [e for e in log.of_type("turn_ended") if e.turn in open_turns and (e.mono_ns or 0) > restart.mono_ns]
+        problems.extend(event_item(e, note=f"turn {e.turn} was open when restart {number} loaded the log; its end "
+                                   "was written to disk instead of synthesized in memory") for e in written)
+        if open_turns and not written:
+            checked.append({"restart": number, "open_turns": sorted(open_turns),
+                            "note": "the turn(s) open at the crash still have no turn_ended on disk"})
     for event in log.of_type("tool_result"):
         output = str(event.get("output", ""))
         if output.startswith((TOOL_OUTCOME_UNKNOWN, TOOL_NOT_STARTED)):
