@@ -39,7 +39,7 @@ class Playback:
         self.scenario = scenario or demo_scenario()
         self.cursor = ScenarioCursor(self.scenario)
         self.ids = Ids(seed or secrets.token_hex(3))
-        self.report_to = report_to.rstrip("/") if report_to else None
+        self.report_to = report_to.rstrip("/").removesuffix("/v1") if report_to else None
         self._requests = 0
         self._http: aiohttp.ClientSession | None = None
 
