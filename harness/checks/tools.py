@@ -37,8 +37,13 @@ def pending_tool_calls_close(obs: Observation) -> CheckResult:
     tool_stops = [s for s in obs.stops if s.exercised and s.phase == "tool"]
     problems: list[dict] = []
     evidence: list[dict] = []
+    unobserved: list[dict] = []
     for stop in tool_stops:
-        problems.extend(_tree_problems(obs, stop, evidence))
+        if _window_for(obs, stop) is None:
+            unobserved.append({"stop": stop.how, "window": stop.window,
+                               "note": "Stop arrived during a tool, but no window observation shows its tree"})
+        else:
+            problems.extend(_tree_problems(obs, stop, evidence))
     problems.extend(_outliving_windows(obs, {p.get("window") for p in problems}))
     log = log_or_verdict(obs, "C3")
     if isinstance(log, CheckResult):
@@ -60,6 +65,8 @@ def pending_tool_calls_close(obs: Observation) -> CheckResult:
         problems.extend(_aborted_result_problems(obs, log, at_ns, window, how, judged, evidence))
     if problems:
         return failed("C3", problems[0]["note"], *problems)
+    if unobserved:
+        return unknown("C3", unobserved[0]["note"], *unobserved, *evidence)
     return passed("C3", f"{len(calls)} tool call(s) closed; {len(judged)} stopped tool(s) reported aborted "
                   "with the whole tree gone", *evidence)
 
@@ -83,10 +90,8 @@ def _window_for(obs: Observation, stop: StopDelivery) -> WindowObservation | Non
 
 
 def _tree_problems(obs: Observation, stop: StopDelivery, evidence: list[dict]) -> list[dict]:
+    """The stopped window's whole tree must be gone, and promptly."""
     window = _window_for(obs, stop)
-    if window is None:
-        return [{"stop": stop.how, "window": stop.window,
-                 "note": "Stop arrived during a tool, but the harness has no window observation to judge the tree by"}]
     pids = [p.get("pid") for p in window.pids]
     if window.survivors:
         return [{"window": window.window, "survivors": [dict(p) for p in window.survivors], "tree": pids,

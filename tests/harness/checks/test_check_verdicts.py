@@ -43,6 +43,7 @@ CASES = [
     ("C3", stop_in_tool, ("tree-survives",), {"log": None}, "fail", "outlived Stop"),
     ("C3", stop_in_tool, (), {"log": None}, "unknown", "without a log reader"),
     ("C3", stop_mid_stream, (), {}, "skipped", "no tool ran"),
+    ("C3", stop_in_tool, (), {"windows": ()}, "unknown", "no window observation shows its tree"),
     ("C4", kill_in_tool, (), {}, "pass", "balanced"),
     ("C4", kill_in_tool, ("no-repair",), {}, "fail", "request 2: message 3: tool call 'c1' has no tool result"),
     ("C4", kill_in_tool, ("drop-dangling-call",), {}, "fail", "tool call c1, issued before the kill, is missing"),
