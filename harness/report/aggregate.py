@@ -13,7 +13,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
-from harness.latency import Summary
+from harness.latency import Summary, percentile
 from harness.model import CheckResult, Outcome, RunResult, TaskResult, Tier
 
 STATUS_ORDER = ("fail", "unknown", "pass", "skipped")
@@ -116,6 +116,11 @@ class Scoreboard:
             pooled.setdefault(latency, []).extend(values)
         return {k: tuple(v) for k, v in pooled.items()}
 
+    def median(self, latency: str) -> int | None:
+        """p50 of one latency over all tasks on this adapter: the scoreboard's headline figure."""
+        values = self.pooled().get(latency)
+        return percentile(values, 50) if values else None
+
     @property
     def rank_key(self) -> tuple:
         passed, decided = self.mandatory
@@ -161,6 +166,11 @@ def _agents_in_several(keys: Sequence[tuple[int, str, str]]) -> set[str]:
     for i, agent, _ in keys:
         files_of.setdefault(agent, set()).add(i)
     return {agent for agent, files in files_of.items() if len(files) > 1}
+
+
+def latency_ids(boards: Sequence[Scoreboard]) -> list[str]:
+    """The latency IDs measured on any scoreboard, in order (L1, L2, …)."""
+    return sorted({latency for b in boards for _, latency in b.samples}, key=lambda x: (len(x), x))
 
 
 def leaderboard(boards: Sequence[Scoreboard]) -> list[Scoreboard]:

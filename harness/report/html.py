@@ -20,6 +20,7 @@ from harness.report.aggregate import (
     Failure,
     Scoreboard,
     is_leaderboard,
+    latency_ids,
     leaderboard,
     scoreboards,
     verdict,
@@ -91,6 +92,7 @@ def _runs(runs: Sequence[RunResult]) -> list[str]:
 
 def _scoreboard(boards: Sequence[Scoreboard]) -> list[str]:
     ranked = is_leaderboard(boards)
+    latencies = latency_ids(boards)
     rows = []
     for rank, b in enumerate(leaderboard(boards) if ranked else boards, 1):
         passed, decided = b.mandatory
@@ -98,13 +100,14 @@ def _scoreboard(boards: Sequence[Scoreboard]) -> list[str]:
         cls = "pass" if b.verdict == "conformant" else "fail"
         row = [escape(b.label), escape(b.version), escape(b.adapter), f'<span class="{cls}">{b.verdict}</span>',
                f"{b.conformant}/{len(b.tasks)}", f"{passed}/{decided}",
-               str(o["pass"]), str(o["fail"]), str(o["unknown"]), str(o["skipped"])]
+               str(o["pass"]), str(o["fail"]), str(o["unknown"]), str(o["skipped"]),
+               *(escape(format_ns(m)) if (m := b.median(latency)) is not None else "-" for latency in latencies)]
         rows.append([str(rank), *row] if ranked else row)
     header = ["agent", "version", "adapter", "verdict", "conformant tasks", "mandatory passed", "pass", "fail",
-              "unknown", "skipped"]
+              "unknown", "skipped", *(f"{latency} p50" for latency in latencies)]
     offset = 1 if ranked else 0
     return [f'<h2 id="scoreboard">{"Leaderboard" if ranked else "Scoreboard"}</h2>',
-            _table(["#", *header] if ranked else header, rows, range(offset + 4, offset + 10))]
+            _table(["#", *header] if ranked else header, rows, range(offset + 4, len(header) + offset))]
 
 
 def _check_order(check: str) -> tuple[str, int, str]:

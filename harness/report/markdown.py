@@ -12,7 +12,14 @@ from typing import Sequence
 
 from harness.latency import format_ns
 from harness.model import RunResult
-from harness.report.aggregate import Scoreboard, is_leaderboard, leaderboard, scoreboards, verdict
+from harness.report.aggregate import (
+    Scoreboard,
+    is_leaderboard,
+    latency_ids,
+    leaderboard,
+    scoreboards,
+    verdict,
+)
 from harness.report.text import md_cell, plain
 
 MAX_FAILURES = 40
@@ -52,18 +59,24 @@ def _runs(runs: Sequence[RunResult]) -> list[str]:
 
 def _scoreboard(boards: Sequence[Scoreboard]) -> list[str]:
     ranked = is_leaderboard(boards)
+    latencies = latency_ids(boards)
     rows = []
     for rank, b in enumerate(leaderboard(boards) if ranked else boards, 1):
         passed, decided = b.mandatory
         o = b.outcomes
         row = [b.label, b.adapter, b.verdict, f"{b.conformant}/{len(b.tasks)}", f"{passed}/{decided}",
-               o["pass"], o["fail"], o["unknown"], o["skipped"]]
+               o["pass"], o["fail"], o["unknown"], o["skipped"],
+               *(_maybe_ns(b.median(latency)) for latency in latencies)]
         rows.append([rank, *row] if ranked else row)
     header = ["agent", "adapter", "verdict", "conformant tasks", "mandatory checks passed", "pass", "fail", "unknown",
-              "skipped"]
+              "skipped", *(f"{latency} p50" for latency in latencies)]
     title = "### Leaderboard" if ranked else "### Scoreboard"
-    return [title, "", *_table(["#", *header] if ranked else header, rows,
-                               ("r" if ranked else "") + "lllrrrrrr")]
+    align = ("r" if ranked else "") + "lllrrrrrr" + "r" * len(latencies)
+    return [title, "", *_table(["#", *header] if ranked else header, rows, align)]
+
+
+def _maybe_ns(value: int | None) -> str:
+    return "-" if value is None else format_ns(value)
 
 
 def _failures(boards: Sequence[Scoreboard]) -> list[str]:
