@@ -38,6 +38,7 @@ PLACEHOLDERS = frozenset(
         "adapter",
         "bindir",  # directory of the running Python's scripts (the venv's bin/)
         "python",  # the running interpreter
+        "profile_dir",  # the folder of the profile file (helpers shipped beside it)
     }
 )
 OPTIONS = "{options}"  # a list element replaced by the spliced option lists

@@ -119,6 +119,7 @@ def agent_context(profile: Profile, item: WorkItem, dirs: RunDirs, server: Any, 
         "home": str(dirs.home) if profile.fresh_home else os.environ.get("HOME", str(dirs.home)),
         "scenario": str(item.task.scenario_path),
         "adapter": item.adapter,
+        "profile_dir": str(Path(profile.path).parent),
     }
     env = {k: os.environ[k] for k in ENV_PASSTHROUGH if k in os.environ}
     env.update(HOME=values["home"], TERM="xterm", COLUMNS="200", LINES="40")

@@ -1,0 +1,145 @@
+"""pytest wiring for stopbench: options, fixtures, and the conformance suite as test items.
+
+``pytest tasks/ --agent reference`` collects every ``tasks/<name>/task.toml`` as one test
+item per task variant × adapter × repeat; an item fails with the evidence of every
+mandatory check that did not pass. Options: ``--agent NAME|PATH``, ``--adapter A`` (repeatable,
+default all of the agent's), ``--repeat N`` (default 1).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from harness.model import Outcome, Tier
+
+ROOT = Path(__file__).resolve().parent
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("stopbench")
+    group.addoption("--agent", default="reference", help="agent profile for the conformance suite (name or path)")
+    group.addoption("--adapter", action="append", default=[], help="adapter(s) to run the tasks on (default: all)")
+    group.addoption("--repeat", type=int, default=1, help="repeats of each task variant (default 1)")
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector):
+    if file_path.name == "task.toml" and file_path.parent.parent == ROOT / "tasks":
+        return TaskFile.from_parent(parent, path=file_path)
+    return None
+
+
+class TaskFile(pytest.File):
+    """One task file: its work items for the chosen agent, adapters and repeats."""
+
+    def collect(self):
+        from harness import runner
+        from harness.checks import REGISTRY
+        from harness.profiles import load_profile
+        from harness.tasks import load_task
+
+        config = self.config
+        profile = load_profile(config.getoption("--agent"))
+        task = load_task(self.path, known_checks=set(REGISTRY))
+        adapters = [a for value in config.getoption("--adapter") for a in value.split(",") if a] or None
+        for item in runner.plan(profile, [task], adapters=adapters, repeat=config.getoption("--repeat")):
+            yield TaskItem.from_parent(self, name=f"{item.variant}[{item.adapter}-{item.repeat}]",
+                                       work=item, profile=profile)
+
+
+class TaskItem(pytest.Item):
+    def __init__(self, *, work, profile, **kwargs):
+        super().__init__(**kwargs)
+        self.work = work
+        self.profile = profile
+        self.result = None
+
+    def runtest(self) -> None:
+        from harness.runner import run_item
+
+        outcome = asyncio.run(run_item(self.profile, self.work))
+        self.result = outcome.result
+        if not outcome.result.conformant:
+            raise TaskNotConformant(outcome.result)
+
+    def repr_failure(self, excinfo, style=None):
+        if isinstance(excinfo.value, TaskNotConformant):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style)
+
+    def reportinfo(self):
+        return self.path, None, f"{self.work.variant} on {self.work.adapter} #{self.work.repeat}"
+
+
+class TaskNotConformant(AssertionError):
+    """A task run in which a mandatory check did not pass; the message is the evidence."""
+
+    def __init__(self, result):
+        lines = [f"{result.task} on {result.adapter} (agent {result.agent}, repeat {result.repeat}) is not conformant"]
+        if result.error:
+            lines.append(f"  error: {result.error}")
+        for c in result.checks:
+            if c.tier is Tier.MANDATORY and c.outcome not in (Outcome.PASS, Outcome.SKIPPED):
+                lines.append(f"  {c.check} {c.name}: {c.outcome.value}: {c.evidence.summary}")
+                lines.extend(f"      {item}" for item in c.evidence.items[:5])
+        super().__init__("\n".join(lines))
+
+
+# --- fixtures ------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def agent_profile(request: pytest.FixtureRequest):
+    """The profile named by ``--agent``."""
+    from harness.profiles import load_profile
+
+    return load_profile(request.config.getoption("--agent"))
+
+
+@pytest.fixture
+async def fake_server():
+    """A fake model server on 127.0.0.1, port 0, serving the built-in demo scenario."""
+    from fake_server import FakeServer
+
+    async with FakeServer(scenario=None, port=0) as server:
+        yield server
+
+
+@pytest.fixture
+def run_dirs():
+    """A fresh HOME / sessions / working folder, removed afterwards."""
+    import shutil
+
+    from harness.runner import RunDirs
+
+    dirs = RunDirs.create()
+    yield dirs
+    shutil.rmtree(dirs.root, ignore_errors=True)
+
+
+@pytest.fixture
+def make_driver(agent_profile, run_dirs):
+    """``make_driver(name, server, *, profile=None, adapter="http")``: a driver on a fresh run
+    directory. Tests close their drivers; as a safety net every process a driver started is
+    ended by PID at teardown, and the test fails if one survives."""
+    from types import SimpleNamespace
+
+    from harness.drivers import make_driver as build
+    from harness.procs import kill_all, leftovers
+    from harness.runner import WorkItem, agent_context, canary_key
+
+    drivers = []
+
+    def factory(name, server, *, profile=None, adapter="http"):
+        task = SimpleNamespace(scenario_path=ROOT / "fake_server" / "demo.toml", scenario=None)
+        ctx = agent_context(profile or agent_profile, WorkItem(task, name, adapter, 1), run_dirs, server, canary_key())
+        driver = build(name, ctx)
+        drivers.append(driver)
+        return driver
+
+    yield factory
+    refs = [r for d in drivers for r in d.processes()]
+    kill_all(refs)
+    assert not leftovers(refs), f"processes left behind: {leftovers(refs)}"
