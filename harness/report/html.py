@@ -143,20 +143,26 @@ def _failures(boards: Sequence[Scoreboard]) -> list[str]:
     out = ['<h2 id="failures">Failures and undecided checks</h2>']
     if not found:
         return out + ["<p>None.</p>"]
-    return out + [_failure(b, f) for b, f in found]
+    opened: set[tuple] = set()
+    for b, f in found:  # the first repeat of each failing check is open, later ones folded
+        key = (b.label, b.adapter, f.task.task, f.result.check if f.result else None)
+        out.append(_failure(b, f, key not in opened))
+        opened.add(key)
+    return out
 
 
-def _failure(board: Scoreboard, failure: Failure) -> str:
+def _failure(board: Scoreboard, failure: Failure, is_open: bool) -> str:
     head = f"{board.label} · {board.adapter} · {failure.title}"
+    details = '<details open class="failure">' if is_open else '<details class="failure">'
     if failure.result is None:
-        return (f'<details open class="failure"><summary class="fail">{escape(head)} — harness error</summary>'
+        return (f'{details}<summary class="fail">{escape(head)} — harness error</summary>'
                 f"<pre>{escape(failure.task.error or '')}</pre></details>")
     r = failure.result
     groups: dict[str, list[str]] = {}
     for item in r.evidence.items:
         groups.setdefault(item_label(item), []).append(f"<pre>{escape(item_text(item))}</pre>")
     evidence = "".join(f"<h4>{escape(label)} ({len(items)})</h4>{''.join(items)}" for label, items in groups.items())
-    return (f'<details open class="failure"><summary class="{r.outcome.value}">{escape(head)} — '
+    return (f'{details}<summary class="{r.outcome.value}">{escape(head)} — '
             f"{escape(r.outcome.value)} ({escape(r.tier.value)})</summary>"
             f"<p>{escape(r.evidence.summary)}</p>{evidence}</details>")
 
