@@ -312,7 +312,10 @@ class _Reader:
         if kind == "tool_call":
             return self.tool_call(value, where, pacing)
         if kind == "shell":
-            return self.shell(value, raw.get("extra", {}), where, pacing)
+            extra = raw.get("extra", {})
+            if not isinstance(extra, dict):
+                self.fail(f"{item}.extra", "must be a table")
+            return self.shell(value, extra, where, pacing)
         if kind == "pause":
             return Pause(float(self.number(value, where)))
         if kind in ("stall", "disconnect"):
@@ -351,9 +354,7 @@ class _Reader:
             self.fail(f"{where}.arguments", "must be a table or a JSON object string")
         return ToolCall(name, text, **pacing)
 
-    def shell(self, value: Any, extra: Any, where: str, pacing: dict) -> Shell:
-        if not isinstance(extra, dict):
-            self.fail(f"{where[:-len('.shell')]}.extra", "must be a table")
+    def shell(self, value: Any, extra: dict, where: str, pacing: dict) -> Shell:
         if isinstance(value, str):
             if not value:
                 self.fail(where, "must be a non-empty command")

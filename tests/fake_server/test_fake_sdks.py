@@ -304,3 +304,35 @@ async def test_head_root_and_beta_query_are_accepted(server):
             message = await resp.json()
     assert message["content"] == [{"type": "text", "text": "ok"}]
     assert (await server.records.wait_request(1))["path"] == "/v1/messages?beta=true"
+
+
+TWO_CALLS = '''
+[[responses]]
+[[responses.frames]]
+tool_call = { name = "read_file", arguments = { path = "README.md" } }
+chunk = 7
+[[responses.frames]]
+shell = "git status"
+chunk = 7
+'''
+READ_FILE = {"type": "function", "function": {"name": "read_file", "parameters": {
+    "type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}}}
+EXPECTED_CALLS = [("read_file", {"path": "README.md"}), ("bash", {"command": "git status"})]
+
+
+async def test_two_tool_calls_in_one_response_over_all_three_apis(server):
+    server.load(scenario(TWO_CALLS + TWO_CALLS + TWO_CALLS))
+    async with openai_async(server) as client:
+        stream = await client.chat.completions.create(model="m", messages=USER, tools=[READ_FILE, BASH_TOOL],
+                                                      stream=True)
+        _, calls, finish, _ = assemble_chat([c async for c in stream])
+        assert [(c["name"], json.loads(c["arguments"])) for c in calls] == EXPECTED_CALLS and finish == "tool_calls"
+        tools = [{"type": "function", **READ_FILE["function"]}, {"type": "function", **BASH_TOOL["function"]}]
+        response = await client.responses.create(model="m", input=USER, tools=tools)
+        items = [(i.name, json.loads(i.arguments)) for i in response.output if i.type == "function_call"]
+        assert items == EXPECTED_CALLS
+    async with anthropic_async(server) as client:
+        message = await client.messages.create(model="c", max_tokens=100, messages=USER, tools=[
+            {"name": t["function"]["name"], "input_schema": t["function"]["parameters"]} for t in (READ_FILE, BASH_TOOL)])
+    assert [(b.name, b.input) for b in message.content] == EXPECTED_CALLS
+    assert len({b.id for b in message.content}) == 2 and all(b.id.startswith("toolu_") for b in message.content)
