@@ -193,8 +193,9 @@ def _parse_steps(steps: Any, fail, drivers: list[str]) -> tuple[Step, ...]:
         _check_step(step, item, fail, queued_names, last_wait, sent, drivers)
         if do == "wait":
             last_wait = step
-        if do == "send":
+        if do in ("send", "restart"):  # a new turn (or process): earlier beacons are stale
             sent = True
+            last_wait = None
         if do == "queue" and "as" in args:
             queued_names.add(args["as"])
         out.append(step)
@@ -227,7 +228,8 @@ def _check_step(step: Step, item: str, fail, queued: set[str], last_wait: Step |
                 fail(f"{item}.{key}", "numbers start at 1")
     elif step.do in ("stop", "kill"):
         if last_wait is None:
-            fail(item, f"'{step.do}' must follow a 'wait' on a beacon: interrupts are triggered by beacons, never by time")
+            fail(item, f"'{step.do}' must follow a 'wait' on a beacon of the current turn: "
+                       "interrupts are triggered by beacons, never by time")
         if step.do == "stop" and a.get("source", "user") not in STOP_SOURCES:
             fail(f"{item}.source", f"one of {', '.join(STOP_SOURCES)}")
         if step.do == "stop" and a.get("phase", "tool") not in ("tool", "stream", "other"):

@@ -1,0 +1,77 @@
+"""Agent processes: default signal dispositions, own session, tree kill by PID, leftovers."""
+
+import asyncio
+import os
+import signal
+import sys
+
+import psutil
+
+from harness.procs import ProcRef, kill_all, kill_tree, leftovers, spawn, tree, wait_gone
+
+# A child that starts two children, one of which leaves the session with setsid; once both
+# are ready it prints their PIDs and waits.
+FAMILY = r"""
+import os, subprocess, sys, time
+ready = "print('ready', flush=True); time.sleep(120)"
+kids = [subprocess.Popen([sys.executable, "-c", "import time; " + ready], stdout=subprocess.PIPE)]
+kids.append(subprocess.Popen([sys.executable, "-c", "import os, time; os.setsid(); " + ready], stdout=subprocess.PIPE))
+for k in kids:
+    k.stdout.readline()
+print(" ".join(str(k.pid) for k in kids), flush=True)
+time.sleep(120)
+"""
+
+async def test_sigint_is_at_default_even_when_the_harness_ignores_it(tmp_path):
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # as under `cmd &` in a script
+    try:
+        proc = await spawn([sys.executable, "-c", "import time; print('up', flush=True); time.sleep(120)"],
+                           env=dict(os.environ), cwd=str(tmp_path))
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    try:
+        assert await asyncio.wait_for(proc.stdout.readline(), 30) == b"up\n"
+        os.kill(proc.pid, signal.SIGINT)
+        assert await asyncio.wait_for(proc.wait(), 30) == -signal.SIGINT
+    finally:
+        kill_tree(ProcRef.of(proc.pid))
+
+
+async def test_each_agent_leads_its_own_session(tmp_path):
+    proc = await spawn([sys.executable, "-c", "import os; print(os.getsid(0), os.getpgid(0))"],
+                       env=dict(os.environ), cwd=str(tmp_path))
+    out, _ = await asyncio.wait_for(proc.communicate(), 30)
+    assert out.split() == [str(proc.pid).encode()] * 2
+
+
+async def test_kill_tree_ends_descendants_including_a_setsid_escapee(tmp_path):
+    proc = await spawn([sys.executable, "-c", FAMILY], env=dict(os.environ), cwd=str(tmp_path))
+    root = ProcRef.of(proc.pid, "agent")
+    kids = [int(p) for p in (await asyncio.wait_for(proc.stdout.readline(), 30)).split()]
+    family = [root, *(ProcRef.of(k) for k in kids)]
+    try:
+        assert {r.pid for r in tree(root)} >= {proc.pid, *kids}
+        assert os.getsid(kids[1]) == kids[1]  # really escaped the agent's session
+        assert kill_tree(root) == []
+        assert leftovers(family) == []
+        assert await asyncio.wait_for(proc.wait(), 30) == -signal.SIGKILL  # reaped by its owner, not stolen
+    finally:
+        kill_all(family)
+
+
+def test_a_reused_pid_is_not_mistaken_for_the_process():
+    me = ProcRef.of(os.getpid())
+    assert me.alive()
+    impostor = ProcRef(os.getpid(), me.create_time - 1000)
+    assert not impostor.alive() and leftovers([impostor]) == []
+
+
+def test_wait_gone_is_immediate_for_gone_processes_and_none_at_the_deadline():
+    assert wait_gone([ProcRef(2**22 + 12345, 1.0)], deadline_s=1) is not None
+    assert wait_gone([ProcRef.of(os.getpid())], deadline_s=0.01) is None
+
+
+def test_record_pids_become_refs():
+    p = psutil.Process()
+    ref = ProcRef.from_record({"pid": p.pid, "create_time": p.create_time(), "role": "root"})
+    assert ref.alive() and ref.role == "root" and ref.to_json()["pid"] == p.pid
