@@ -147,7 +147,7 @@ def build_plan(index: int, response: sc.Response, parsed: Parsed, shell: ShellTo
     plan.finish_reason = (finish.reason if finish and finish.reason
                           else "tool_calls" if plan.tool_calls else "stop")
     plan.input_tokens = (finish.input_tokens if finish and finish.input_tokens is not None
-                         else _estimate_tokens(parsed.canonical))
+                         else estimate_tokens(parsed.canonical))
     generated = len(plan.text) + len(plan.reasoning) + sum(len(c["arguments"]) for c in plan.tool_calls)
     plan.output_tokens = (finish.output_tokens if finish and finish.output_tokens is not None
                           else max(1, generated // 4))
@@ -169,6 +169,6 @@ def _paced(plan: Plan, kind: str, text: str, size: int, interval_s: float, call:
         plan.steps.append(Delta(kind, text[start:start + size], call=call, first=(start == 0)))
 
 
-def _estimate_tokens(canonical: dict) -> int:
+def estimate_tokens(canonical: dict) -> int:
     chars = sum(len(m.get("text") or "") for m in canonical.get("messages") or [])
     return max(1, chars // 4)

@@ -16,7 +16,7 @@ from .errors import ApiError, api_error
 from .playout import chunk_record, family_of, http_error_of, play, prepare
 from .records import Records
 from .scenario import Disconnect, Scenario, demo_scenario
-from .script import Ids, ScenarioCursor
+from .script import Ids, ScenarioCursor, estimate_tokens
 
 MAX_BODY_BYTES = 8 * 1024 * 1024
 SECRET_HEADERS = {"authorization", "x-api-key", "api-key", "proxy-authorization", "cookie"}
@@ -75,6 +75,8 @@ class FakeServer:
         app.router.add_get("/", self._root)
         for prefix in ("/v1", ""):
             app.router.add_get(f"{prefix}/models", self._models)
+            app.router.add_get(f"{prefix}/models/{{model}}", self._model)
+            app.router.add_post(f"{prefix}/messages/count_tokens", self._count_tokens)
             app.router.add_post(f"{prefix}/chat/completions", self._model_route("chat"))
             app.router.add_post(f"{prefix}/responses", self._model_route("responses"))
             app.router.add_post(f"{prefix}/messages", self._model_route("anthropic"))
@@ -104,11 +106,35 @@ class FakeServer:
     async def _root(self, request: web.Request):
         return web.Response(text="stopbench fake model server\n")
 
+    def _model_entry(self, model: str) -> dict:
+        return {"id": model, "object": "model", "created": 0, "owned_by": "stopbench",
+                "type": "model", "display_name": model, "created_at": "1970-01-01T00:00:00Z"}
+
     async def _models(self, request: web.Request):
-        model = self.scenario.model or "stopbench-fake"
-        return web.json_response({"object": "list", "data": [
-            {"id": model, "object": "model", "created": 0, "owned_by": "stopbench",
-             "type": "model", "display_name": model, "created_at": "1970-01-01T00:00:00Z"}]})
+        return web.json_response({"object": "list",
+                                  "data": [self._model_entry(self.scenario.model or "stopbench-fake")]})
+
+    async def _model(self, request: web.Request):
+        model = request.match_info["model"]
+        if self.scenario.model and model != self.scenario.model:
+            error = api_error("openai", 404, f"The model `{model}` does not exist or you do not have access to it.",
+                              param="model", code="model_not_found")
+            return web.json_response(error.body, status=404)
+        return web.json_response(self._model_entry(model))
+
+    async def _count_tokens(self, request: web.Request):
+        """Anthropic token counting (Claude Code asks): not a model request, so not numbered."""
+        try:
+            body = await request.json()
+            if not isinstance(body, dict):
+                raise ValueError
+            parsed = wire_for("anthropic").parse({"max_tokens": 1, **body})
+        except (ValueError, UnicodeDecodeError):
+            error = api_error("anthropic", 400, "The request body is not valid JSON.")
+            return web.json_response(error.body, status=400)
+        except ApiError as exc:
+            return web.json_response(exc.body, status=exc.status)
+        return web.json_response({"input_tokens": estimate_tokens(parsed.canonical)})
 
     async def _unknown(self, request: web.Request):
         family = "anthropic" if "anthropic-version" in request.headers else "openai"

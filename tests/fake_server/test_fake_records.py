@@ -110,3 +110,15 @@ async def test_two_runs_send_identical_streams_apart_from_timestamps(tmp_path):
     lines = [json.loads(line) for line in (tmp_path / "run0.jsonl").read_text().splitlines()]
     assert [r["kind"] for r in lines][:3] == ["request", "response", "chunk"]
     assert all(isinstance(r["mono_ns"], int) for r in lines)
+
+
+async def test_model_lookup_and_anthropic_token_count(server):
+    async with aiohttp.ClientSession() as http:
+        async with http.get(server.base_url + "/models/any-model") as resp:
+            assert (await resp.json())["id"] == "any-model"
+        async with http.post(server.base_url + "/messages/count_tokens?beta=true",
+                             json={"model": "c", "messages": [{"role": "user", "content": "x" * 40}]}) as resp:
+            assert (await resp.json()) == {"input_tokens": 10}
+        async with http.post(server.base_url + "/messages/count_tokens", data=b"{") as resp:
+            assert resp.status == 400 and (await resp.json())["type"] == "error"
+    assert server.records.of_kind("request") == []
