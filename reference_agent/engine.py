@@ -133,14 +133,12 @@ class Turn:
         except asyncio.CancelledError:
             if self.stop_source is None:  # cancelled from outside (the loop is going away)
                 self.stop_source = "disposed"
-            self._settle_stopped()
+            self._settle_after_stop()
         except CheckpointFailed as exc:
             self._settle("blocked", error=str(exc))
         except Exception as exc:  # noqa: BLE001 - every failure settles the turn
-            if self.stop_source is not None and not (
-                failpoints.on("stream-error-as-error") and self.phase == "stream"
-            ):
-                self._settle_stopped()
+            if self.stop_source is not None:
+                self._settle_after_stop()  # our own Stop caused it (C12)
             else:
                 self._settle("error", error=f"{type(exc).__name__}: {exc}")
 
@@ -149,7 +147,7 @@ class Turn:
         if self.settlement is None:
             if self.stop_source is None:
                 self.stop_source = "disposed"
-            self._settle_stopped()
+            self._settle_after_stop()
 
     async def _steps(self) -> str:
         s = self.session
@@ -254,8 +252,10 @@ class Turn:
 
     # --- settlement -----------------------------------------------------------------------
 
-    def _settle_stopped(self) -> None:
-        if self.stop_source == "timeout":
+    def _settle_after_stop(self) -> None:
+        if self.phase == "stream" and failpoints.on("stream-error-as-error"):
+            self._settle("error", error="the model stream was closed before it finished")
+        elif self.stop_source == "timeout":
             self._settle("interrupted")
         else:
             self._settle("aborted", source=self.stop_source)
