@@ -200,9 +200,15 @@ def _without_shard(argv: Any) -> Any:
 
 
 def comparable(run: RunResult) -> Any:
-    """The run as JSON without timings (``TIMING_KEYS``, ``*_ns``, ``*_ms`` at any depth), tasks
-    and samples sorted: equal for a merged sharded run and the unsharded run."""
+    """What a run found, without what differs between two runs of the same work: timings
+    (``TIMING_KEYS``, ``*_ns``, ``*_ms`` at any depth), and evidence and error texts (they
+    quote process IDs, call IDs and temporary paths). Tasks and samples are sorted. A merged
+    sharded run and the unsharded run compare equal when every verdict and sample agree."""
     data = _drop_timings(run.to_json())
+    for task in data["tasks"]:
+        task["error"] = task["error"] is not None
+        for check in task["checks"]:
+            del check["evidence"]
     data["tasks"].sort(key=item_key)
     data["latencies"].sort(key=item_key)
     return data

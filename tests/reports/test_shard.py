@@ -10,6 +10,7 @@ import sys
 
 import pytest
 
+from harness.model import Outcome
 from harness.report import ShardError, comparable, load_results, merge, merge_main, parse_shard, shard_items
 from harness.report.writer import results_text
 
@@ -90,6 +91,17 @@ def test_merging_the_shards_equals_the_unsharded_run(make_run, count):
     assert merged.run["host"] == ", ".join(sorted(f"runner-{i}" for i in range(1, count + 1)))
     assert len(merged.latencies) == len(whole.latencies)
     assert comparable(whole) != comparable(make_run(ITEMS[1:], timing_seed=1))  # the comparison can fail
+
+
+def test_comparison_ignores_evidence_text_but_not_verdicts(make_run):
+    whole = make_run(ITEMS)
+    first = whole.tasks[0]
+    reworded = dataclasses.replace(first, checks=tuple(
+        dataclasses.replace(c, evidence=dataclasses.replace(c.evidence, summary="pid 99 gone")) for c in first.checks))
+    assert comparable(dataclasses.replace(whole, tasks=(reworded, *whole.tasks[1:]))) == comparable(whole)
+    flipped = dataclasses.replace(first, checks=(dataclasses.replace(first.checks[0], outcome=Outcome.FAIL),
+                                                 *first.checks[1:]))
+    assert comparable(dataclasses.replace(whole, tasks=(flipped, *whole.tasks[1:]))) != comparable(whole)
 
 
 def test_merge_recomputes_the_mutation_score_of_the_whole_run(make_run):
