@@ -36,6 +36,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _delegate("gate_main", argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.argv = ["stopbench", *argv]
     try:
         return args.func(args)
     except UsageError as exc:
@@ -128,7 +129,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         on_start=lambda n, item: progress.start(n, _label(item)),
         on_done=lambda n, item, outcome: progress.done(n, _label(item), outcome.result),
     ))
-    header = runner.run_header(profile, items, argv=["stopbench", *sys.argv[1:]] if sys.argv else [],
+    header = runner.run_header(profile, items, argv=args.argv,
                                repeat=args.repeat, shard=args.shard, started=started, ended=_now())
     task_results = tuple(o.result for o in outcomes)
     if failpoints:

@@ -28,10 +28,10 @@ def fold(outcomes: Iterable[Outcome]) -> str:
 class Progress:
     """A one-line live progress bar on a terminal; one line per finished item elsewhere."""
 
-    def __init__(self, total: int, stream: TextIO = sys.stderr):
+    def __init__(self, total: int, stream: TextIO | None = None):
         self.total = total
-        self.stream = stream
-        self.live = stream.isatty()
+        self.stream = stream or sys.stderr
+        self.live = self.stream.isatty()
         self.t0 = time.monotonic()
         self.failed = 0
 

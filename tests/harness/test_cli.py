@@ -1,0 +1,66 @@
+"""The stopbench command: exit codes (0 conformant, 1 not, 2 usage), listing, results files,
+and a mutant run end to end on the quickest task."""
+
+import json
+
+import pytest
+
+from harness.cli import main
+from harness.model import RunResult
+from harness.profiles import BUILTIN_DIR
+
+
+def test_list_shows_tasks_checks_and_agents(capsys):
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    assert "interrupt-cancel" in out and "C13  no_secret_leaks" in out and "reference" in out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["run", "--task", "no-such-task"], "unknown task 'no-such-task'"),
+    (["run", "--agent", "no-such-agent"], "no built-in profile"),
+    (["run", "--agent", "/nowhere/agent.toml"], "file not found"),
+    (["run", "--repeat", "0"], "--repeat must be at least 1"),
+    (["run", "--failpoint", "seq-gap"], "--failpoint needs --mutants"),
+    (["run", "--adapter", "carrier-pigeon"], "has no adapter 'carrier-pigeon'"),
+    (["run", "--shard", "3/2"], "need 1 <= i <= n"),
+    (["run", "--mutants", "--failpoint", "no-such-failpoint"], "unknown failpoint"),
+])
+def test_usage_errors_exit_2_naming_the_problem(capsys, argv, message):
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_a_conformant_run_exits_0_and_writes_results(tmp_path, capsys):
+    code = main(["run", "--task", "exit-codes", "--adapter", "http", "--report-dir", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    run = RunResult.from_json(json.loads((tmp_path / "results.json").read_text()))
+    assert [t.task for t in run.tasks] == ["exit-codes"] and run.conformant
+    assert run.run["agent"] == "reference" and run.run["argv"][:2] == ["stopbench", "run"]
+    assert "verdict: conformant" in out and str(tmp_path / "results.json") in out
+
+
+def test_a_broken_agent_exits_1_with_the_failed_check(tmp_path, capsys):
+    profile = tmp_path / "leaky.toml"
+    text = (BUILTIN_DIR / "reference.toml").read_text().replace('name = "reference"', 'name = "leaky"')
+    profile.write_text(text.replace("[env]\n", '[env]\nREFAGENT_FAILPOINTS = "leak-api-key"\n'))
+    code = main(["run", "--agent", str(profile), "--task", "exit-codes", "--adapter", "http",
+                 "--report-dir", str(tmp_path / "reports")])
+    out = capsys.readouterr().out
+    assert code == 1, out
+    assert "FAIL" in out and "verdict: NOT conformant" in out
+    results = (tmp_path / "reports" / "results.json").read_text()
+    assert "sk-stopbench-" not in results  # the canary itself never reaches a report
+
+
+def test_mutants_run_reports_the_score_and_marks_mutant_results(tmp_path, capsys):
+    code = main(["run", "--mutants", "--failpoint", "leak-api-key", "--task", "exit-codes", "--adapter", "http",
+                 "--report-dir", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "mutation score: 1/1" in out and "leak-api-key" in out
+    run = RunResult.from_json(json.loads((tmp_path / "results.json").read_text()))
+    assert {t.mutant for t in run.tasks} == {None, "leak-api-key"}
+    assert run.run["mutation"]["mutants"]["leak-api-key"]["failed"] == ["C13"]
+    assert run.conformant  # the clean agent, in the same run
