@@ -204,3 +204,17 @@ def test_gate_main_refuses_bad_options_and_empty_files(tmp_path, capsys):
     empty = write(tmp_path / "empty.json", RunResult({"agent": "x"}, (), ()))
     assert gate_main(["--baseline", empty, "--current", empty]) == 2
     assert "no task results or latency samples to compare" in capsys.readouterr().err
+
+
+def test_a_negative_baseline_median_is_compared_by_difference():
+    """L4 may be negative (early exit): no ratio then, growth is measured against |median|."""
+    rng = random.Random(8)
+    early = [-5_000_000 + int(rng.gauss(0, 500_000)) for _ in range(20)]
+    late = [50_000_000 + int(rng.gauss(0, 500_000)) for _ in range(20)]
+    (row,) = compare(latency_run(early, latency="L4"), latency_run(late, latency="L4")).latencies
+    assert row.ratio is None and row.interval is None
+    assert row.failing and row.verdict == "REGRESSION: slower beyond tolerance"
+    steady = [-5_000_000 + int(rng.gauss(0, 50_000)) for _ in range(20)]
+    nudged = [-4_800_000 + int(rng.gauss(0, 50_000)) for _ in range(20)]  # 0.2 ms later: under 10 % of 5 ms
+    (small,) = compare(latency_run(steady, latency="L4"), latency_run(nudged, latency="L4")).latencies
+    assert small.verdict == "slower, within tolerance" and not small.failing
