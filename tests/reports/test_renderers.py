@@ -105,6 +105,9 @@ def test_html_plots_match_the_samples(run):
         (plot,) = [q for q in quantiles if q.findtext("s:title", namespaces=NS) == f"{latency} percentiles · {adapter}"]
         (line,) = plot.findall("s:polyline", NS)
         assert int(line.get("data-n")) == len(values)
+        points = [tuple(map(float, p.split(","))) for p in line.get("points").split()]
+        assert [x for x, _ in points] == sorted(x for x, _ in points)  # left to right
+        assert [y for _, y in points] == sorted((y for _, y in points), reverse=True)  # rising values
         markers = {int(c.get("data-percentile")): int(c.get("data-value-ns")) for c in plot.findall("s:circle", NS)}
         assert markers == {p: percentile(values, p) for p in PERCENTILES}
 
@@ -172,3 +175,15 @@ def test_markdown_folds_repeats_and_cuts_a_long_failure_list(run, monkeypatch):
     monkeypatch.setattr(markdown, "MAX_FAILURES", 4)
     cut = [line for line in render_markdown(as_written(run)).splitlines() if line.startswith("- ")]
     assert len(cut) == 5 and cut[-1] == "- … and 2 more (see the HTML report)"
+
+
+@pytest.mark.parametrize("name", sorted(RENDERERS))
+def test_an_empty_run_renders(name):
+    from harness.model import RunResult
+
+    text = RENDERERS[name]([RunResult({"agent": "nobody"}, (), ())])
+    assert text.strip()
+    if name == "report.html":
+        assert "No latency samples." in text
+    if name == "junit.xml":
+        assert ET.fromstring(text.split("\n", 1)[1]).get("tests") == "0"
