@@ -137,11 +137,6 @@ def chat_message_text(message: Mapping[str, Any]) -> str:
     return ""
 
 
-def log_prefix(log: SessionLog, before_ns: int) -> list[SessionEvent]:
-    """The log's events written before ``before_ns`` (events without a time are kept)."""
-    return [e for e in log.events if e.mono_ns is None or e.mono_ns < before_ns]
-
-
 def turn_at(log: SessionLog, ns: int) -> int | None:
     """The number of the last turn started before ``ns``."""
     started = [e for e in log.of_type("turn_started") if e.mono_ns is not None and e.mono_ns < ns]
