@@ -13,6 +13,7 @@ import json
 import os
 import signal
 import sys
+import time
 from importlib import metadata
 
 from . import failpoints
@@ -137,7 +138,7 @@ async def _run(args: argparse.Namespace) -> int:
         if stop_requests:
             turn.stop("user")
         if args.timeout is not None:
-            loop.call_later(max(0.0, args.timeout), turn.stop, "timeout")
+            loop.call_later(max(0.0, args.timeout - _seconds_since_start()), turn.stop, "timeout")
         settlement = await turn.settled()
     finally:
         await session.close()
@@ -146,6 +147,16 @@ async def _run(args: argparse.Namespace) -> int:
     if settlement.get("error"):
         print(f"refagent: turn ended {settlement['reason']}: {settlement['error']}", file=sys.stderr)
     return exit_code_for(settlement, turn.stop_source)
+
+
+def _seconds_since_start() -> float:
+    """``--timeout T`` counts from the process's start, not from when the turn began:
+    a caller measuring the run sees it end shortly after T, whatever start-up cost."""
+    with open("/proc/self/stat", "rb") as f:
+        stat = f.read()
+    start_ticks = int(stat[stat.rindex(b")") + 2 :].split()[19])  # field 22: starttime, since boot
+    started = start_ticks / os.sysconf("SC_CLK_TCK")
+    return max(0.0, time.clock_gettime(time.CLOCK_BOOTTIME) - started)
 
 
 def _print_text(event: dict) -> None:
