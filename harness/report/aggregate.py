@@ -183,4 +183,14 @@ def is_leaderboard(boards: Sequence[Scoreboard]) -> bool:
 
 
 def verdict(runs: Sequence[RunResult]) -> str:
+    if not any(t.mutant is None for r in runs for t in r.tasks):
+        return "no task results"
     return "conformant" if all(r.conformant for r in runs) else "NOT conformant"
+
+
+def headline(runs: Sequence[RunResult], boards: Sequence[Scoreboard]) -> str:
+    """E.g. "reference: NOT conformant", or "3 agents compared" for a leaderboard."""
+    if is_leaderboard(boards):
+        return f"{len({b.label for b in boards})} agents compared"
+    agents = list(dict.fromkeys([b.label for b in boards] or [str(r.run.get("agent", "")) for r in runs]))
+    return f"{' / '.join(agents)}: {verdict(runs)}"

@@ -19,6 +19,7 @@ from harness.model import RunResult
 from harness.report.aggregate import (
     Failure,
     Scoreboard,
+    headline,
     is_leaderboard,
     latency_ids,
     leaderboard,
@@ -51,12 +52,10 @@ def render_html(runs: Sequence[RunResult]) -> str:
     boards = scoreboards(runs)
     ranked = is_leaderboard(boards)
     title = "stopbench leaderboard" if ranked else "stopbench report"
-    headline = (f"{len({b.label for b in boards})} agents compared" if ranked
-                else f"{' / '.join(dict.fromkeys(b.label for b in boards))}: {verdict(runs)}")
-    css_class = "" if ranked else ("pass" if verdict(runs) == "conformant" else "fail")
+    css_class = "" if ranked else {"conformant": "pass", "NOT conformant": "fail"}.get(verdict(runs), "")
     body = [
         f"<h1>{escape(title)}</h1>",
-        f'<p class="verdict {css_class}">{escape(headline)}</p>',
+        f'<p class="verdict {css_class}">{escape(headline(runs, boards))}</p>',
         *_runs(runs),
         *_scoreboard(boards),
         *_matrices(boards),

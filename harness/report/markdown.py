@@ -14,11 +14,11 @@ from harness.latency import format_ns
 from harness.model import RunResult
 from harness.report.aggregate import (
     Scoreboard,
+    headline,
     is_leaderboard,
     latency_ids,
     leaderboard,
     scoreboards,
-    verdict,
 )
 from harness.report.text import md_cell, plain
 
@@ -27,11 +27,7 @@ MAX_FAILURES = 40
 
 def render_markdown(runs: Sequence[RunResult]) -> str:
     boards = scoreboards(runs)
-    if is_leaderboard(boards):
-        title = f"## stopbench leaderboard: {len({b.label for b in boards})} agents"
-    else:
-        title = f"## stopbench: {' / '.join(dict.fromkeys(b.label for b in boards)) or 'no results'}, {verdict(runs)}"
-    lines = [title, ""]
+    lines = [f"## stopbench {'leaderboard' if is_leaderboard(boards) else 'report'}: {headline(runs, boards)}", ""]
     lines += _runs(runs)
     lines += _scoreboard(boards)
     lines += _failures(boards)

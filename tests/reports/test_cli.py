@@ -18,7 +18,7 @@ def test_write_reports_writes_every_format_from_the_results_file(tmp_path, run, 
         assert canary not in p.read_text()
     assert load_results(paths[0]).tasks[0] == run.tasks[0]
     ET.parse(paths[1])
-    assert paths[2].read_text().startswith("## stopbench: reference")
+    assert paths[2].read_text().startswith("## stopbench report: reference: NOT conformant")
     assert paths[3].read_text().startswith("<!DOCTYPE html>")
 
 
@@ -38,7 +38,7 @@ def test_report_renders_several_results_and_prints_where(tmp_path, run, rival, c
 def test_report_without_outputs_prints_the_summary(tmp_path, run, capsys):
     (tmp_path / "r.json").write_text(results_text(run))
     assert report_main([str(tmp_path / "r.json")]) == 0
-    assert capsys.readouterr().out.startswith("## stopbench: reference, NOT conformant")
+    assert capsys.readouterr().out.startswith("## stopbench report: reference: NOT conformant")
 
 
 def test_report_refuses_a_bad_file_by_name(tmp_path, run, capsys):

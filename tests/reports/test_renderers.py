@@ -157,7 +157,7 @@ def test_junit_counts_follow_the_verdicts(run, canary):
 def test_markdown_fits_a_comment_and_escapes_html(run, rival, canary):
     md = render_markdown(as_written(run, rival))
     assert len(md.encode()) < 65536
-    assert md.startswith("## stopbench leaderboard: 2 agents")
+    assert md.startswith("## stopbench leaderboard: 2 agents compared")
     assert "<script>" not in md and "\x1b" not in md and canary not in md
     latency_rows = [line for line in md.splitlines() if re.match(r"\| [\w-]+ \| \w+ \| interrupt-[\w-]+ \| L\d \|", line)]
     groups = {(s.agent, s.adapter, s.task, s.latency) for r in (run, rival) for s in r.latencies}
@@ -168,7 +168,7 @@ def test_markdown_folds_repeats_and_cuts_a_long_failure_list(run, monkeypatch):
     from harness.report import markdown
 
     md = render_markdown(as_written(run))
-    assert md.startswith("## stopbench: reference, NOT conformant")
+    assert md.startswith("## stopbench report: reference: NOT conformant")
     assert "C3 check_c3** (mandatory) fail in #0, #1, #2 of 3" in md
     listed = [line for line in md.splitlines() if line.startswith("- **")]
     assert len(listed) == 6
@@ -183,6 +183,8 @@ def test_an_empty_run_renders(name):
 
     text = RENDERERS[name]([RunResult({"agent": "nobody"}, (), ())])
     assert text.strip()
+    if name != "junit.xml":
+        assert "nobody: no task results" in text
     if name == "report.html":
         assert "No latency samples." in text
     if name == "junit.xml":
