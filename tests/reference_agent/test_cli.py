@@ -205,3 +205,15 @@ async def test_inproc_adapter_reports_to_the_server(agents, server_for, tmp_path
     assert code == 0 and "from inproc" in out
     request = server.records.of_kind("request")[0]
     assert request["source"] == "inproc" and request["canonical"]["messages"][-1]["text"] == "q"
+
+
+async def test_continue_resumes_the_latest_session(agents, server_for):
+    server = await server_for('name = "c"\n[[responses]]\nrepeat = true\n[[responses.frames]]\ntext = "done"\n')
+    first = agents.start(*agents.run_args(server, "one"))
+    session_id, log_path = agents.session_of(first)
+    assert await wait_exit(first) == 0
+    second = agents.start(*agents.run_args(server, "--continue", "two"))
+    assert agents.session_of(second) == (session_id, log_path)
+    assert await wait_exit(second) == 0
+    inputs = [e["input"] for e in read_events(log_path) if e["type"] == "turn_started"]
+    assert inputs == ["one", "two"]

@@ -140,6 +140,15 @@ def test_fork_copies_events_up_to_seq_and_names_its_parent(tmp_path):
         fork(tmp_path, "s-test", 99)
 
 
+def test_fork_command_prints_the_new_session(tmp_path, capsys):
+    make_log(tmp_path, n_turns=1)
+    assert main(["fork", "s-test", "--at", "2", "--sessions-dir", str(tmp_path)]) == 0
+    out, err = capsys.readouterr()
+    new_id = out.strip()
+    assert err.startswith(f"refagent: session {new_id} ")
+    assert len(load(tmp_path / f"{new_id}.jsonl").events) == 2
+
+
 def test_header_never_holds_the_key_and_lines_are_json(tmp_path):
     path = make_log(tmp_path)
     for raw in path.read_bytes().splitlines():
