@@ -168,6 +168,14 @@ def _agents_in_several(keys: Sequence[tuple[int, str, str]]) -> set[str]:
     return {agent for agent, files in files_of.items() if len(files) > 1}
 
 
+def caught_by(mutant_task: TaskResult) -> list[str]:
+    """What gave a failpoint away: the mandatory checks that failed or stayed undecided,
+    or the harness error. Empty when the failpoint went unnoticed."""
+    found = ["task error"] if mutant_task.error is not None else []
+    return found + [c.check for c in mutant_task.checks
+                    if c.tier is Tier.MANDATORY and c.outcome in (Outcome.FAIL, Outcome.UNKNOWN)]
+
+
 def latency_ids(boards: Sequence[Scoreboard]) -> list[str]:
     """The latency IDs measured on any scoreboard, in order (L1, L2, …)."""
     return sorted({latency for b in boards for _, latency in b.samples}, key=lambda x: (len(x), x))

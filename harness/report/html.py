@@ -19,6 +19,7 @@ from harness.model import RunResult
 from harness.report.aggregate import (
     Failure,
     Scoreboard,
+    caught_by,
     headline,
     is_leaderboard,
     latency_ids,
@@ -172,10 +173,11 @@ def _mutants(boards: Sequence[Scoreboard]) -> list[str]:
         for t in b.mutants:
             result = "missed" if t.conformant else "caught"
             rows.append([escape(b.label), escape(b.adapter), escape(t.mutant or ""), escape(f"{t.task} #{t.repeat}"),
-                         f'<span class="{result}">{result}</span>'])
+                         f'<span class="{result}">{result}</span>', escape(", ".join(caught_by(t)))])
     if not rows:
         return []
-    return ['<h2 id="failpoints">Failpoints</h2>', _table(["agent", "adapter", "failpoint", "task", "result"], rows)]
+    return ['<h2 id="failpoints">Failpoints</h2>',
+            _table(["agent", "adapter", "failpoint", "task", "result", "caught by"], rows)]
 
 
 def _latencies(boards: Sequence[Scoreboard]) -> list[str]:

@@ -14,7 +14,7 @@ import xml.etree.ElementTree as ET
 from typing import Sequence
 
 from harness.model import CheckResult, Outcome, RunResult, TaskResult, Tier
-from harness.report.aggregate import Scoreboard, scoreboards
+from harness.report.aggregate import Scoreboard, caught_by, scoreboards
 from harness.report.text import evidence_text, xml_safe
 
 
@@ -80,9 +80,9 @@ def _mutant_case(classname: str, task: TaskResult) -> ET.Element:
         ET.SubElement(case, "failure", message=f"failpoint {task.mutant} was not detected by any mandatory check",
                       type="mutant-missed")
     else:
-        reasons = [f"{c.check} {c.name}: {c.outcome.value}: {c.evidence.summary}" for c in task.checks
-                   if c.tier is Tier.MANDATORY and c.outcome in (Outcome.FAIL, Outcome.UNKNOWN)]
-        if task.error is not None:
-            reasons.insert(0, f"task error: {task.error}")
+        caught = set(caught_by(task))
+        reasons = [f"task error: {task.error}"] if "task error" in caught else []
+        reasons += [f"{c.check} {c.name}: {c.outcome.value}: {c.evidence.summary}" for c in task.checks
+                    if c.check in caught]
         ET.SubElement(case, "system-out").text = xml_safe("caught by:\n" + "\n".join(reasons))
     return case

@@ -14,6 +14,7 @@ from harness.latency import format_ns
 from harness.model import RunResult
 from harness.report.aggregate import (
     Scoreboard,
+    caught_by,
     headline,
     is_leaderboard,
     latency_ids,
@@ -100,11 +101,11 @@ def _failures(boards: Sequence[Scoreboard]) -> list[str]:
 
 
 def _mutants(boards: Sequence[Scoreboard]) -> list[str]:
-    rows = [[b.label, b.adapter, t.mutant, f"{t.task} #{t.repeat}", "missed" if t.conformant else "caught"]
-            for b in boards for t in b.mutants]
+    rows = [[b.label, b.adapter, t.mutant, f"{t.task} #{t.repeat}", "missed" if t.conformant else "caught",
+             ", ".join(caught_by(t))] for b in boards for t in b.mutants]
     if not rows:
         return []
-    return ["### Failpoints", "", *_table(["agent", "adapter", "failpoint", "task", "result"], rows)]
+    return ["### Failpoints", "", *_table(["agent", "adapter", "failpoint", "task", "result", "caught by"], rows)]
 
 
 def _latencies(boards: Sequence[Scoreboard]) -> list[str]:
