@@ -14,7 +14,6 @@ cancellation would already have been delivered.
 from __future__ import annotations
 
 import asyncio
-import itertools
 import json
 import secrets
 import sys
@@ -151,15 +150,14 @@ class Turn:
 
     async def _steps(self) -> str:
         s = self.session
-        for step in itertools.count(1):
-            if step > MAX_STEPS:
-                raise RuntimeError(f"the turn reached {MAX_STEPS} model requests without finishing")
+        for step in range(1, MAX_STEPS + 1):
             request = {"model": s.model, "messages": s.state.history.messages(), "tools": TOOL_SPECS, "stream": True}
             self.phase = "request"
             deferred = failpoints.on("no-request-checkpoint")
             if not deferred:
                 s._append("model_request", turn=self.number, step=step, request=request)
                 s.writer.checkpoint()
+            self._no_new_effect_after_stop()
             self.phase = "stream"
             assembled = await self._stream(step, request)
             if deferred:
@@ -178,7 +176,13 @@ class Turn:
             for call in calls:
                 await self._call_tool(step, call)
             self._step_settled(step)
-        raise AssertionError("unreachable")
+        raise RuntimeError(f"the turn reached {MAX_STEPS} model requests without finishing")
+
+    def _no_new_effect_after_stop(self) -> None:
+        """Stop from inside the task (a subscriber's callback) is only delivered at the
+        next suspension, which may come after an effect began: check before each one."""
+        if self.stop_source is not None:
+            raise asyncio.CancelledError
 
     def _step_settled(self, step: int) -> None:
         self.session._append("step_settled", turn=self.number, step=step)
@@ -227,6 +231,10 @@ class Turn:
         if not late:
             s._append("tool_call", turn=self.number, step=step, call_id=call["id"], name=call["name"], arguments=arguments)
             s.writer.checkpoint()
+        if self.stop_source is not None:  # see _no_new_effect_after_stop; the call is closed here
+            s._append("tool_result", turn=self.number, call_id=call["id"], exit_code=None, aborted=True,
+                      output="[not started: Stop was requested before the command ran]")
+            raise asyncio.CancelledError
         self.phase = "tool"
         run = ToolRun(call["name"], arguments, s.cwd, call["id"])
         s._notify({"type": "tool_card", "turn": self.number, "call_id": call["id"], "name": call["name"],

@@ -277,3 +277,21 @@ async def test_starting_a_second_turn_while_one_runs_is_refused(tmp_path):
     await session.close()
     assert (await turn.settled())["reason"] == "aborted"
     assert psutil.Process().children() == []
+
+
+async def test_stop_from_a_subscriber_inside_the_turn_starts_no_tool(tmp_path):
+    """Stop delivered synchronously inside the turn's own task still starts nothing new."""
+    scenario = ('name = "t"\n[[responses]]\n[[responses.frames]]\nshell = "touch ran"\n'
+                '[[responses]]\n[[responses.frames]]\ntext = "x"\n')
+    session = await open_inproc(tmp_path, scenario)
+    turn = None
+    session.subscribe(lambda e: e["type"] == "tool_call" and turn.stop("user"))
+    turn = session.start_turn("go")
+    ending = await turn.settled()
+    await session.close()
+    assert ending["reason"] == "aborted"
+    assert not (tmp_path / "work" / "ran").exists()
+    events = read_events(session.log_path)
+    assert "tool_started" not in [e["type"] for e in events]
+    result = next(e for e in events if e["type"] == "tool_result")
+    assert result["aborted"] is True and "not started" in result["output"]
