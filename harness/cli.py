@@ -26,8 +26,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     # Subcommands owned by other parts parse their own arguments.
     if argv[:1] == ["serve"]:
-        from fake_server.cli import main as serve_main
-
+        try:
+            from fake_server.cli import main as serve_main
+        except ImportError as exc:
+            print(f"stopbench: serve is not available ({exc})", file=sys.stderr)
+            return EXIT_USAGE
         return serve_main(argv[1:])
     if argv[:1] == ["report"]:
         return _delegate("merge_main" if argv[1:2] == ["merge"] else "report_main",

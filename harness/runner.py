@@ -146,7 +146,6 @@ class TaskRun:
         self.last_beacon: tuple[str, Mapping[str, Any]] | None = None
         self.kills: list[AgentKill] = []
         self.restarts: list[Restart] = []
-        self.window_records: dict[str, Mapping[str, Any]] = {}
         self.window_stops: dict[str, int] = {}
         self.tree_watch: dict[str, asyncio.Task] = {}
         self.watch_cancel = threading.Event()
@@ -228,7 +227,6 @@ class TaskRun:
         loop in a thread): whatever ends it — Stop, a timeout, a kill, a restart's reaping —
         the moment is known, and L3 is that moment minus the Stop."""
         refs = [ProcRef.from_record(p) for p in record.get("pids", [])]
-        self.window_records[window] = record
         self.tree_watch[window] = asyncio.create_task(asyncio.to_thread(
             wait_gone, refs, deadline_s=WINDOW_WATCH_S, cancel=self.watch_cancel))
 

@@ -13,6 +13,8 @@ with its ``mono_ns`` taken *before* delivering it, and process exits.
 from __future__ import annotations
 
 import asyncio
+import glob
+import os
 import re
 import time
 from dataclasses import dataclass, field
@@ -21,7 +23,7 @@ from typing import Any, ClassVar, Mapping, Protocol
 
 from harness.model import ProcessExit, StopDelivery, UserInput
 from harness.procs import ProcRef
-from harness.profiles import Profile
+from harness.profiles import Profile, fill
 
 
 class DriverError(Exception):
@@ -129,19 +131,14 @@ class DriverBase:
 
 def find_log(ctx: AgentContext, session_id: str | None) -> str | None:
     """The session log: named by the session id when known, else the newest match of the glob."""
-    pattern = ctx.profile.session_log_glob
-    if not pattern:
+    if not ctx.profile.session_log_glob:
         return None
-    from harness.profiles import fill
-
-    glob = fill(pattern, ctx.values)
-    root = Path(glob).anchor or "/"
-    matches = sorted(Path(root).glob(glob.lstrip("/")), key=lambda p: p.stat().st_mtime_ns)
+    matches = sorted(glob.glob(fill(ctx.profile.session_log_glob, ctx.values)), key=os.path.getmtime)
     if session_id:
-        named = [m for m in matches if session_id in m.name]
+        named = [m for m in matches if session_id in Path(m).name]
         if named:
-            return str(named[-1])
-    return str(matches[-1]) if matches else None
+            return named[-1]
+    return matches[-1] if matches else None
 
 
 class OutputBuffer:
@@ -190,6 +187,19 @@ class OutputBuffer:
                 await asyncio.wait_for(self._changed.wait(), remaining)
             except TimeoutError:
                 pass
+
+    async def wait_eof(self, deadline_s: float) -> bool:
+        """True once the output has ended; False if it is still open at the deadline."""
+        try:
+            await asyncio.wait_for(self._eof_seen(), deadline_s)
+        except TimeoutError:
+            return False
+        return True
+
+    async def _eof_seen(self) -> None:
+        while not self.eof:
+            self._changed.clear()
+            await self._changed.wait()
 
     def tail(self, n: int = 400) -> str:
         return self.text[-n:]

@@ -23,6 +23,7 @@ from harness.model import ProcessExit, StopDelivery, UserInput
 from harness.procs import ProcRef, kill_tree, reset_signals, signal_pid
 
 IDLE_WATCH_S = 600.0
+QUIT_GRACE_S = 5.0  # failsafe: an agent that ignores the quit keys is killed after this
 KEYS = {"esc": "\x1b", "ctrl-c": "\x03", "ctrl-d": "\x04", "enter": "\r"}
 ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[@-Z\\-_]|\r")
 
@@ -200,7 +201,11 @@ class TerminalDriver(DriverBase):
         return exit_
 
     async def close(self) -> None:
+        """Quit as a user would (the quit keys at the prompt), then end every process by PID."""
         child = self._child
+        if child is not None and child.isalive() and not self.turn_running() and self.spec.quit_keys:
+            self._type("".join(KEYS[k] for k in self.spec.quit_keys))
+            await self._screen.wait_eof(QUIT_GRACE_S)  # if it did not quit, it is killed below
         if child is not None:
             try:
                 asyncio.get_running_loop().remove_reader(child.child_fd)
