@@ -21,7 +21,7 @@ def stop(proc):
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
-def test_serve_prints_base_url_serves_demo_and_exits_0_on_signal(tmp_path, signum):
+def test_serve_prints_base_url_serves_demo_and_exits_0_on_signal(tmp_path, signum, openapi):
     proc = start("--seed", "c", "--records", str(tmp_path / "records.jsonl"), cwd=tmp_path)
     try:
         base_url = proc.stdout.readline().strip()
@@ -31,6 +31,8 @@ def test_serve_prints_base_url_serves_demo_and_exits_0_on_signal(tmp_path, signu
                                          headers={"Content-Type": "application/json"})
         with urllib.request.urlopen(request, timeout=30) as resp:
             answer = json.load(resp)
+        if openapi is not None:
+            openapi.check("CreateChatCompletionResponse", answer, "demo answer")
         assert answer["choices"][0]["message"]["content"].startswith("Hello from the stopbench fake model server")
         proc.send_signal(signum)
         assert proc.wait(timeout=30) == 0

@@ -11,6 +11,21 @@ BASH = {"type": "function", "function": {"name": "bash", "parameters": {
     "type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}}}
 
 
+@pytest.fixture(autouse=True)
+def conforming(openapi, monkeypatch):
+    """Every chunk Playback yields in these tests is checked against the OpenAPI description."""
+    if openapi is None:
+        return
+    original = Playback.chat_chunks
+
+    async def checked(self, request):
+        async for chunk in original(self, request):
+            openapi.check("CreateChatCompletionStreamResponse", chunk, "in-process chunk")
+            yield chunk
+
+    monkeypatch.setattr(Playback, "chat_chunks", checked)
+
+
 def scenario(text):
     return parse_scenario_text('name = "t"\n' + text)
 
