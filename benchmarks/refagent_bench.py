@@ -38,9 +38,9 @@ WINDOW = """
 name = "bench-window"
 [[responses]]
 repeat = true
-match = { last = "user" }
+match = {{ last = "user" }}
 [[responses.frames]]
-shell = { window = { id = "w", depth = 2, fanout = 2, ignore_term = true, escape = true, hold_s = 120 } }
+shell = {{ window = {{ id = "w", depth = {depth}, fanout = {fanout}, ignore_term = true, escape = true, hold_s = 120 }} }}
 """
 
 PUBLISHED = {"L1": "0.3 ms", "L2": "1.6 ms", "L3": "148 ms", "L5": "1.29 s"}
@@ -103,18 +103,18 @@ async def bench_http_stop(tmp: Path, n: int) -> tuple[list[int], list[int]]:
     return closed, settled
 
 
-async def bench_tree_kill(tmp: Path, n: int) -> list[int]:
+async def bench_tree_kill(tmp: Path, n: int, depth: int, fanout: int) -> list[int]:
     samples = []
     async with FakeServer(scenario=load_scenario(_write(tmp / "w.toml", "name = \"x\"\n[[responses]]\n[[responses.frames]]\ntext = \"x\"\n"))) as server:
         session = await open_session(sessions_dir=tmp / "s3", cwd=tmp, adapter="inproc",
-                                     scenario=str(_write(tmp / "window.toml", WINDOW)), base_url=server.url)
+                                     scenario=str(_write(tmp / f"window{depth}{fanout}.toml", WINDOW.format(depth=depth, fanout=fanout))),
+                                     base_url=server.url)
         results = []
         session.subscribe(lambda e: e["type"] == "tool_result" and results.append(e))
         for _ in range(n):
             seen = len(server.records.of_kind("window"))
             turn = session.start_turn("go")
-            await server.records.wait_for(lambda r: r.get("kind") == "window" and r["index"] >= 0
-                                          and len(server.records.of_kind("window")) > seen, "window", 60)
+            await server.records.wait_for(lambda r: len(server.records.of_kind("window")) > seen, "window", 60)
             t0 = time.monotonic_ns()
             turn.stop("user")
             await turn.settled()
@@ -184,7 +184,8 @@ async def main() -> None:
         closed, settled = await bench_http_stop(tmp, n)
         report("L2", "http: stop -> server sees socket closed", closed)
         report("L2", "http: stop -> settlement", settled)
-        report("L3", "bash: stop -> whole tree gone", await bench_tree_kill(tmp, n_tree))
+        report("L3", "bash: stop -> tree of 4 gone, result", await bench_tree_kill(tmp, n_tree, 1, 1))
+        report("L3", "bash: stop -> tree of 9 gone, result", await bench_tree_kill(tmp, n_tree, 2, 2))
         samples, events, size = bench_cold_load(tmp, repeats)
         report("L5", f"cold load {events} events {size / 1e6:.1f} MB", samples)
         print(f"   (cold load median {statistics.median(samples) / 1e9:.3f} s)")

@@ -9,6 +9,7 @@ its ``tool_started`` events recorded and killed, and the note says so.
 from __future__ import annotations
 
 import datetime as dt
+import glob
 import os
 import secrets
 from pathlib import Path
@@ -94,6 +95,8 @@ def _resume(path: Path, model_adapter: Any, cwd: Path, model: str) -> Session:
         for item in state.pending_inbox():
             item.status = "lost"
     reaped = reap_orphans(_unfinished_tool_tags(loaded))
+    for leftover in path.parent.glob(f"{glob.escape(path.stem)}.*.out"):  # output of calls a crash cut off
+        leftover.unlink(missing_ok=True)
     gap_s = _gap_seconds(state.last_time)
     return Session(session_id=loaded.header["session_id"], writer=writer, state=state, adapter=model_adapter,
                    cwd=cwd, model=model, resumed_gap_s=gap_s, reaped=reaped)

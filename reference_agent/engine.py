@@ -236,7 +236,7 @@ class Turn:
                       output="[not started: Stop was requested before the command ran]")
             raise asyncio.CancelledError
         self.phase = "tool"
-        run = ToolRun(call["name"], arguments, s.cwd, call["id"])
+        run = ToolRun(call["name"], arguments, s.cwd, call["id"], s.tool_output_path(call["id"]))
         s._notify({"type": "tool_card", "turn": self.number, "call_id": call["id"], "name": call["name"],
                    "arguments": arguments, "mono_ns": time.monotonic_ns()})
 
@@ -314,6 +314,10 @@ class Session:
     @property
     def log_path(self) -> Path:
         return self.writer.path
+
+    def tool_output_path(self, call_id: str) -> Path:
+        safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in call_id)
+        return self.log_path.with_name(f"{self.id}.{safe}.out")
 
     def subscribe(self, callback: Subscriber) -> Callable[[], None]:
         self._subscribers.append(callback)

@@ -14,7 +14,6 @@ import asyncio
 import os
 import select
 import signal
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,8 +67,11 @@ class ToolResult:
 class ToolRun:
     """One tool call being executed. ``run()`` is awaited; on Stop, ``abort()``."""
 
-    def __init__(self, name: str, arguments: Any, cwd: Path, call_id: str):
+    def __init__(self, name: str, arguments: Any, cwd: Path, call_id: str, output_path: Path):
+        """``output_path``: where the command's output goes while it runs (beside the
+        session log, so a crashed run leaves it where the next one cleans it up)."""
         self.name, self.arguments, self.cwd, self.call_id = name, arguments, cwd, call_id
+        self.output_path = output_path
         self.proc: asyncio.subprocess.Process | None = None
         self.tag = f"{os.getpid()}-{call_id}-{time.monotonic_ns()}"
         self._out_path: Path | None = None
@@ -97,8 +99,8 @@ class ToolRun:
         command = args.get("command")
         if not isinstance(command, str):
             return ToolResult("bash needs a string argument 'command'", None)
-        fd, name = tempfile.mkstemp(prefix="refagent-tool-", suffix=".out")
-        self._out_path = Path(name)
+        fd = os.open(self.output_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        self._out_path = self.output_path
         try:
             env = tool_environment(self.tag)
             self.proc = await asyncio.create_subprocess_exec(

@@ -34,7 +34,7 @@ def read_events(path: Path) -> list[dict]:
     return [json.loads(line) for line in lines[1:] if line.strip()]
 
 
-def _reset_signals() -> None:
+def reset_signals() -> None:
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGQUIT, signal.SIGHUP, signal.SIGPIPE):
         signal.signal(sig, signal.SIG_DFL)
     signal.pthread_sigmask(signal.SIG_SETMASK, [])
@@ -87,7 +87,7 @@ class Agents:
     def start(self, *args: str, env: dict | None = None, stdin=subprocess.DEVNULL) -> subprocess.Popen:
         proc = subprocess.Popen(
             [REFAGENT, *args], stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            env=env or self.env(), cwd=self.cwd, start_new_session=True, preexec_fn=_reset_signals,
+            env=env or self.env(), cwd=self.cwd, start_new_session=True, preexec_fn=reset_signals,
         )
         self.procs.append(proc)
         return proc

@@ -6,7 +6,7 @@ import pexpect
 import psutil
 import pytest
 
-from refagent_testkit import CANARY_KEY, REFAGENT, alive, kill_pids, read_events, _reset_signals
+from refagent_testkit import CANARY_KEY, REFAGENT, alive, kill_pids, read_events, reset_signals
 
 SCENARIO = """
 name = "chat"
@@ -49,7 +49,7 @@ async def chat(tmp_path, server_for):
         REFAGENT,
         ["chat", "--adapter", "http", "--base-url", server.base_url, "--api-key", CANARY_KEY,
          "--sessions-dir", str(tmp_path / "sessions"), "--cwd", str(tmp_path / "work")],
-        encoding="utf-8", timeout=60, preexec_fn=_reset_signals, dimensions=(40, 200),
+        encoding="utf-8", timeout=60, preexec_fn=reset_signals, dimensions=(40, 200),
     )
     pids: list[int] = []
     try:

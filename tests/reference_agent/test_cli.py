@@ -116,6 +116,7 @@ async def test_sigkill_mid_tool_then_resume_repairs_both_classes(agents, server_
     assert alive(pids) == []
     resumed = next(e for e in load(log_path).events if e["type"] == "session_resumed")
     assert set(resumed["reaped"]) <= set(pids) and resumed["reaped"]
+    assert list(agents.sessions.glob("*.out")) == [], "the cut-off call's output file was left behind"
 
 
 @pytest.mark.parametrize(

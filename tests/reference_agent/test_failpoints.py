@@ -21,7 +21,7 @@ from reference_agent.cli import exit_code_for
 from reference_agent.log import LogDamage, LogWriter, load
 from reference_agent.state import History
 from reference_agent.tools import ToolRun, tree_of
-from refagent_testkit import CANARY_KEY, REFAGENT, alive, kill_pids, read_events, write_scenario
+from refagent_testkit import CANARY_KEY, REFAGENT, alive, kill_pids, read_events, reset_signals, write_scenario
 
 STALLING = 'name = "s"\n[[responses]]\nrepeat = true\n[[responses.frames]]\ntext = "partial words"\nchunk = 4\n[[responses.frames]]\nstall = true\n'
 HEADER = {"format": "contract-log", "version": 1, "session_id": "s-f", "created": "2026-11-29T00:00:00.000000Z",
@@ -56,7 +56,8 @@ async def stopped_mid_stream(session, source="user"):
 
 
 def test_catalog_lists_every_failpoint_of_the_contract_with_its_checks():
-    out = subprocess.run([REFAGENT, "failpoints", "--json"], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run([REFAGENT, "failpoints", "--json"], capture_output=True, text=True, check=True,
+                         start_new_session=True, preexec_fn=reset_signals).stdout
     listed = json.loads(out)
     assert set(listed) == set(failpoints.CATALOG) and len(listed) == 22
     assert all(entry["checks"] and entry["description"] for entry in listed.values())
@@ -66,12 +67,12 @@ def test_catalog_lists_every_failpoint_of_the_contract_with_its_checks():
 def test_an_unknown_failpoint_is_refused_clearly():
     env = dict(os.environ, REFAGENT_FAILPOINTS="no-tree-kil")
     done = subprocess.run([REFAGENT, "run", "--adapter", "inproc", "--scenario", "x.toml", "q"], env=env,
-                          capture_output=True, text=True)
+                          capture_output=True, text=True, start_new_session=True, preexec_fn=reset_signals)
     assert done.returncode == 2 and "unknown failpoint(s) no-tree-kil" in done.stderr
 
 
 async def _tree_then_abort(tmp_path, command):
-    run = ToolRun("bash", {"command": command}, tmp_path, "c1")
+    run = ToolRun("bash", {"command": command}, tmp_path, "c1", tmp_path / "c1.out")
     ready = tmp_path / "ready"
     task = asyncio.create_task(run.run(lambda pid, pgid: None))
     while not ready.exists():  # failsafe-bounded by the test timeout; the command creates it
@@ -281,5 +282,6 @@ async def test_leak_api_key_and_resume_forks(tmp_path, failpoint):
 def test_failpoints_are_read_from_the_environment_once_at_start():
     code = "from reference_agent import failpoints; print(sorted(failpoints.active()))"
     env = dict(os.environ, REFAGENT_FAILPOINTS="seq-gap, no-header")
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True,
+                         start_new_session=True, preexec_fn=reset_signals).stdout
     assert out.strip() == "['no-header', 'seq-gap']"
