@@ -336,3 +336,22 @@ async def test_two_tool_calls_in_one_response_over_all_three_apis(server):
             {"name": t["function"]["name"], "input_schema": t["function"]["parameters"]} for t in (READ_FILE, BASH_TOOL)])
     assert [(b.name, b.input) for b in message.content] == EXPECTED_CALLS
     assert len({b.id for b in message.content}) == 2 and all(b.id.startswith("toolu_") for b in message.content)
+
+
+async def test_non_streamed_requests_end_the_same_ways(server):
+    server.load(scenario('[[responses]]\n[[responses.frames]]\ntext = "a"\n[[responses.frames]]\nerror = "server_error"\n'
+                         '[[responses]]\n[[responses.frames]]\ntext = "b"\n[[responses.frames]]\ndisconnect = true\n'
+                         '[[responses]]\n[[responses.frames]]\ntext = "c"\n[[responses.frames]]\nstall = true\n'))
+    async with openai_async(server) as client:
+        with pytest.raises(openai.InternalServerError, match="The server had an error"):
+            await client.chat.completions.create(model="m", messages=USER)
+        with pytest.raises(openai.APIConnectionError):
+            await client.chat.completions.create(model="m", messages=USER)
+        task = asyncio.create_task(client.chat.completions.create(model="m", messages=USER))
+        await server.records.wait_request(3)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        gone = await server.records.wait_disconnect(request=3)
+    assert gone["after_chunk"] == 0
+    assert [r["complete"] for r in server.records.of_kind("stream_end")] == [False, False]
