@@ -97,7 +97,7 @@ def _resume(path: Path, model_adapter: Any, cwd: Path, model: str) -> Session:
     reaped = reap_orphans(_unfinished_tool_tags(loaded))
     for leftover in path.parent.glob(f"{glob.escape(path.stem)}.*.out"):  # output of calls a crash cut off
         leftover.unlink(missing_ok=True)
-    gap_s = _gap_seconds(state.last_time)
+    gap_s = _gap_seconds(loaded.events[-1].get("time") if loaded.events else loaded.header.get("created"))
     return Session(session_id=loaded.header["session_id"], writer=writer, state=state, adapter=model_adapter,
                    cwd=cwd, model=model, resumed_gap_s=gap_s, reaped=reaped)
 

@@ -139,15 +139,11 @@ class SessionState:
     last_turn: int = 0
     open_turn: int | None = None
     steps_in_turn: int = 0
-    last_mono_ns: int | None = None
-    last_time: str | None = None
     inbox: dict[str, InboxItem] = field(default_factory=dict)
     endings: dict[int, dict[str, Any]] = field(default_factory=dict)  # turn -> turn_ended (or synthesized)
 
     def apply(self, event: dict[str, Any]) -> None:
         kind = event["type"]
-        self.last_mono_ns = event.get("mono_ns", self.last_mono_ns)
-        self.last_time = event.get("time", self.last_time)
         if kind == "turn_started":
             # A turn that was still open when a later one started was cut off by a crash
             # (the next process resumed after it): its end is synthesized too.
