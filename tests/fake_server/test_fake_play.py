@@ -5,10 +5,7 @@ import json
 import pytest
 
 from fake_server.play import Playback, ProviderError, StreamBroken
-from fake_server.scenario import parse_scenario_text
-
-BASH = {"type": "function", "function": {"name": "bash", "parameters": {
-    "type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}}}
+from fake_testkit import BASH_TOOL, scenario
 
 
 @pytest.fixture(autouse=True)
@@ -26,12 +23,8 @@ def conforming(openapi, monkeypatch):
     monkeypatch.setattr(Playback, "chat_chunks", checked)
 
 
-def scenario(text):
-    return parse_scenario_text('name = "t"\n' + text)
-
-
 def user(text="hi"):
-    return {"model": "m", "stream": True, "messages": [{"role": "user", "content": text}], "tools": [BASH]}
+    return {"model": "m", "stream": True, "messages": [{"role": "user", "content": text}], "tools": [BASH_TOOL]}
 
 
 async def collect(pb, request):

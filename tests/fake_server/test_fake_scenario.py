@@ -4,9 +4,8 @@ import json
 import pytest
 
 from fake_server import ScenarioError, load_scenario
-from fake_server.scenario import Shell, Text, Window, demo_scenario
+from fake_server.scenario import Shell, ShellToolOverride, Text, Window, demo_scenario
 from fake_server.shell import ToolDef, detect_shell_tool, shell_arguments
-from fake_server.scenario import ShellToolOverride
 
 GOOD = '''
 name = "ok"

@@ -6,6 +6,7 @@ fixture teardown (see conftest).
 import asyncio
 import json
 
+import aiohttp
 import anthropic
 import openai
 import pytest
@@ -292,7 +293,6 @@ async def test_anthropic_overloaded_529_and_mid_stream_error(server):
 
 
 async def test_head_root_and_beta_query_are_accepted(server):
-    import aiohttp
     async with aiohttp.ClientSession() as http:
         async with http.head(server.url + "/") as resp:
             assert resp.status == 200

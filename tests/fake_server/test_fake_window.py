@@ -3,7 +3,6 @@ import asyncio
 import os
 import signal
 import subprocess
-import sys
 
 import psutil
 import pytest
