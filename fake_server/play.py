@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import secrets
+import time
 
 import aiohttp
 
@@ -55,8 +56,9 @@ class Playback:
             self._http = None
 
     async def _report(self, record: dict) -> dict:
-        """Post ``record`` to the server (which may number it); return it as stored."""
-        record = {**record, "source": "inproc"}
+        """Post ``record`` to the server (which may number it); return it as stored. It is stamped
+        here, when it happens, not when the post arrives."""
+        record = {**record, "source": "inproc", "mono_ns": time.monotonic_ns()}
         if self.report_to is None:
             return record
         if self._http is None:
