@@ -131,3 +131,32 @@ async def test_include_usage_adds_a_usage_chunk_with_no_choices():
     assert chunks[-2]["choices"][0]["finish_reason"] == "length"
     assert chunks[-1]["choices"] == []
     assert chunks[-1]["usage"] == {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10}
+
+
+async def test_response_choice_first_unused_match_in_file_order():
+    pb = Playback(scenario('''
+[[responses]]
+match = { tools = false }
+repeat = true
+[[responses.frames]]
+text = "A title"
+[[responses]]
+match = { last = "user", contains = "go" }
+[[responses.frames]]
+text = "main"
+[[responses]]
+[[responses.frames]]
+text = "anything"
+'''))
+
+    async def text_of(request):
+        chunks = await collect(pb, request)
+        return "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks if c["choices"])
+
+    no_tools = {**user("title please"), "tools": []}
+    assert await text_of(user("please go")) == "main"
+    assert await text_of(no_tools) == "A title"
+    assert await text_of(no_tools) == "A title"          # repeat: never used up
+    assert await text_of(user("go again")) == "anything"  # response 1 is used up; 2 matches anything
+    with pytest.raises(ProviderError, match="3 responses, 1 unused, none of them matches"):
+        await collect(pb, user("go"))
