@@ -3,8 +3,10 @@
 A *scoreboard* is one agent on one adapter in one results file. Repeats of a task are
 folded into one row per check whose status is the worst outcome seen (fail, then unknown,
 then pass; skipped only if every repeat skipped), with every repeat's result kept for the
-evidence. Tasks run with a failpoint (``mutant``) are expected to fail; they are counted as
-caught or missed, never as failures of the agent.
+evidence. Tasks run with a failpoint (``mutant``) are expected to fail; they are never
+failures of the agent. A failpoint is *caught* when any of its task runs (any task, any
+adapter) failed a mandatory check, left one undecided, or could not complete — the runner's
+mutation score counts the same way.
 """
 
 from __future__ import annotations
@@ -59,6 +61,7 @@ class Failure:
 
 @dataclass(frozen=True)
 class Scoreboard:
+    file: int  # index of the results file it comes from
     label: str  # the agent as shown (made unique across several results files)
     agent: str
     version: str
@@ -150,6 +153,7 @@ def scoreboards(runs: Sequence[RunResult]) -> list[Scoreboard]:
             if (s.agent, s.adapter) == (agent, adapter):
                 samples.setdefault((s.task, s.latency), []).append(s.value_ns)
         boards.append(Scoreboard(
+            file=i,
             label=f"{agent} (file {i + 1})" if agent in repeated_agents else agent,
             agent=agent,
             version=str(run.run.get("agent_version") or ""),
@@ -169,11 +173,45 @@ def _agents_in_several(keys: Sequence[tuple[int, str, str]]) -> set[str]:
 
 
 def caught_by(mutant_task: TaskResult) -> list[str]:
-    """What gave a failpoint away: the mandatory checks that failed or stayed undecided,
-    or the harness error. Empty when the failpoint went unnoticed."""
+    """What gave a failpoint away in one task run: the mandatory checks that failed or
+    stayed undecided, or the harness error. Empty when the failpoint went unnoticed."""
     found = ["task error"] if mutant_task.error is not None else []
     return found + [c.check for c in mutant_task.checks
                     if c.tier is Tier.MANDATORY and c.outcome in (Outcome.FAIL, Outcome.UNKNOWN)]
+
+
+@dataclass(frozen=True)
+class FailpointRow:
+    """One failpoint of one agent, over every task run made with it."""
+
+    label: str
+    failpoint: str
+    runs: tuple[TaskResult, ...]
+    targets: tuple[str, ...]  # checks the failpoint is meant to break, when the run says
+
+    @property
+    def caught_by(self) -> list[str]:
+        found = {c for t in self.runs for c in caught_by(t)}
+        return sorted(found, key=lambda c: (c != "task error", len(c), c))
+
+    @property
+    def caught(self) -> bool:
+        return bool(self.caught_by)
+
+
+def failpoints(runs: Sequence[RunResult], boards: Sequence[Scoreboard]) -> list[FailpointRow]:
+    """Per agent (as labelled on the scoreboards) and failpoint, in order of appearance."""
+    rows: dict[tuple[str, str], list[TaskResult]] = {}
+    targets: dict[tuple[str, str], tuple[str, ...]] = {}
+    for i, run in enumerate(runs):
+        described = (run.run.get("mutation") or {}).get("mutants") or {}
+        for b in boards:
+            if b.file != i:
+                continue
+            for t in b.mutants:
+                rows.setdefault((b.label, t.mutant), []).append(t)
+                targets[(b.label, t.mutant)] = tuple((described.get(t.mutant) or {}).get("targets") or ())
+    return [FailpointRow(label, name, tuple(tasks), targets[(label, name)]) for (label, name), tasks in rows.items()]
 
 
 def latency_ids(boards: Sequence[Scoreboard]) -> list[str]:

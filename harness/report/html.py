@@ -3,7 +3,7 @@
 Sections: the runs compared; the scoreboard (a ranked leaderboard when several agents are
 in the report); a task × check matrix per agent and adapter (hover a cell for each repeat's
 evidence summary); every failing or undecided check with its full evidence, grouped by kind
-(the requests the fake server received, log lines, processes…); failpoints caught; and per
+(the requests the fake server received, log lines, processes…); failpoints caught or survived; and per
 adapter, the latency percentiles with a histogram per agent and a percentile plot comparing
 agents. Every piece of text from the results is escaped.
 """
@@ -19,7 +19,7 @@ from harness.model import RunResult
 from harness.report.aggregate import (
     Failure,
     Scoreboard,
-    caught_by,
+    failpoints,
     headline,
     is_leaderboard,
     latency_ids,
@@ -61,7 +61,7 @@ def render_html(runs: Sequence[RunResult]) -> str:
         *_scoreboard(boards),
         *_matrices(boards),
         *_failures(boards),
-        *_mutants(boards),
+        *_failpoints(runs, boards),
         *_latencies(boards),
     ]
     return xml_safe(
@@ -167,17 +167,19 @@ def _failure(board: Scoreboard, failure: Failure, is_open: bool) -> str:
             f"<p>{escape(r.evidence.summary)}</p>{evidence}</details>")
 
 
-def _mutants(boards: Sequence[Scoreboard]) -> list[str]:
+def _failpoints(runs: Sequence[RunResult], boards: Sequence[Scoreboard]) -> list[str]:
+    found = failpoints(runs, boards)
     rows = []
-    for b in boards:
-        for t in b.mutants:
-            result = "missed" if t.conformant else "caught"
-            rows.append([escape(b.label), escape(b.adapter), escape(t.mutant or ""), escape(f"{t.task} #{t.repeat}"),
-                         f'<span class="{result}">{result}</span>', escape(", ".join(caught_by(t)))])
+    for f in found:
+        result = "caught" if f.caught else "missed"
+        rows.append([escape(f.label), escape(f.failpoint), escape(", ".join(f.targets)), str(len(f.runs)),
+                     f'<span class="{result}">{"caught" if f.caught else "SURVIVED"}</span>',
+                     escape(", ".join(f.caught_by))])
     if not rows:
         return []
-    return ['<h2 id="failpoints">Failpoints</h2>',
-            _table(["agent", "adapter", "failpoint", "task", "result", "caught by"], rows)]
+    caught = sum(f.caught for f in found)
+    return [f'<h2 id="failpoints">Failpoints: {caught} of {len(rows)} caught</h2>',
+            _table(["agent", "failpoint", "targets", "runs", "result", "caught by"], rows, [3])]
 
 
 def _latencies(boards: Sequence[Scoreboard]) -> list[str]:

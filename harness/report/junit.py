@@ -4,8 +4,8 @@ Mapping, chosen so the test tab is red exactly when the run is not conformant:
 mandatory ``fail`` -> <failure>; mandatory ``unknown`` -> <error> (the harness could not
 decide, which must not pass silently); ``skipped`` -> <skipped>; advisory and informational
 outcomes never fail the suite, their verdict goes to <system-out>. A task the harness could
-not run is one <error> testcase. A failpoint (mutant) task is one testcase that fails when
-the mutant was *not* caught.
+not run is one <error> testcase. Failpoints (mutants) get one suite per agent with a testcase
+per failpoint, failing when no task run with it failed a mandatory check (it survived).
 """
 
 from __future__ import annotations
@@ -14,15 +14,19 @@ import xml.etree.ElementTree as ET
 from typing import Sequence
 
 from harness.model import CheckResult, Outcome, RunResult, TaskResult, Tier
-from harness.report.aggregate import Scoreboard, caught_by, scoreboards
+from harness.report.aggregate import FailpointRow, Scoreboard, caught_by, failpoints, scoreboards
 from harness.report.text import evidence_text, xml_safe
 
 
 def render_junit(runs: Sequence[RunResult]) -> str:
     root = ET.Element("testsuites", name="stopbench")
-    for board in scoreboards(runs):
-        for task in (*board.tasks, *board.mutants):
+    boards = scoreboards(runs)
+    for board in boards:
+        for task in board.tasks:
             root.append(_suite(board, task))
+    found = failpoints(runs, boards)
+    for label in dict.fromkeys(f.label for f in found):
+        root.append(_failpoint_suite(label, [f for f in found if f.label == label]))
     counts = {k: sum(int(s.get(k, "0")) for s in root) for k in ("tests", "failures", "errors", "skipped")}
     for key, value in counts.items():
         root.set(key, str(value))
@@ -32,24 +36,23 @@ def render_junit(runs: Sequence[RunResult]) -> str:
 
 def _suite(board: Scoreboard, task: TaskResult) -> ET.Element:
     name = f"{board.label} / {board.adapter} / {task.task} #{task.repeat}"
-    if task.mutant:
-        name += f" [mutant {task.mutant}]"
     suite = ET.Element("testsuite", name=xml_safe(name), time=f"{task.duration_s:.3f}")
     if task.started:
         suite.set("timestamp", task.started)
     props = ET.SubElement(suite, "properties")
     for key, value in (("agent", board.agent), ("agent_version", board.version), ("adapter", board.adapter),
-                       ("task", task.task), ("repeat", str(task.repeat)), ("mutant", task.mutant or "")):
+                       ("task", task.task), ("repeat", str(task.repeat))):
         ET.SubElement(props, "property", name=key, value=xml_safe(value))
     classname = f"stopbench.{board.label}.{board.adapter}.{task.task}"
-    if task.mutant:
-        cases = [_mutant_case(classname, task)]
-    else:
-        cases = [_check_case(classname, task, c) for c in task.checks]
-        if task.error is not None:
-            case = ET.Element("testcase", classname=classname, name=f"task #{task.repeat}")
-            ET.SubElement(case, "error", message=xml_safe(task.error), type="harness").text = xml_safe(task.error)
-            cases.insert(0, case)
+    cases = [_check_case(classname, task, c) for c in task.checks]
+    if task.error is not None:
+        case = ET.Element("testcase", classname=classname, name=f"task #{task.repeat}")
+        ET.SubElement(case, "error", message=xml_safe(task.error), type="harness").text = xml_safe(task.error)
+        cases.insert(0, case)
+    return _counted(suite, cases)
+
+
+def _counted(suite: ET.Element, cases: list[ET.Element]) -> ET.Element:
     suite.extend(cases)
     suite.set("tests", str(len(cases)))
     for key, tag in (("failures", "failure"), ("errors", "error"), ("skipped", "skipped")):
@@ -74,15 +77,19 @@ def _check_case(classname: str, task: TaskResult, check: CheckResult) -> ET.Elem
     return case
 
 
-def _mutant_case(classname: str, task: TaskResult) -> ET.Element:
-    case = ET.Element("testcase", classname=classname, name=f"mutant {task.mutant} caught #{task.repeat}")
-    if task.conformant:
-        ET.SubElement(case, "failure", message=f"failpoint {task.mutant} was not detected by any mandatory check",
-                      type="mutant-missed")
-    else:
-        caught = set(caught_by(task))
-        reasons = [f"task error: {task.error}"] if "task error" in caught else []
-        reasons += [f"{c.check} {c.name}: {c.outcome.value}: {c.evidence.summary}" for c in task.checks
-                    if c.check in caught]
-        ET.SubElement(case, "system-out").text = xml_safe("caught by:\n" + "\n".join(reasons))
-    return case
+def _failpoint_suite(label: str, found: list[FailpointRow]) -> ET.Element:
+    suite = ET.Element("testsuite", name=xml_safe(f"{label} / failpoints"),
+                       time=f"{sum(t.duration_s for f in found for t in f.runs):.3f}")
+    classname = f"stopbench.{label}.failpoints"
+    cases = []
+    for f in found:
+        case = ET.Element("testcase", classname=classname, name=f"failpoint {f.failpoint} caught")
+        if f.caught:
+            lines = [f"{t.task} #{t.repeat} on {t.adapter}: {', '.join(caught_by(t))}" for t in f.runs if caught_by(t)]
+            ET.SubElement(case, "system-out").text = xml_safe("caught by:\n" + "\n".join(lines))
+        else:
+            targets = f" (targets {', '.join(f.targets)})" if f.targets else ""
+            ET.SubElement(case, "failure", type="failpoint-survived", message=xml_safe(
+                f"failpoint {f.failpoint}{targets} survived: no mandatory check failed in its {len(f.runs)} run(s)"))
+        cases.append(case)
+    return _counted(suite, cases)

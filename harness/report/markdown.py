@@ -2,7 +2,7 @@
 
 It keeps to what a reviewer reads at a glance: the verdict, the scoreboard (a leaderboard
 when several agents are compared), the failing checks with their one-line evidence, the
-mutants caught, and the latency percentiles. Full evidence lives in the HTML report; the
+failpoints caught, and the latency percentiles. Full evidence lives in the HTML report; the
 failure list is cut at ``MAX_FAILURES`` so the comment stays far below GitHub's size limit.
 """
 
@@ -14,7 +14,7 @@ from harness.latency import format_ns
 from harness.model import RunResult
 from harness.report.aggregate import (
     Scoreboard,
-    caught_by,
+    failpoints,
     headline,
     is_leaderboard,
     latency_ids,
@@ -32,7 +32,7 @@ def render_markdown(runs: Sequence[RunResult]) -> str:
     lines += _runs(runs)
     lines += _scoreboard(boards)
     lines += _failures(boards)
-    lines += _mutants(boards)
+    lines += _failpoints(runs, boards)
     lines += _latencies(boards)
     return "\n".join(lines).rstrip() + "\n"
 
@@ -100,12 +100,14 @@ def _failures(boards: Sequence[Scoreboard]) -> list[str]:
     return lines + [""]
 
 
-def _mutants(boards: Sequence[Scoreboard]) -> list[str]:
-    rows = [[b.label, b.adapter, t.mutant, f"{t.task} #{t.repeat}", "missed" if t.conformant else "caught",
-             ", ".join(caught_by(t))] for b in boards for t in b.mutants]
+def _failpoints(runs: Sequence[RunResult], boards: Sequence[Scoreboard]) -> list[str]:
+    rows = [[f.label, f.failpoint, ", ".join(f.targets), len(f.runs), "caught" if f.caught else "SURVIVED",
+             ", ".join(f.caught_by)] for f in failpoints(runs, boards)]
     if not rows:
         return []
-    return ["### Failpoints", "", *_table(["agent", "adapter", "failpoint", "task", "result", "caught by"], rows)]
+    caught = sum(r[4] == "caught" for r in rows)
+    return [f"### Failpoints: {caught} of {len(rows)} caught", "",
+            *_table(["agent", "failpoint", "targets", "runs", "result", "caught by"], rows, "lllrll")]
 
 
 def _latencies(boards: Sequence[Scoreboard]) -> list[str]:

@@ -137,7 +137,10 @@ def canary() -> str:
 
 @pytest.fixture
 def run() -> RunResult:
-    return build_run()
+    """The broken reference run, with the failpoint targets a ``--mutants`` run records."""
+    plain = build_run()
+    mutation = {"mutants": {"skip-tree-kill": {"targets": ["C3"]}, "drop-partial-text": {"targets": ["C5"]}}}
+    return RunResult({**plain.run, "mutation": mutation}, plain.tasks, plain.latencies)
 
 
 @pytest.fixture

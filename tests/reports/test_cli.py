@@ -32,7 +32,10 @@ def test_report_renders_several_results_and_prints_where(tmp_path, run, rival, c
     err = capsys.readouterr().err
     assert err.startswith("reports written:") and all(str(p) in err for p in (html, md, junit))
     assert "Leaderboard" in html.read_text() and "leaderboard" in md.read_text()
-    assert len(ET.parse(junit).getroot().findall("testsuite")) == len(run.tasks) + len(rival.tasks)
+    plain = [t for r in (run, rival) for t in r.tasks if t.mutant is None]
+    suites = ET.parse(junit).getroot().findall("testsuite")
+    assert len(suites) == len(plain) + 1  # and one suite for the failpoints of "reference"
+    assert suites[-1].get("name") == "reference / failpoints"
 
 
 def test_report_without_outputs_prints_the_summary(tmp_path, run, capsys):

@@ -139,14 +139,19 @@ def test_junit_counts_follow_the_verdicts(run, canary):
     root = ET.fromstring(xml)
     plain = [t for t in run.tasks if t.mutant is None]
     mandatory = [c for t in plain for c in t.checks if c.tier is Tier.MANDATORY]
+    names = {t.mutant for t in run.tasks if t.mutant}
+    survived = {n for n in names if all(t.conformant for t in run.tasks if t.mutant == n)}
+    assert survived == {"drop-partial-text"}
     expected = {
-        "failures": sum(c.outcome is Outcome.FAIL for c in mandatory) + sum(t.conformant for t in run.tasks if t.mutant),
+        "failures": sum(c.outcome is Outcome.FAIL for c in mandatory) + len(survived),
         "errors": sum(c.outcome is Outcome.UNKNOWN for c in mandatory) + sum(t.error is not None for t in plain),
         "skipped": sum(c.outcome is Outcome.SKIPPED for t in plain for c in t.checks),
-        "tests": sum(len(t.checks) + (t.error is not None) for t in plain) + sum(1 for t in run.tasks if t.mutant),
+        "tests": sum(len(t.checks) + (t.error is not None) for t in plain) + len(names),
     }
     assert {k: int(root.get(k)) for k in expected} == expected
-    assert len(root.findall("testsuite")) == len(run.tasks)
+    assert len(root.findall("testsuite")) == len(plain) + 1
+    survivor = root.find(".//testcase[@name='failpoint drop-partial-text caught']/failure")
+    assert survivor is not None and "survived" in survivor.get("message")
     failure = root.find(".//testcase[@name='C3 check_c3 #0']/failure")
     assert failure is not None and "pid 4242" in failure.get("message") and '"pgid": 4242' in failure.text
     advisory = [c for c in root.iter("testcase") if c.get("name") == "C9 check_c9 #0"]
