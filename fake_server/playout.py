@@ -6,6 +6,7 @@ timing), so the decision logic lives here once and the callers only do I/O.
 from __future__ import annotations
 
 import asyncio
+import json
 from dataclasses import dataclass
 
 from . import scenario as sc
@@ -87,3 +88,10 @@ def chunk_record(request_no: int, emit: Emit, plan: Plan) -> dict:
     elif emit.delta.kind == "reasoning":
         record["reasoning"] = emit.delta.text
     return record
+
+
+def sse(event: str | None, data) -> bytes:
+    """One server-sent event; ``data`` is a dict (JSON) or a literal like ``[DONE]``."""
+    payload = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    head = f"event: {event}\n" if event else ""
+    return f"{head}data: {payload}\n\n".encode()

@@ -13,7 +13,7 @@ from aiohttp import web
 
 from . import wire_chat
 from .errors import ApiError, api_error
-from .playout import chunk_record, family_of, http_error_of, play, prepare
+from .playout import chunk_record, family_of, http_error_of, play, prepare, sse
 from .records import Records
 from .scenario import Disconnect, Scenario, demo_scenario
 from .script import Ids, ScenarioCursor, estimate_tokens
@@ -87,7 +87,7 @@ class FakeServer:
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", self.port)
         await site.start()
-        self.port = site._server.sockets[0].getsockname()[1]
+        self.port = self._runner.addresses[0][1]
         return self
 
     async def close(self):
@@ -226,7 +226,7 @@ class FakeServer:
         try:
             await response.prepare(request)
             async for emit in play(plan, encoder):
-                payload = b"".join(wire_chat.sse(name, data) for name, data in emit.events)
+                payload = b"".join(sse(name, data) for name, data in emit.events)
                 if payload and sent is not None:
                     sent.append(payload)
                 if payload:
@@ -236,7 +236,7 @@ class FakeServer:
                     self.records.append(chunk_record(request_no, emit, plan))
                 if emit.final:
                     self.records.append({"kind": "stream_end", "request": request_no, "complete": emit.complete})
-                    if plan.ending is not None and not emit.events:     # scripted disconnect
+                    if isinstance(plan.ending, Disconnect):
                         request.transport.abort()
                         return response
             await response.write_eof()

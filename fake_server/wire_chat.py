@@ -1,7 +1,6 @@
 """OpenAI Chat Completions: request parsing, strictness, chunk and body encoding."""
 from __future__ import annotations
 
-import json
 import time
 
 from .errors import STREAM_ERROR_STATUS, openai_error
@@ -178,9 +177,3 @@ class Encoder:
                              "finish_reason": self.plan.finish_reason}],
                 "usage": self.usage()}
 
-
-def sse(event: str | None, data) -> bytes:
-    """One server-sent event; ``data`` is a dict (JSON) or a literal like ``[DONE]``."""
-    payload = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False, separators=(",", ":"))
-    head = f"event: {event}\n" if event else ""
-    return f"{head}data: {payload}\n\n".encode()
