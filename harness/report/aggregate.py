@@ -41,9 +41,9 @@ class CheckRow:
 
     @property
     def tally(self) -> str:
-        """E.g. "2/3" passed of the repeats that were not skipped."""
+        """E.g. "2/3" passed of the repeats that were not skipped ("" if all were)."""
         decided = [r for _, r in self.results if r.outcome is not Outcome.SKIPPED]
-        return f"{sum(r.outcome is Outcome.PASS for r in decided)}/{len(decided)}"
+        return f"{sum(r.outcome is Outcome.PASS for r in decided)}/{len(decided)}" if decided else ""
 
 
 @dataclass(frozen=True)

@@ -120,6 +120,7 @@ def _matrices(boards: Sequence[Scoreboard]) -> list[str]:
     for b in boards:
         rows = b.rows
         checks = sorted({r.check for r in rows}, key=_check_order)
+        tiers = {r.check: r.tier for r in rows}
         tasks = list(dict.fromkeys(r.task for r in rows))
         cells = {(r.task, r.check): r for r in rows}
         lines = []
@@ -131,10 +132,12 @@ def _matrices(boards: Sequence[Scoreboard]) -> list[str]:
                     line.append("")
                     continue
                 hover = "\n".join(f"#{rep}: {res.outcome.value}: {res.evidence.summary}" for rep, res in row.results)
-                line.append(f'<span class="{row.status}" title="{escape(hover)}">{row.status} {row.tally}</span>')
+                text = f"{row.status} {row.tally}".strip()
+                line.append(f'<span class="{row.status}" title="{escape(hover)}">{text}</span>')
             lines.append(line)
         out.append(f"<h3>{escape(b.label)} · {escape(b.adapter)}</h3>")
-        out.append(_table(["task", *checks], lines) if lines else "<p>No checks ran.</p>")
+        header = [c if tiers[c] == "mandatory" else f"{c} ({tiers[c]})" for c in checks]
+        out.append(_table(["task", *header], lines) if lines else "<p>No checks ran.</p>")
     return out
 
 

@@ -23,7 +23,9 @@ def item_label(item: Mapping[str, Any]) -> str:
     for key in ("kind", "type", "what"):
         if isinstance(item.get(key), str):
             return item[key]
-    return "process" if "pid" in item else "item"
+    if "pid" in item:
+        return "process"
+    return "log excerpt" if "excerpt" in item or "line" in item else "item"
 
 
 def item_text(item: Mapping[str, Any]) -> str:
