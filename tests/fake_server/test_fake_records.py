@@ -124,3 +124,14 @@ async def test_model_lookup_and_anthropic_token_count(server):
         async with http.post(server.base_url + "/messages/count_tokens", data=b"{") as resp:
             assert resp.status == 400 and (await resp.json())["type"] == "error"
     assert server.records.of_kind("request") == []
+
+
+async def test_load_restarts_the_scenario_and_numbering_goes_on(server):
+    once = scenario('[[responses]]\n[[responses.frames]]\ntext = "first"\n')
+    async with openai.AsyncOpenAI(base_url=server.base_url, api_key="k", max_retries=0) as client:
+        for expected in ("first", "first"):
+            server.load(once)
+            answer = await client.chat.completions.create(model="m", messages=USER)
+            assert answer.choices[0].message.content == expected
+    assert [r["request"] for r in server.records.of_kind("request")] == [1, 2]
+    assert [r["response_index"] for r in server.records.of_kind("response")] == [0, 0]
