@@ -194,3 +194,16 @@ def test_an_empty_run_renders(name):
         assert "No latency samples." in text
     if name == "junit.xml":
         assert ET.fromstring(text.split("\n", 1)[1]).get("tests") == "0"
+
+
+def test_a_large_sample_makes_a_small_plot():
+    from harness.report.svg import LEFT, MAX_STEPS, RIGHT, TOP, WIDTH, percentile_plot
+
+    values = list(range(1, 100_001))
+    plot = ET.fromstring(percentile_plot([("big", values)], "L1"))
+    (line,) = plot.findall("s:polyline", NS)
+    points = line.get("points").split()
+    assert len(points) == 2 * MAX_STEPS and int(line.get("data-n")) == len(values)
+    last_x, last_y = map(float, points[-1].split(","))
+    assert (last_x, last_y) == (WIDTH - RIGHT, TOP)  # the curve ends at the maximum, at 100 %
+    assert float(points[0].split(",")[0]) == LEFT
