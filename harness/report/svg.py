@@ -103,11 +103,11 @@ def histogram(values: Sequence[int], title: str, color: str = PALETTE[0]) -> str
 
 
 def _ranks(n: int) -> list[int]:
-    """All ranks for a small sample; for a large one, evenly spaced ranks plus the maximum,
-    so a run with 100,000 samples still makes a small file."""
+    """All ranks for a small sample; for a large one the minimum and evenly spaced ranks up
+    to the maximum, so a run with 100,000 samples still makes a small file."""
     if n <= MAX_STEPS:
         return list(range(n))
-    return sorted({math.ceil(k * n / MAX_STEPS) - 1 for k in range(1, MAX_STEPS + 1)})
+    return sorted({0} | {math.ceil(k * n / MAX_STEPS) - 1 for k in range(1, MAX_STEPS + 1)})
 
 
 def percentile_plot(series: Sequence[tuple[str, Sequence[int]]], title: str) -> str:

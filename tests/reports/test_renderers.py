@@ -203,7 +203,7 @@ def test_a_large_sample_makes_a_small_plot():
     plot = ET.fromstring(percentile_plot([("big", values)], "L1"))
     (line,) = plot.findall("s:polyline", NS)
     points = line.get("points").split()
-    assert len(points) == 2 * MAX_STEPS and int(line.get("data-n")) == len(values)
+    assert len(points) == 2 * (MAX_STEPS + 1) and int(line.get("data-n")) == len(values)
     last_x, last_y = map(float, points[-1].split(","))
     assert (last_x, last_y) == (WIDTH - RIGHT, TOP)  # the curve ends at the maximum, at 100 %
     assert float(points[0].split(",")[0]) == LEFT
