@@ -67,7 +67,7 @@ def _axes(x_label: str, x_lo: str, x_hi: str, y_lo: str, y_hi: str) -> list[str]
         f'<line class="axis" x1="{x0}" y1="{y0}" x2="{x1}" y2="{y0}"/>',
         f'<line class="axis" x1="{x0}" y1="{y0}" x2="{x0}" y2="{y1}"/>',
         f'<text class="tick" x="{x0}" y="{y0 + 14}">{escape(x_lo)}</text>',
-        f'<text class="tick" x="{x1}" y="{y0 + 14}" text-anchor="end">{escape(x_hi)}</text>',
+        *([f'<text class="tick" x="{x1}" y="{y0 + 14}" text-anchor="end">{escape(x_hi)}</text>'] if x_hi else []),
         f'<text class="label" x="{(x0 + x1) / 2:.1f}" y="{HEIGHT - 4}" text-anchor="middle">{escape(x_label)}</text>',
         f'<text class="tick" x="{x0 - 4}" y="{y0}" text-anchor="end">{escape(y_lo)}</text>',
         f'<text class="tick" x="{x0 - 4}" y="{y1 + 8}" text-anchor="end">{escape(y_hi)}</text>',
@@ -138,10 +138,14 @@ def percentile_plot(series: Sequence[tuple[str, Sequence[int]]], title: str) -> 
             parts.append(f'<circle class="marker" cx="{_f(x(p))}" cy="{_f(y(v))}" r="3" fill="{color}" '
                          f'data-series="{escape(name)}" data-percentile="{p}" data-value-ns="{v}">'
                          f"<title>{escape(name)} p{p} = {escape(format_ns(v))} (n = {n})</title></circle>")
-        parts.append(f'<text class="legend" x="{LEFT + 6}" y="{TOP + 12 + 12 * k}" fill="{color}">'
+        parts.append(f'<text class="legend" x="{LEFT + 6}" y="{TOP + 12 + 12 * k}" style="fill: {color}">'
                      f"{escape(name)} (n = {n})</text>")
     lo, hi = scale.at(0), scale.at(1)
     x_label = "percentile" + (" (latency on a log scale)" if scale.log else "")
-    parts += _axes(x_label, "0", "100", format_ns(round(lo)), format_ns(round(hi)))
+    for p in PERCENTILES:  # dashed guides, labelled under the axis, where the markers sit
+        parts.append(f'<line class="guide" x1="{_f(x(p))}" y1="{HEIGHT - BOTTOM}" x2="{_f(x(p))}" y2="{TOP}" '
+                     f'stroke="#bbb" stroke-dasharray="2,3"/>')
+        parts.append(f'<text class="tick" x="{_f(x(p))}" y="{HEIGHT - BOTTOM + 14}" text-anchor="middle">p{p}</text>')
+    parts += _axes(x_label, "0", "", format_ns(round(lo)), format_ns(round(hi)))
     parts.append("</svg>")
     return "\n".join(parts)
