@@ -6,7 +6,7 @@ and gates the same way.
 """
 
 from harness.report.cli import gate_main, merge_main, report_main
-from harness.report.gate import compare, format_gate
+from harness.report.gate import compare, format_gate, format_gate_markdown
 from harness.report.html import render_html
 from harness.report.junit import render_junit
 from harness.report.load import ResultsError, load_results, parse_results
@@ -20,6 +20,7 @@ __all__ = [
     "comparable",
     "compare",
     "format_gate",
+    "format_gate_markdown",
     "format_written",
     "gate_main",
     "load_results",

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from harness.report.gate import compare, format_gate
+from harness.report.gate import compare, format_gate, format_gate_markdown
 from harness.report.html import render_html
 from harness.report.junit import render_junit
 from harness.report.load import ResultsError, load_results
@@ -87,6 +87,7 @@ def gate_main(argv: Sequence[str]) -> int:
                         help="median slowdown tolerated, as a fraction (default: %(default)s)")
     parser.add_argument("--alpha", type=float, default=0.01,
                         help="significance level of the Mann-Whitney U test (default: %(default)s)")
+    parser.add_argument("--md", type=Path, help="also write the comparison as Markdown here (a CI step summary)")
     args = parser.parse_args(list(argv))
     if args.tolerance < 0:
         return _fail(prog, f"--tolerance must be >= 0, got {args.tolerance}")
@@ -100,4 +101,6 @@ def gate_main(argv: Sequence[str]) -> int:
     if not result.checks and not result.latencies:
         return _fail(prog, f"{args.baseline} and {args.current} have no task results or latency samples to compare")
     sys.stdout.write(format_gate(result))
+    if args.md:
+        write_text(args.md, format_gate_markdown(result))
     return 1 if result.failed else 0

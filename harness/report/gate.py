@@ -31,6 +31,7 @@ from typing import Sequence
 from harness.latency import format_ns
 from harness.model import Outcome, RunResult
 from harness.report.aggregate import fold
+from harness.report.text import md_cell
 from harness.stats import RatioInterval, bootstrap_median_ratio, mann_whitney_greater, median_ratio
 
 FLOOR_NS = 1_000  # below a microsecond, differences are compared against this instead of the median
@@ -164,31 +165,46 @@ def _median(values: Sequence[int]) -> float | None:
     return statistics.median(values) if values else None
 
 
+def _tables(result: GateResult) -> list[tuple[str, list[str], list[list[str]]]]:
+    """(caption, header, rows) of the check changes and of every latency comparison."""
+    shown = [r for r in result.checks if r.verdict != "unchanged"]
+    checks = (f"checks: {len(result.checks)} compared, {len(result.checks) - len(shown)} unchanged",
+              ["agent", "adapter", "task", "check", "tier", "baseline", "current", "verdict"],
+              [[*r.key, r.tier, r.before or "-", r.after or "-", r.verdict] for r in shown])
+    latencies = (f"latencies: {len(result.latencies)} compared",
+                 ["agent", "adapter", "task", "latency", "n base/cur", "median base", "median cur", "ratio",
+                  f"{1 - 2 * result.alpha:.0%} CI", "p(slower)", "verdict"],
+                 [[*r.key, f"{r.n_before}/{r.n_after}", _ns(r.median_before), _ns(r.median_after),
+                   _ratio(r.ratio), _interval(r.interval), "-" if r.p_slower is None else f"{r.p_slower:.2g}",
+                   r.verdict] for r in result.latencies])
+    return [checks, latencies]
+
+
+def decision(result: GateResult) -> str:
+    if result.failed:
+        return (f"gate: FAIL ({sum(r.failing for r in result.checks)} check regression(s), "
+                f"{sum(r.failing for r in result.latencies)} latency regression(s))")
+    quiet = sum(r.verdict.startswith("no evidence") for r in result.latencies)
+    return (f"gate: pass (no check went from pass to fail; no evidence of change in {quiet} of "
+            f"{len(result.latencies)} latencies, no regression in the rest)")
+
+
 def format_gate(result: GateResult) -> str:
     """The comparison table a person reads in the CI log, ending with the decision."""
-    lines = [f"stopbench gate: tolerance {result.tolerance:.0%}, alpha {result.alpha:g}", ""]
-    shown = [r for r in result.checks if r.verdict != "unchanged"]
-    lines.append(f"checks: {len(result.checks)} compared, {len(result.checks) - len(shown)} unchanged")
-    if shown:
-        lines += _columns(["agent", "adapter", "task", "check", "tier", "baseline", "current", "verdict"],
-                          [[*r.key, r.tier, r.before or "-", r.after or "-", r.verdict] for r in shown])
-    lines += ["", f"latencies: {len(result.latencies)} compared"]
-    if result.latencies:
-        lines += _columns(
-            ["agent", "adapter", "task", "latency", "n base/cur", "median base", "median cur", "ratio",
-             f"{1 - 2 * result.alpha:.0%} CI", "p(slower)", "verdict"],
-            [[*r.key, f"{r.n_before}/{r.n_after}", _ns(r.median_before), _ns(r.median_after), _ratio(r.ratio),
-              _interval(r.interval), "-" if r.p_slower is None else f"{r.p_slower:.2g}", r.verdict]
-             for r in result.latencies])
-    check_fails = sum(r.failing for r in result.checks)
-    latency_fails = sum(r.failing for r in result.latencies)
-    lines.append("")
-    if result.failed:
-        lines.append(f"gate: FAIL ({check_fails} check regression(s), {latency_fails} latency regression(s))")
-    else:
-        quiet = sum(r.verdict.startswith("no evidence") for r in result.latencies)
-        lines.append(f"gate: pass (no check went from pass to fail; no evidence of change in {quiet} of "
-                     f"{len(result.latencies)} latencies, no regression in the rest)")
+    lines = [f"stopbench gate: tolerance {result.tolerance:.0%}, alpha {result.alpha:g}"]
+    for caption, header, rows in _tables(result):
+        lines += ["", caption, *(_columns(header, rows) if rows else [])]
+    return "\n".join([*lines, "", decision(result)]) + "\n"
+
+
+def format_gate_markdown(result: GateResult) -> str:
+    """The same comparison for a pull-request comment or a CI step summary."""
+    lines = [f"## {decision(result)}", "", f"Tolerance {result.tolerance:.0%}, alpha {result.alpha:g}."]
+    for caption, header, rows in _tables(result):
+        lines += ["", f"**{caption}**"]
+        if rows:
+            lines += ["", "| " + " | ".join(header) + " |", "|" + " --- |" * len(header),
+                      *("| " + " | ".join(md_cell(str(c)) for c in row) + " |" for row in rows)]
     return "\n".join(lines) + "\n"
 
 

@@ -39,5 +39,6 @@ def test_merge_report_gate_and_artifact():
     assert "--html reports/report.html" in report
     gate = next(c for c in cmds if c.startswith("stopbench gate"))
     assert re.search(r"--baseline \S+ --current reports/results\.json", gate)
+    assert "--md reports/gate.md" in gate
     uploads = [s for s in job["steps"] if str(s.get("uses", "")).startswith("actions/upload-artifact")]
     assert any("reports/report.html" in s["with"]["path"] for s in uploads)

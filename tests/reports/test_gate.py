@@ -180,6 +180,13 @@ def test_gate_main_exit_codes(tmp_path, capsys):
     assert gate_main(["--baseline", base, "--current", broken]) == 1
     assert gate_main(["--baseline", base, "--current", slow, "--tolerance", "5"]) == 0
     capsys.readouterr()
+    summary = tmp_path / "gate.md"
+    assert gate_main(["--baseline", base, "--current", slow, "--md", str(summary)]) == 1
+    text = summary.read_text()
+    assert text.startswith("## gate: FAIL (0 check regression(s), 1 latency regression(s))")
+    assert "| * | http | interrupt-cancel | L3 | 20/20 |" in text and "REGRESSION: slower beyond tolerance" in text
+    assert text.splitlines()[-1].startswith("| ")
+    capsys.readouterr()
 
 
 @pytest.mark.parametrize("content,problem", [
