@@ -24,4 +24,4 @@ bench: $(STAMP)
 	$(PY) benchmarks/refagent_bench.py
 
 clean:
-	rm -rf $(VENV) reports/*.json reports/*.html reports/*.xml reports/*.md.out
+	rm -rf $(VENV) reports/*.json reports/*.html reports/*.xml reports/summary.md
