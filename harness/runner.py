@@ -69,11 +69,18 @@ class ItemOutcome:
 
 def plan(profile: Profile, tasks: list[Task], *, adapters: list[str] | None = None, repeat: int = 1,
          mutants: list[str | None] = (None,)) -> list[WorkItem]:
-    """Every work item, in a deterministic order: mutant, task, driver, adapter, repeat."""
+    """Every work item, in a deterministic order: mutant, task, driver, adapter, repeat.
+
+    Mutants skip the in-process driver: a failpoint is switched on in the environment of a
+    process the harness starts, and an agent loaded into the harness never sees it — its
+    run would test the unmutated agent and count as the mutant's.
+    """
     items = []
     for mutant in mutants:
         for task in tasks:
             for driver in task.drivers:
+                if mutant is not None and driver == "inproc":
+                    continue
                 for adapter in adapters or profile.adapters:
                     if adapter not in profile.adapters or (task.adapters and adapter not in task.adapters):
                         continue
