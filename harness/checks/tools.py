@@ -67,8 +67,9 @@ def pending_tool_calls_close(obs: Observation) -> CheckResult:
         return failed("C3", problems[0]["note"], *problems)
     if unobserved:
         return unknown("C3", unobserved[0]["note"], *unobserved, *evidence)
-    return passed("C3", f"{len(calls)} tool call(s) closed; {len(judged)} stopped tool(s) reported aborted "
-                  "with the whole tree gone", *evidence)
+    trees = sum(1 for item in evidence if "gone_after_ms" in item)
+    return passed("C3", f"{len(calls)} tool call(s) closed; {len(judged)} call(s) running at a Stop reported "
+                  f"aborted; {trees} stopped window tree(s) seen gone", *evidence)
 
 
 def _outliving_windows(obs: Observation, reported: set) -> list[dict]:
