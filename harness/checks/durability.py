@@ -90,6 +90,10 @@ def _continuation_problems(log: SessionLog, restart: Restart, number: int, evide
     changed = first_changed_event(before, log)
     if changed is not None:
         return [event_item(changed, note=f"line {changed.line} was lost or rewritten across restart {number}")]
+    if before.torn_tail is not None and log.torn_tail is not None and log.torn_tail != before.torn_tail \
+            and log.torn_tail.startswith(before.torn_tail.rstrip(b"\n")):
+        return [{"restart": number, "torn_tail": clip(log.torn_tail.decode("utf-8", "replace")),
+                 "note": f"restart {number} appended onto the torn last line instead of cutting it"}]
     if before.torn_tail is None or len(log.events) == len(before.events):
         return []
     follower = log.events[len(before.events)]

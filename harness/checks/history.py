@@ -28,6 +28,7 @@ from harness.model import (
     AgentKill,
     CheckResult,
     Observation,
+    Restart,
     SessionEvent,
     SessionLog,
     StopDelivery,
@@ -289,7 +290,7 @@ def resume_continues_the_session(obs: Observation) -> CheckResult:
     return passed("C7", f"{exercised} restart(s) continued the same session with its history", *evidence)
 
 
-def _log_continues(log: SessionLog, restart, number: int) -> list[dict]:
+def _log_continues(log: SessionLog, restart: Restart, number: int) -> list[dict]:
     if restart.bytes_before is None:
         return []
     try:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from harness.checks.base import check, clip, event_item, request_item
-from harness.checks.views import messages, requests_between
-from harness.model import CheckResult, Observation, SessionLog, UserInput, failed, passed, skipped, unknown
+from harness.checks.views import Record, messages, requests_between
+from harness.model import CheckResult, Observation, SessionEvent, SessionLog, UserInput, failed, passed, skipped, unknown
 
 CANCEL_PREFIX = "/cancel"  # a withdrawal is recorded as the input "/cancel <item_id>"
 
@@ -50,7 +50,7 @@ def inbox_items_never_vanish(obs: Observation) -> CheckResult:
     return passed("C6", f"{len(queued)} queued item(s) delivered or canceled on purpose", *evidence)
 
 
-def _first_carrier(obs: Observation, item: UserInput):
+def _first_carrier(obs: Observation, item: UserInput) -> Record | None:
     return next((r for r in requests_between(obs, item.mono_ns)
                  if any(m.get("role") == "user" and item.text in str(m.get("text") or "") for m in messages(r))), None)
 
@@ -95,7 +95,7 @@ def _log_problems(obs: Observation, log: SessionLog, queued: list[UserInput], ca
     return problems
 
 
-def _cancel_problems(obs: Observation, queued_event, canceled_event, cancels: list[UserInput],
+def _cancel_problems(obs: Observation, queued_event: SessionEvent, canceled_event: SessionEvent, cancels: list[UserInput],
                      evidence: list[dict]) -> list[dict]:
     """A canceled item was withdrawn by the user (when the driver recorded withdrawals) and
     never reached the model afterwards."""
@@ -117,7 +117,7 @@ def _withdraws(cancel: UserInput, item_id: str) -> bool:
     return not named or named[0] == item_id
 
 
-def _delivery_problems(log: SessionLog, queued_event, delivered_event) -> list[dict]:
+def _delivery_problems(log: SessionLog, queued_event: SessionEvent, delivered_event: SessionEvent) -> list[dict]:
     item_id = queued_event.get("item_id")
     turn = next((e for e in log.of_type("turn_started") if e.turn == delivered_event.get("turn")), None)
     if turn is None or item_id not in (turn.get("inbox") or []):

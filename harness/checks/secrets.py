@@ -4,7 +4,7 @@ for in every file and every output the run produced."""
 from __future__ import annotations
 
 import json
-from typing import Any, Iterator
+from typing import Any, Iterator, Mapping
 
 from harness.checks.base import check, clip
 from harness.model import CheckResult, Observation, failed, passed, unknown
@@ -68,7 +68,7 @@ def _lines(where: str, data: bytes | None) -> Iterator[tuple[str, int | None, st
             yield where, n, line
 
 
-def _record_texts(record: dict[str, Any] | Any) -> Iterator[tuple[str, int | None, str]]:
+def _record_texts(record: Mapping[str, Any]) -> Iterator[tuple[str, int | None, str]]:
     """A record without its headers: sending the key as the auth header is its purpose."""
     if record.get("kind") == "request":
         body = {k: v for k, v in record.items() if k != "headers"}

@@ -3,6 +3,8 @@ itself is killed (A2)."""
 
 from __future__ import annotations
 
+from typing import Any, Iterable, Mapping
+
 from harness.checks.base import check, event_item, log_or_verdict
 from harness.checks.views import of_kind, turn_at, window_call
 from harness.model import (
@@ -110,7 +112,7 @@ def _tree_problems(obs: Observation, stop: StopDelivery, evidence: list[dict]) -
     return []
 
 
-def _describe(processes) -> str:
+def _describe(processes: Iterable[Mapping[str, Any]]) -> str:
     return ", ".join(f"{p.get('pid')} ({p.get('role')})" for p in processes)
 
 

@@ -14,6 +14,7 @@ from harness.model import (
     Observation,
     SessionEvent,
     SessionLog,
+    StopDelivery,
     failed,
     passed,
     skipped,
@@ -171,7 +172,7 @@ def own_cancel_is_not_an_error(obs: Observation) -> CheckResult:
     return passed("C12", f"{len(stops)} Stop(s) settled as aborted/interrupted, not error", *evidence)
 
 
-def _stop_settlement_problems(log: SessionLog, stop, evidence: list[dict]) -> list[dict]:
+def _stop_settlement_problems(log: SessionLog, stop: StopDelivery, evidence: list[dict]) -> list[dict]:
     turn = turn_at(log, stop.mono_ns)
     if turn is None:
         return [{"stop_ns": stop.mono_ns, "note": "no turn had started when Stop was delivered"}]

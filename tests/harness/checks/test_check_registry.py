@@ -149,3 +149,18 @@ def test_passing_results_carry_evidence_too():
         result = run_check(check, stop_in_tool().observation())
         assert result.outcome is Outcome.PASS, (check, result.evidence.summary)
         assert result.evidence.items, check
+
+
+def test_append_onto_a_torn_line_fails_c10():
+    from harness.readers import read_contract_v1
+
+    run = RunBuilder()
+    run.log.event("turn_started", turn=1, input="hi", inbox=[])
+    run.log.event("turn_ended", turn=1, reason="completed")
+    torn = b'{"seq": 3, "type": "turn_sta'
+    run.restart(damage="torn-tail", bytes_before=run.log.to_bytes(torn=torn))
+    # one event written onto the torn bytes: the file still reads, ending in a longer torn line
+    final = read_contract_v1(run.log.to_bytes(torn=torn + b'{"seq": 3, "type": "turn_started"}\n'))
+    result = run_check("C10", run.observation(log=final))
+    assert result.outcome is Outcome.FAIL
+    assert result.evidence.summary == "restart 1 appended onto the torn last line instead of cutting it"

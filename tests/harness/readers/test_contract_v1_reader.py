@@ -113,3 +113,11 @@ def test_registry_knows_contract_v1_and_none(tmp_path):
     assert get_reader("none")(path) is None
     with pytest.raises(UnknownReader, match="unknown log reader 'codex-rollout' .known: contract-v1, none"):
         get_reader("codex-rollout")
+
+
+def test_append_onto_a_torn_line_is_damage_at_that_line():
+    torn = b'{"seq": 6, "type": "tool_res'
+    appended = two_turn_log().to_bytes(torn=torn) + b'{"seq": 6, "type": "turn_ended", "turn": 1}\n' \
+        + b'{"seq": 7, "type": "turn_ended", "turn": 2}\n'
+    with pytest.raises(LogDamaged, match=r"s.jsonl:7: unreadable line"):
+        read_contract_v1(appended, path="s.jsonl")
