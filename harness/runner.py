@@ -16,11 +16,10 @@ import datetime as dt
 import os
 import secrets
 import shutil
-import signal
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
@@ -227,7 +226,7 @@ class TaskRun:
         responses = [r for r in self.server.records if r.get("kind") == "response"]
         if request is not None:
             responses = [r for r in responses if r.get("request") == request]
-        return responses[-1].get("text") or "" if responses else ""
+        return (responses[-1].get("text") or "") if responses else ""
 
     def _watch_tree(self, window: str, record: Mapping[str, Any]) -> None:
         """Watch a window's tree from the moment it opened until it is gone (a tight psutil
@@ -274,9 +273,10 @@ class TaskRun:
             self.damage = ("torn-tail", data.count(b"\n") + 1)
             return
         lines = data.split(b"\n")
-        if len(lines) < 4:
-            raise DriverError(f"mid-file damage needs at least three lines in the log, it has {len(lines) - 1}")
-        target = len(lines) // 2  # 0-based index of a line well before the last one
+        complete = len(lines) - 1  # the part after the last newline is not a line
+        if complete < 3:
+            raise DriverError(f"mid-file damage needs at least three lines in the log, it has {complete}")
+        target = (complete - 1) // 2  # 0-based: after the header, before the last line
         lines[target] = b"{\"seq\": \x00 not json" + b"#" * max(0, len(lines[target]) - 20)
         Path(path).write_bytes(b"\n".join(lines))
         self.damage = ("mid-file", target + 1)

@@ -106,3 +106,29 @@ def test_mutation_summary_counts_mutants_caught_by_a_mandatory_check_or_a_broken
                                               "targets_caught": True, "caught": True, "runs": 1}
     assert summary["mutants"]["lose-inbox"]["caught"] is False
     assert summary["mutants"]["no-settle-on-stop"]["task_errors"] == ["t"]
+
+
+async def _damage(tmp_path, kind: str, lines: list[bytes]):
+    from harness.runner import TaskRun
+    from harness.tasks import Step
+
+    log = tmp_path / "s.jsonl"
+    log.write_bytes(b"".join(line + b"\n" for line in lines))
+    run = TaskRun(None, SimpleNamespace(log_path=str(log)), server=None)
+    await run.step_damage(Step("damage", {"kind": kind}, 1))
+    return run.damage, log.read_bytes().split(b"\n")
+
+
+async def test_mid_file_damage_hits_a_line_after_the_header_and_before_the_last(tmp_path):
+    lines = [b'{"format": "contract-log"}', b'{"seq": 1}', b'{"seq": 2}', b'{"seq": 3}', b'{"seq": 4}']
+    (kind, line), after = await _damage(tmp_path, "mid-file", lines)
+    assert kind == "mid-file" and 1 < line < len(lines)
+    assert after[line - 1] != lines[line - 1] and [a for a in after if a] == [
+        lines[i] if i != line - 1 else after[i] for i in range(len(lines))]
+
+
+async def test_torn_tail_appends_an_unterminated_line(tmp_path):
+    lines = [b'{"format": "contract-log"}', b'{"seq": 1}']
+    (kind, line), after = await _damage(tmp_path, "torn-tail", lines)
+    assert (kind, line) == ("torn-tail", 3)
+    assert after[:2] == lines and after[2].startswith(b'{"seq": 2, ') and not after[2].endswith(b"}")
