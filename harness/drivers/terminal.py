@@ -44,7 +44,6 @@ class TerminalDriver(DriverBase):
         self._input_at = 0  # screen position right after the last typed turn input
         self._settle_from = 0  # where the current turn's settlement line is looked for
         self._running = False
-        self._expect_exit = "killed"
 
     # -- observation ---------------------------------------------------------------------
     def transcript(self) -> str:

@@ -64,3 +64,10 @@ def test_mutants_run_reports_the_score_and_marks_mutant_results(tmp_path, capsys
     assert {t.mutant for t in run.tasks} == {None, "leak-api-key"}
     assert run.run["mutation"]["mutants"]["leak-api-key"]["failed"] == ["C13"]
     assert run.conformant  # the clean agent, in the same run
+
+
+def test_a_shard_runs_its_share_of_the_items(tmp_path, capsys):
+    code = main(["run", "--task", "exit-codes", "--shard", "2/2", "--report-dir", str(tmp_path)])
+    assert code == 0, capsys.readouterr().out
+    run = RunResult.from_json(json.loads(next(tmp_path.glob("*.json")).read_text()))
+    assert len(run.tasks) == 1 and run.run["shard"] == "2/2"
