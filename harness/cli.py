@@ -40,9 +40,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     args.argv = ["stopbench", *argv]
+    from harness.runner import HarnessError
+
     try:
         return args.func(args)
-    except UsageError as exc:
+    except (UsageError, HarnessError) as exc:
         print(f"stopbench: {exc}", file=sys.stderr)
         return EXIT_USAGE
 

@@ -39,6 +39,10 @@ WINDOW_WATCH_S = 600.0  # windows hold at most 600 s; the watch is cancelled at 
 ENV_PASSTHROUGH = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR")
 
 
+class HarnessError(Exception):
+    """The harness itself failed (e.g. could not end a process): the run cannot be trusted."""
+
+
 @dataclass(frozen=True)
 class WorkItem:
     """One unit of work: a task variant for one adapter, one repeat, maybe one mutant."""
@@ -373,10 +377,10 @@ async def run_item(profile: Profile, item: WorkItem) -> ItemOutcome:
         samples = latencies(item, profile, obs) if item.mutant is None else []
         return ItemOutcome(_result(item, profile, checks, started, t0, error), samples, obs)
     finally:
-        left = await asyncio.to_thread(leftovers, agent_refs + window_refs)
-        if left:
-            await asyncio.to_thread(kill_all, left)
         shutil.rmtree(dirs.root, ignore_errors=True)
+        left = await asyncio.to_thread(leftovers, agent_refs + window_refs)
+        if left and await asyncio.to_thread(kill_all, left):
+            raise HarnessError(f"{item.key}: processes survived SIGKILL: {[r.to_json() for r in left]}")
 
 
 def _result(item: WorkItem, profile: Profile, checks: tuple[CheckResult, ...], started: str, t0: float,
