@@ -7,7 +7,7 @@ checker that raises yields ``unknown`` with the traceback's last frames, never `
 See ``docs/checks.md`` for each invariant in words and how it is observed.
 """
 
-from harness.checks import durability, history, inbox, process, secrets, tools, turns  # noqa: F401  (register)
+from harness.checks import balance, durability, inbox, partial, process, resume, secrets, tools, turns  # noqa: F401 (registers)
 from harness.checks.base import REGISTRY, CheckSpec, get_check, run_check, run_checks
 
 
