@@ -74,11 +74,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--mutants", action="store_true",
                      help="also run every failpoint of the agent through the tasks and report the mutation score")
     run.add_argument("--failpoint", action="append", default=[], help="with --mutants: only these failpoints")
-    run.add_argument("--tasks-dir", default=None, help=argparse.SUPPRESS)
+    run.add_argument("--tasks-dir", default=None, help="folder of task folders (default: the project's tasks/)")
     run.set_defaults(func=cmd_run)
 
     lst = sub.add_parser("list", help="show tasks, checks and agents")
-    lst.add_argument("--tasks-dir", default=None, help=argparse.SUPPRESS)
+    lst.add_argument("--tasks-dir", default=None, help="folder of task folders (default: the project's tasks/)")
     lst.set_defaults(func=cmd_list)
     return parser
 

@@ -71,3 +71,11 @@ def test_a_shard_runs_its_share_of_the_items(tmp_path, capsys):
     assert code == 0, capsys.readouterr().out
     run = RunResult.from_json(json.loads(next(tmp_path.glob("*.json")).read_text()))
     assert len(run.tasks) == 1 and run.run["shard"] == "2/2"
+
+
+def test_a_broken_task_folder_is_a_usage_error_naming_the_file(tmp_path, capsys):
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "task.toml").write_text('name = "bad"\ndrivers = ["subprocess"]\n')
+    assert main(["run", "--tasks-dir", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "bad/task.toml: scenario" in err or "bad/task.toml: checks" in err
