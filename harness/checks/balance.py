@@ -121,7 +121,10 @@ def _calls_known_at(obs: Observation, kill: AgentKill) -> dict[str, str]:
 
 
 def _log_at(obs: Observation, kill: AgentKill) -> SessionLog | None:
-    """The log as the kill left it: its bytes if captured, else the final log's earlier events."""
+    """The log as the kill left it: its bytes if captured, else the final log's earlier events.
+    None for an agent without a log reader (its bytes are not in a format we can read)."""
+    if obs.log is None and obs.log_error is None:
+        return None
     if kill.log_bytes is not None:
         try:
             return read_contract_v1(kill.log_bytes)

@@ -37,15 +37,15 @@ def partial_work_is_kept(obs: Observation) -> CheckResult:
     evidence: list[dict] = []
     for stop in stops:
         scripted, seen, complete = _expected_text(obs, stop)
-        if not seen and not complete:
-            continue
+        if not seen.strip():
+            continue  # nothing had been shown, so nothing had to be kept
         committed = None
         if log is not None:
             committed, found = _committed_text(log, stop, scripted, seen, complete)
             problems.extend(found)
         next_request = first_request_after(obs, stop.mono_ns)
         if next_request is not None:
-            problems.extend(_carried_problems(next_request, stop, scripted, seen, committed))
+            problems.extend(_carried_problems(next_request, scripted, seen, committed))
         evidence.append({"stop": stop.how, "phase": stop.phase, "request": stop.request,
                          "seen": clip(seen, 80), "committed": clip(committed, 80) if committed is not None else None,
                          "next_request": next_request.get("request") if next_request else None})
@@ -63,16 +63,10 @@ def _expected_text(obs: Observation, stop: StopDelivery) -> tuple[str, str, bool
     """(scripted text of the step, text that must be kept at least, whether the step's stream completed)."""
     if stop.phase == "tool":
         number = window_call(obs, stop.window)[0] if stop.window else None
-        if number is None:
-            previous = last_request_before(obs, stop.mono_ns)
-            number = previous["request"] if previous else None
-        text = (response_to(obs, number) or {}).get("text") or "" if number else ""
+        text = _scripted(obs, number if number is not None else _previous_request(obs, stop.mono_ns))
         return text, text, True
-    number = stop.request
-    if number is None:
-        previous = last_request_before(obs, stop.mono_ns)
-        number = previous["request"] if previous else None
-    scripted = (response_to(obs, number) or {}).get("text") or "" if number else ""
+    number = stop.request if stop.request is not None else _previous_request(obs, stop.mono_ns)
+    scripted = _scripted(obs, number)
     if stop.text_seen is not None:
         return scripted, stop.text_seen, False
     if stop.chunks_seen is not None and number is not None:
@@ -80,8 +74,19 @@ def _expected_text(obs: Observation, stop: StopDelivery) -> tuple[str, str, bool
     return scripted, "", False
 
 
+def _previous_request(obs: Observation, before_ns: int) -> int | None:
+    previous = last_request_before(obs, before_ns)
+    return previous["request"] if previous else None
+
+
+def _scripted(obs: Observation, number: int | None) -> str:
+    response = response_to(obs, number) if number is not None else None
+    return str((response or {}).get("text") or "")
+
+
 def _committed_text(log: SessionLog, stop: StopDelivery, scripted: str, seen: str,
                     complete: bool) -> tuple[str | None, list[dict]]:
+    """The text the log committed for the stopped step, and what is wrong with it."""
     turn = turn_at(log, stop.mono_ns)
     in_turn = [e for e in log.of_type("assistant_message") if e.turn == turn]
     if complete:  # Stop in a tool: the step's message was written before the tool ran
@@ -108,8 +113,8 @@ def _committed_text(log: SessionLog, stop: StopDelivery, scripted: str, seen: st
     return text, problems
 
 
-def _carried_problems(request: Mapping[str, Any], stop: StopDelivery, scripted: str, seen: str,
-                      committed: str | None) -> list[dict]:
+def _carried_problems(request: Mapping[str, Any], scripted: str, seen: str, committed: str | None) -> list[dict]:
+    """The next request carries the kept text as an ordinary (not last) assistant message."""
     msgs = messages(request)
     want = committed if committed is not None else seen
     if not want.strip():

@@ -164,3 +164,10 @@ def test_append_onto_a_torn_line_fails_c10():
     result = run_check("C10", run.observation(log=final))
     assert result.outcome is Outcome.FAIL
     assert result.evidence.summary == "restart 1 appended onto the torn last line instead of cutting it"
+
+
+def test_stop_in_a_tool_whose_step_streamed_no_text_skips_c5():
+    obs = stop_in_tool().observation()
+    silent = tuple({**r, "text": ""} if r["kind"] == "response" and r["request"] == 1 else r for r in obs.records)
+    result = run_check("C5", dataclasses.replace(obs, records=silent))
+    assert result.outcome is Outcome.SKIPPED and "no assistant text" in result.evidence.summary
