@@ -3,8 +3,10 @@ resumed (A1)."""
 
 from __future__ import annotations
 
+from typing import Any, Callable, Mapping
+
 from harness.checks.base import check, clip, event_item, log_or_verdict, request_item
-from harness.checks.views import first_changed_event, first_request_after, last_request_before, messages, same_text
+from harness.checks.views import first_changed_event, first_request_after, last_request_before, messages
 from harness.model import CheckResult, Observation, Restart, SessionEvent, SessionLog, Tier, failed, passed, skipped
 from harness.readers.contract_v1 import LogDamaged, read_contract_v1
 
@@ -81,16 +83,11 @@ def resume_note_is_sent(obs: Observation) -> CheckResult:
         request = first_request_after(obs, restart.mono_ns)
         if request is None:
             continue
-        texts = [str(m.get("text") or "") for m in messages(request)]
         note = _resume_note(obs.log, restart.mono_ns)
-        if note is not None:
-            ok = any(same_text(note, t) or "".join(note.split()) in "".join(t.split()) for t in texts)
-            wanted = f"the session_resumed note {clip(note, 60)!r}"
-        else:
-            previous = last_request_before(obs, restart.mono_ns)
-            old = {str(m.get("text") or "") for m in messages(previous)} if previous else set()
-            ok = any("resum" in t.lower() and t not in old for t in texts)
-            wanted = "a note that the session resumed"
+        previous = last_request_before(obs, restart.mono_ns)
+        wanted = f"the session_resumed note {clip(note, 60)!r}" if note else "a note that the session resumed"
+        carries = _mentions(note)
+        ok = _count(request, carries) > (_count(previous, carries) if previous else 0)
         (evidence if ok else problems).append(request_item(
             request, note=f"request {request['request']} {'carries' if ok else 'lacks'} {wanted}"))
     if not problems and not evidence:
@@ -98,6 +95,19 @@ def resume_note_is_sent(obs: Observation) -> CheckResult:
     if problems:
         return failed("A1", problems[0]["note"], *problems)
     return passed("A1", "every resumed session told the model it had resumed", *evidence)
+
+
+def _mentions(note: str | None) -> Callable[[str], bool]:
+    """What marks a message as the resume note: the log's own note, else any mention of resuming."""
+    if note is None:
+        return lambda text: "resum" in text.lower()
+    compact = "".join(note.split())
+    return lambda text: compact in "".join(text.split())
+
+
+def _count(request: Mapping[str, Any], carries: Callable[[str], bool]) -> int:
+    """How many messages of a request carry the note: a new resume adds one more."""
+    return sum(1 for m in messages(request) if carries(str(m.get("text") or "")))
 
 
 def _resume_note(log: SessionLog | None, after_ns: int) -> str | None:
