@@ -168,11 +168,12 @@ def own_cancel_is_not_an_error(obs: Observation) -> CheckResult:
     for stop in stops:
         problems.extend(_stop_settlement_problems(log, stop, evidence))
     if problems:
-        return failed("C12", _first_note(problems), *problems)
+        return failed("C12", problems[0]["note"], *problems)
     return passed("C12", f"{len(stops)} Stop(s) settled as aborted/interrupted, not error", *evidence)
 
 
 def _stop_settlement_problems(log: SessionLog, stop: StopDelivery, evidence: list[dict]) -> list[dict]:
+    """The turn running at Stop recorded the request and settled as an abort."""
     turn = turn_at(log, stop.mono_ns)
     if turn is None:
         return [{"stop_ns": stop.mono_ns, "note": "no turn had started when Stop was delivered"}]
@@ -188,13 +189,11 @@ def _stop_settlement_problems(log: SessionLog, stop: StopDelivery, evidence: lis
     end = ends[0]
     want_source = None if stop.source == "timeout" else stop.source
     if end.get("reason") != expected_reason or (want_source and end.get("source") != want_source):
-        problems.append(event_item(end, note=f"Stop ({stop.how}, source {stop.source}) should settle "
-                                   f"{expected_reason}{f' ({want_source})' if want_source else ''}, "
-                                   f"not {end.get('reason')} ({end.get('source')}) {end.get('error') or ''}".rstrip()))
+        wanted = f"{expected_reason} ({want_source})" if want_source else expected_reason
+        got = f"{end.get('reason')} ({end.get('source')})" + (f": {end.get('error')}" if end.get("error") else "")
+        problems.append(event_item(end, note=f"Stop ({stop.how}, source {stop.source}) should settle {wanted}, "
+                                   f"not {got}"))
     else:
         evidence.append(event_item(end))
     return problems
 
-
-def _first_note(problems: list[dict]) -> str:
-    return problems[0].get("note", "a Stop did not settle as an abort")
