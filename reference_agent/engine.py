@@ -290,6 +290,9 @@ class Turn:
             except CheckpointFailed as exc:
                 print(f"refagent: {exc}", file=sys.stderr)
         self.settlement = ending
+        if failpoints.on("lose-inbox") and self.stop_source is not None:
+            for item in s.state.pending_inbox():
+                item.status = "lost"
         if not self._settled.done():
             self._settled.set_result(ending)
 

@@ -34,7 +34,7 @@ CATALOG: dict[str, tuple[tuple[str, ...], str]] = {
     "no-request-checkpoint": (("C11",), "the model_request event is written after the stream, not before"),
     "stream-error-as-error": (("C12",), "a stream closed by our own Stop settles as error, not aborted"),
     "keep-going-after-stop": (("C9",), "after Stop mid-stream the agent sends one more model request"),
-    "lose-inbox": (("C6",), "queued inbox items are forgotten when the session reloads"),
+    "lose-inbox": (("C6",), "queued inbox items are silently forgotten when a turn is stopped or the session reloads"),
     "leak-api-key": (("C13",), "the API key is written into the session header"),
     "resume-forks": (("C7",), "--resume/--continue starts a new blank session instead"),
 }

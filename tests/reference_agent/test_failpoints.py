@@ -263,9 +263,20 @@ async def test_lose_inbox(tmp_path, failpoint):
     session = await inproc(tmp_path)
     session.queue("remember me")
     await session.close()
+    resumed = await inproc(tmp_path, resume=session.id)
+    assert [i.text for i in resumed.state.pending_inbox()] == ["remember me"]
+    await resumed.close()
     failpoint("lose-inbox")
     resumed = await inproc(tmp_path, resume=session.id)
     assert resumed.state.pending_inbox() == []
+    seen = asyncio.Event()
+    resumed.subscribe(lambda e: e["type"] == "text_delta" and seen.set())
+    turn = resumed.start_turn("q")
+    await asyncio.wait_for(seen.wait(), 30)
+    resumed.queue("typed during the turn")
+    turn.stop("user")
+    await turn.settled()
+    assert resumed.state.pending_inbox() == [], "a stopped turn should have dropped the queued item"
     await resumed.close()
 
 
