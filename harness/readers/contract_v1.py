@@ -157,10 +157,21 @@ EVENT_FIELDS: Mapping[str, Mapping[str, tuple[type, ...]]] = {
 COMMON_FIELDS: Mapping[str, tuple[type, ...]] = {"time": (_STR,), "mono_ns": (_INT,)}
 
 
+# Fields a turn_ended must carry for some reasons: who aborted, and what went wrong.
+SETTLEMENT_FIELDS: Mapping[str, Mapping[str, tuple[type, ...]]] = {
+    "aborted": {"source": (_STR,)},
+    "error": {"error": (_STR,)},
+    "blocked": {"error": (_STR,)},
+}
+
+
 def event_field_problems(event: SessionEvent) -> list[str]:
     """What is missing or mistyped in one event, per the format page's table (empty if fine)."""
     problems = []
-    for name, types in {**COMMON_FIELDS, **EVENT_FIELDS.get(event.type, {})}.items():
+    required = {**COMMON_FIELDS, **EVENT_FIELDS.get(event.type, {})}
+    if event.type == "turn_ended":
+        required |= SETTLEMENT_FIELDS.get(event.get("reason"), {})
+    for name, types in required.items():
         if name not in event.data:
             problems.append(f"{event.type} lacks {name}")
             continue

@@ -121,3 +121,12 @@ def test_append_onto_a_torn_line_is_damage_at_that_line():
         + b'{"seq": 7, "type": "turn_ended", "turn": 2}\n'
     with pytest.raises(LogDamaged, match=r"s.jsonl:7: unreadable line"):
         read_contract_v1(appended, path="s.jsonl")
+
+
+def test_settlement_fields_depend_on_the_reason():
+    builder = LogBuilder(Clock())
+    builder.event("turn_ended", turn=1, reason="error")
+    builder.event("turn_ended", turn=2, reason="aborted", source="user")
+    builder.event("turn_ended", turn=3, reason="completed")
+    log = builder.read()
+    assert [event_field_problems(e) for e in log.events] == [["turn_ended lacks error"], [], []]
