@@ -41,11 +41,16 @@ def pending_tool_calls_close(obs: Observation) -> CheckResult:
     evidence: list[dict] = []
     unobserved: list[dict] = []
     for stop in tool_stops:
-        if _window_for(obs, stop) is None:
+        window = _window_for(obs, stop)
+        if window is None:
             unobserved.append({"stop": stop.how, "window": stop.window,
                                "note": "Stop arrived during a tool, but no window observation shows its tree"})
+        elif window.gone_ns is None and not window.survivors:
+            unobserved.append({"stop": stop.how, "window": window.window,
+                               "note": f"window {window.window}'s tree was gone by the end, but when it died "
+                                       "after Stop was not observed"})
         else:
-            problems.extend(_tree_problems(obs, stop, evidence))
+            problems.extend(_tree_problems(window, stop, evidence))
     problems.extend(_outliving_windows(obs, {p.get("window") for p in problems}))
     log = log_or_verdict(obs, "C3")
     if isinstance(log, CheckResult):
@@ -92,17 +97,13 @@ def _window_for(obs: Observation, stop: StopDelivery) -> WindowObservation | Non
     return next((w for w in obs.windows if opened and w.window == opened[-1]), None)
 
 
-def _tree_problems(obs: Observation, stop: StopDelivery, evidence: list[dict]) -> list[dict]:
+def _tree_problems(window: WindowObservation, stop: StopDelivery, evidence: list[dict]) -> list[dict]:
     """The stopped window's whole tree must be gone, and promptly."""
-    window = _window_for(obs, stop)
     pids = [p.get("pid") for p in window.pids]
-    if window.survivors:
+    if window.survivors or window.gone_ns is None:
         return [{"window": window.window, "survivors": [dict(p) for p in window.survivors], "tree": pids,
                  "note": f"{len(window.survivors)} process(es) of window {window.window} outlived Stop: "
                          f"{_describe(window.survivors)}"}]
-    if window.gone_ns is None:
-        return [{"window": window.window, "tree": pids,
-                 "note": f"window {window.window}'s tree was never seen gone after Stop"}]
     delay_ns = window.gone_ns - stop.mono_ns
     if delay_ns > STOP_KILL_DEADLINE_NS:
         return [{"window": window.window, "tree": pids, "gone_after_ms": round(delay_ns / 1e6, 1),
@@ -171,11 +172,10 @@ def tools_die_with_the_agent(obs: Observation) -> CheckResult:
                                  "note": f"{len(window.survivors)} process(es) of window {window.window} outlived "
                                          f"the killed agent {kill.pid}"
                                          + (" and its restart" if restart_ns else "")})
-            elif window.gone_ns is None:
-                problems.append({"window": window.window, "tree": pids,
-                                 "note": f"window {window.window}'s tree was never seen gone after the kill"})
             else:
-                when = "with the agent" if restart_ns is None or window.gone_ns < restart_ns else "after the restart"
+                when = ("by the end of the task" if window.gone_ns is None
+                        else "with the agent" if restart_ns is None or window.gone_ns < restart_ns
+                        else "after the restart")
                 evidence.append({"window": window.window, "tree": pids, "agent_pid": kill.pid, "died": when})
     if not exercised:
         return skipped("A2", "the agent was never killed while a tool ran")

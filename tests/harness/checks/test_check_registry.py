@@ -171,3 +171,14 @@ def test_stop_in_a_tool_whose_step_streamed_no_text_skips_c5():
     silent = tuple({**r, "text": ""} if r["kind"] == "response" and r["request"] == 1 else r for r in obs.records)
     result = run_check("C5", dataclasses.replace(obs, records=silent))
     assert result.outcome is Outcome.SKIPPED and "no assistant text" in result.evidence.summary
+
+
+def test_tree_gone_without_a_time_of_death_is_unknown_for_c3_and_fine_for_a2():
+    obs = stop_in_tool().observation()
+    untimed = dataclasses.replace(obs, windows=tuple(dataclasses.replace(w, gone_ns=None) for w in obs.windows))
+    result = run_check("C3", untimed)
+    assert result.outcome is Outcome.UNKNOWN and "when it died after Stop was not observed" in result.evidence.summary
+    killed = kill_in_tool().observation()
+    untimed = dataclasses.replace(killed, windows=tuple(dataclasses.replace(w, gone_ns=None) for w in killed.windows))
+    result = run_check("A2", untimed)
+    assert result.outcome is Outcome.PASS and result.evidence.items[0]["died"] == "by the end of the task"
