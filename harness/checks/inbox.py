@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from harness.checks.base import check, clip, event_item, request_item
-from harness.checks.views import Record, messages, requests_between
+from harness.checks.views import Record, messages, requests_between, same_text
 from harness.model import CheckResult, Observation, SessionEvent, SessionLog, UserInput, failed, passed, skipped, unknown
 
 CANCEL_PREFIX = "/cancel"  # a withdrawal is recorded as the input "/cancel <item_id>"
@@ -62,10 +62,11 @@ def _later_turn_requests(obs: Observation, item: UserInput) -> bool:
 
 def _log_problems(obs: Observation, log: SessionLog, queued: list[UserInput], cancels: list[UserInput],
                   evidence: list[dict]) -> list[dict]:
+    """Each queued input was recorded, and each recorded item has a deliberate outcome."""
     problems: list[dict] = []
     queued_events = log.of_type("inbox_queued")
     for item in queued:
-        if not any(e.get("text") == item.text for e in queued_events):
+        if not any(same_text(str(e.get("text")), item.text) for e in queued_events):
             problems.append({"queued": clip(item.text, 80), "note": f"queued input {clip(item.text, 60)!r} has no "
                              "inbox_queued event: it was never kept"})
     for event in queued_events:
@@ -75,14 +76,7 @@ def _log_problems(obs: Observation, log: SessionLog, queued: list[UserInput], ca
         if delivered and canceled:
             problems.append(event_item(canceled[0], note=f"inbox item {item_id} was both delivered and canceled"))
         elif delivered:
-            problems.extend(_delivery_problems(log, event, delivered[0]))
-            carried = any(event.get("text") in str(m.get("text") or "")
-                          for r in requests_between(obs, delivered[0].mono_ns or 0) for m in messages(r))
-            if not carried and requests_between(obs, delivered[0].mono_ns or 0):
-                problems.append(event_item(delivered[0], note=f"inbox item {item_id} is marked delivered but its text "
-                                           "reached no later model request"))
-            else:
-                evidence.append(event_item(delivered[0]))
+            problems.extend(_delivered_problems(obs, log, event, delivered[0], evidence))
         elif canceled:
             problems.extend(_cancel_problems(obs, event, canceled[0], cancels, evidence))
         else:
@@ -93,6 +87,22 @@ def _log_problems(obs: Observation, log: SessionLog, queued: list[UserInput], ca
             else:
                 evidence.append(event_item(event, note="still queued on disk, no later turn yet"))
     return problems
+
+
+def _delivered_problems(obs: Observation, log: SessionLog, queued_event: SessionEvent,
+                        delivered_event: SessionEvent, evidence: list[dict]) -> list[dict]:
+    """A delivered item is listed in its turn's ``inbox`` and its text reaches the model."""
+    item_id, text = queued_event.get("item_id"), str(queued_event.get("text"))
+    turn = next((e for e in log.of_type("turn_started") if e.turn == delivered_event.get("turn")), None)
+    if turn is None or item_id not in (turn.get("inbox") or []):
+        return [event_item(delivered_event, note=f"inbox item {item_id} is marked delivered to turn "
+                           f"{delivered_event.get('turn')}, whose turn_started does not list it")]
+    later = requests_between(obs, delivered_event.mono_ns or 0)
+    if later and not any(text in str(m.get("text") or "") for r in later for m in messages(r)):
+        return [event_item(delivered_event, note=f"inbox item {item_id} is marked delivered but its text reached "
+                           "no later model request")]
+    evidence.append(event_item(delivered_event))
+    return []
 
 
 def _cancel_problems(obs: Observation, queued_event: SessionEvent, canceled_event: SessionEvent, cancels: list[UserInput],
@@ -115,12 +125,3 @@ def _withdraws(cancel: UserInput, item_id: str) -> bool:
     """``/cancel <id>`` withdraws that item; a bare ``/cancel`` (id unknown to the driver) any."""
     named = cancel.text.split()[1:2]
     return not named or named[0] == item_id
-
-
-def _delivery_problems(log: SessionLog, queued_event: SessionEvent, delivered_event: SessionEvent) -> list[dict]:
-    item_id = queued_event.get("item_id")
-    turn = next((e for e in log.of_type("turn_started") if e.turn == delivered_event.get("turn")), None)
-    if turn is None or item_id not in (turn.get("inbox") or []):
-        return [event_item(delivered_event, note=f"inbox item {item_id} is marked delivered to turn "
-                           f"{delivered_event.get('turn')}, whose turn_started does not list it")]
-    return []

@@ -293,7 +293,8 @@ def timeout_run(*faults: str) -> RunBuilder:
 
 def inbox_run(*faults: str) -> RunBuilder:
     """Two items queued during turn 1, the second withdrawn; turn 2 delivers the first."""
-    f = _faults(faults, {"lose", "vanish", "cancel-unasked", "canceled-but-sent", "no-cancel-record", "pending"})
+    f = _faults(faults, {"lose", "vanish", "cancel-unasked", "canceled-but-sent", "no-cancel-record", "pending",
+                         "unlisted", "not-sent"})
     run = RunBuilder()
     log, rec = run.log, run.records
     run.user("Run the checks.")
@@ -316,10 +317,10 @@ def inbox_run(*faults: str) -> RunBuilder:
         return run
     run.user("Carry on.")
     delivered = not ({"lose", "vanish"} & f)
-    log.event("turn_started", turn=2, input="Carry on.", inbox=["q1"] if delivered else [])
+    log.event("turn_started", turn=2, input="Carry on.", inbox=["q1"] if delivered and "unlisted" not in f else [])
     if delivered:
         log.event("inbox_delivered", item_id="q1", turn=2)
-    texts = ["Also look at the logs.\nCarry on."] if delivered else ["Carry on."]
+    texts = ["Also look at the logs.\nCarry on."] if delivered and "not-sent" not in f else ["Carry on."]
     if "canceled-but-sent" in f:
         texts.append("And delete the cache.")
     rec.request(history + [msg("assistant", "Checking.")] + [msg("user", t) for t in texts])

@@ -68,6 +68,8 @@ CASES = [
     ("C6", inbox_run, ("vanish",), {}, "fail", "inbox item q1 vanished: turn 2 started without delivering"),
     ("C6", inbox_run, ("cancel-unasked",), {}, "fail", "q2 was canceled though the user never withdrew it"),
     ("C6", inbox_run, ("canceled-but-sent",), {}, "fail", "q2 was canceled but still reached the model"),
+    ("C6", inbox_run, ("unlisted",), {}, "fail", "marked delivered to turn 2, whose turn_started does not list it"),
+    ("C6", inbox_run, ("not-sent",), {}, "fail", "q1 is marked delivered but its text reached no later model request"),
     ("C6", inbox_run, (), {"log": None}, "pass", "delivered or canceled"),
     ("C6", inbox_run, ("vanish",), {"log": None}, "fail", "1 queued input(s) never reached the model"),
     ("C6", stop_in_tool, (), {}, "skipped", "nothing was queued"),
