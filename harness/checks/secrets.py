@@ -36,7 +36,7 @@ def no_secret_leaks(obs: Observation) -> CheckResult:
         return failed("C13", f"the API key leaked into {hits[0].get('where')}"
                       + (f" line {hits[0]['line']}" if hits[0].get("line") else ""), *hits)
     return passed("C13", f"the canary key appears nowhere: runner's file scan clean, {scanned} texts scanned",
-                  {"key": _mask(key, key)})
+                  {"runner_hits": 0, "texts_scanned": scanned})
 
 
 def _mask(text: str, key: str) -> str:
