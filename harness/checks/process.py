@@ -8,6 +8,8 @@ from harness.checks.views import of_kind, requests_between, stops_seen
 from harness.model import CheckResult, Observation, ProcessExit, SessionLog, failed, passed, skipped
 
 EXPECTED_EXIT = {"completed": 0, "stopped": 3, "timeout": 3, "refused": 2, "error": 2, "blocked": 2}
+OUTCOME_WORDS = {"completed": "completed its turn", "stopped": "was stopped", "timeout": "timed out",
+                 "refused": "was given a damaged log", "error": "met an error", "blocked": "was blocked"}
 EXIT_FOR_REASON = {"completed": 0, "error": 2, "blocked": 2, "aborted": 3, "interrupted": 3}
 # `run --timeout T` must exit "shortly after T": measured from spawn, so this includes start-up.
 TIMEOUT_OVERSHOOT_LIMIT_NS = 3_000_000_000
@@ -25,25 +27,32 @@ def exit_codes_tell_the_truth(obs: Observation) -> CheckResult:
     evidence: list[dict] = []
     for exit_ in judged:
         item = _exit_item(exit_)
-        expected = EXPECTED_EXIT[exit_.expect]
-        note = None
-        if exit_.returncode != expected:
-            how = f"exit {exit_.returncode}" if exit_.returncode is not None else f"death by signal {exit_.signal}"
-            note = f"the {exit_.role} process (pid {exit_.pid}) was {exit_.expect} and should exit {expected}, not {how}"
-        elif exit_.expect == "timeout" and exit_.timeout_s is not None:
-            overshoot = exit_.ended_ns - exit_.started_ns - int(exit_.timeout_s * 1e9)
-            item["overshoot_ms"] = round(overshoot / 1e6, 1)
-            if overshoot < 0:
-                note = f"exit 3 {-overshoot / 1e9:.2f} s before the {exit_.timeout_s} s timeout"
-            elif overshoot > TIMEOUT_OVERSHOOT_LIMIT_NS:
-                note = (f"exit {overshoot / 1e9:.2f} s after the {exit_.timeout_s} s timeout "
-                        f"(limit {TIMEOUT_OVERSHOOT_LIMIT_NS / 1e9:.0f} s)")
+        note = _exit_problem(exit_, item)
         if note is None and obs.log is not None:
             note = _settlement_mismatch(obs.log, exit_, item)
         (problems if note else evidence).append({**item, "note": note} if note else item)
     if problems:
         return failed("C8", problems[0]["note"], *problems)
     return passed("C8", f"{len(judged)} headless exit code(s) matched the outcome", *evidence)
+
+
+def _exit_problem(exit_: ProcessExit, item: dict) -> str | None:
+    """Why this exit does not tell the truth about what the task did to the run, if it does not."""
+    expected = EXPECTED_EXIT[exit_.expect]
+    if exit_.returncode != expected:
+        how = f"exit {exit_.returncode}" if exit_.returncode is not None else f"death by signal {exit_.signal}"
+        return (f"the {exit_.role} process (pid {exit_.pid}) {OUTCOME_WORDS[exit_.expect]} and should exit "
+                f"{expected}, not {how}")
+    if exit_.expect != "timeout" or exit_.timeout_s is None:
+        return None
+    overshoot = exit_.ended_ns - exit_.started_ns - int(exit_.timeout_s * 1e9)
+    item["overshoot_ms"] = round(overshoot / 1e6, 1)
+    if overshoot < 0:
+        return f"exit 3 {-overshoot / 1e9:.2f} s before the {exit_.timeout_s} s timeout"
+    if overshoot > TIMEOUT_OVERSHOOT_LIMIT_NS:
+        return (f"exit {overshoot / 1e9:.2f} s after the {exit_.timeout_s} s timeout "
+                f"(limit {TIMEOUT_OVERSHOOT_LIMIT_NS / 1e9:.0f} s)")
+    return None
 
 
 def _exit_item(exit_: ProcessExit) -> dict:
