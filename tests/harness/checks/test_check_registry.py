@@ -4,7 +4,7 @@ import dataclasses
 
 import pytest
 
-from check_runs import kill_in_tool, stop_in_tool
+from .check_runs import kill_in_tool, stop_in_tool
 from harness.checks import REGISTRY, get_check, run_check, run_checks
 from harness.checks.base import CheckSpec
 from harness.checks.testing import Clock, LogBuilder, RunBuilder

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from check_runs import (
+from .check_runs import (
     inbox_run,
     kill_at_next_request,
     kill_at_request,

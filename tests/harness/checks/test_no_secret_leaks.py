@@ -4,7 +4,7 @@ import dataclasses
 
 import pytest
 
-from check_runs import kill_in_tool, leaky_run, stop_in_tool
+from .check_runs import kill_in_tool, leaky_run, stop_in_tool
 from harness.checks import run_check
 from harness.checks.testing import CANARY
 from harness.model import Outcome
