@@ -4,6 +4,8 @@ import base64
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from harness.checks.testing import Clock, LogBuilder
 from harness.readers import UnknownReader, get_reader, read_contract_v1
@@ -130,3 +132,21 @@ def test_settlement_fields_depend_on_the_reason():
     builder.event("turn_ended", turn=3, reason="completed")
     log = builder.read()
     assert [event_field_problems(e) for e in log.events] == [["turn_ended lacks error"], [], []]
+
+
+@given(cut=st.integers(min_value=0, max_value=10_000))
+@settings(max_examples=150, deadline=None)
+def test_a_log_cut_at_any_byte_reads_as_a_prefix_with_a_torn_tail(cut):
+    data = two_turn_log().to_bytes()
+    cut = cut % (len(data) + 1)
+    header_end = data.index(b"\n") + 1
+    if cut < header_end:
+        with pytest.raises(LogDamaged, match=":1: missing header"):
+            read_contract_v1(data[:cut])
+        return
+    full = read_contract_v1(data)
+    log = read_contract_v1(data[:cut])
+    assert log.events == full.events[: len(log.events)]
+    kept = complete_prefix(data[:cut])
+    assert data.startswith(kept) and kept.endswith(b"\n")
+    assert log.torn_tail == (data[len(kept):cut] or None)
