@@ -18,7 +18,7 @@ from typing import Any
 from . import failpoints
 from .adapters import make_adapter
 from .engine import Session, reap_orphans
-from .log import LoadedLog, LogWriter, load, utc_now
+from .log import LoadedLog, LogWriter, load, paused_gc, utc_now
 from .state import History, SessionState
 
 SYSTEM_PROMPT = (
@@ -53,8 +53,9 @@ def replay(loaded: LoadedLog) -> SessionState:
     """Build the state a log describes, repairing a crash in memory only."""
     header = loaded.header
     state = SessionState(header, History(SYSTEM_PROMPT.format(cwd=header.get("cwd", "."))))
-    for event in loaded.events:
-        state.apply(event)
+    with paused_gc():
+        for event in loaded.events:
+            state.apply(event)
     state.repair_open_turn()
     return state
 
