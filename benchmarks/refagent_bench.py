@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import random
+import select
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -103,8 +106,39 @@ async def bench_http_stop(tmp: Path, n: int) -> tuple[list[int], list[int]]:
     return closed, settled
 
 
-async def bench_tree_kill(tmp: Path, n: int, depth: int, fanout: int) -> list[int]:
-    samples = []
+class ExitWatch:
+    """Stamps the moment each PID exits, from a thread polling pidfds (so the agent's own
+    work on the event loop cannot delay the observation)."""
+
+    def __init__(self, pids: list[int]):
+        self.fds = {}
+        for pid in pids:
+            try:
+                self.fds[os.pidfd_open(pid)] = pid
+            except ProcessLookupError:
+                pass
+        self.exited: dict[int, int] = {}
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        poller = select.poll()
+        for fd in self.fds:
+            poller.register(fd, select.POLLIN)
+        while len(self.exited) < len(self.fds):
+            for fd, _ in poller.poll(30_000):
+                self.exited.setdefault(self.fds[fd], time.monotonic_ns())
+                poller.unregister(fd)
+
+    def last_exit(self) -> int:
+        self.thread.join(30)
+        for fd in self.fds:
+            os.close(fd)
+        return max(self.exited.values())
+
+
+async def bench_tree_kill(tmp: Path, n: int, depth: int, fanout: int) -> tuple[list[int], list[int]]:
+    gone, result = [], []
     async with FakeServer(scenario=load_scenario(_write(tmp / "w.toml", "name = \"x\"\n[[responses]]\n[[responses.frames]]\ntext = \"x\"\n"))) as server:
         session = await open_session(sessions_dir=tmp / "s3", cwd=tmp, adapter="inproc",
                                      scenario=str(_write(tmp / f"window{depth}{fanout}.toml", WINDOW.format(depth=depth, fanout=fanout))),
@@ -115,12 +149,14 @@ async def bench_tree_kill(tmp: Path, n: int, depth: int, fanout: int) -> list[in
             seen = len(server.records.of_kind("window"))
             turn = session.start_turn("go")
             await server.records.wait_for(lambda r: len(server.records.of_kind("window")) > seen, "window", 60)
+            watch = ExitWatch([p["pid"] for p in server.records.of_kind("window")[-1]["pids"]])
             t0 = time.monotonic_ns()
             turn.stop("user")
             await turn.settled()
-            samples.append(results[-1]["mono_ns"] - t0)  # written once every process is gone
+            result.append(results[-1]["mono_ns"] - t0)  # written once every process is gone
+            gone.append(watch.last_exit() - t0)
         await session.close()
-    return samples
+    return gone, result
 
 
 def generate_session(path: Path, events: int = 132_010, target_bytes: int = 24_000_000) -> None:
@@ -184,8 +220,10 @@ async def main() -> None:
         closed, settled = await bench_http_stop(tmp, n)
         report("L2", "http: stop -> server sees socket closed", closed)
         report("L2", "http: stop -> settlement", settled)
-        report("L3", "bash: stop -> tree of 4 gone, result", await bench_tree_kill(tmp, n_tree, 1, 1))
-        report("L3", "bash: stop -> tree of 9 gone, result", await bench_tree_kill(tmp, n_tree, 2, 2))
+        for depth, fanout, size in ((1, 1, 4), (2, 2, 9)):
+            gone, result = await bench_tree_kill(tmp, n_tree, depth, fanout)
+            report("L3", f"bash: stop -> tree of {size} gone", gone)
+            report("L3", f"bash: stop -> tree of {size}: tool result", result)
         samples, events, size = bench_cold_load(tmp, repeats)
         report("L5", f"cold load {events} events {size / 1e6:.1f} MB", samples)
         print(f"   (cold load median {statistics.median(samples) / 1e9:.3f} s)")
