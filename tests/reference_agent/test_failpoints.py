@@ -253,7 +253,8 @@ async def test_stream_error_as_error(tmp_path, failpoint):
 async def test_keep_going_after_stop(tmp_path, failpoint, server_for):
     server = await server_for('name = "x"\n[[responses]]\n[[responses.frames]]\ntext = "x"\n')
     failpoint("keep-going-after-stop")
-    session = await inproc(tmp_path, server=server)
+    stall_then_answer = STALLING.replace("repeat = true\n", "") + '[[responses]]\n[[responses.frames]]\ntext = "more"\n'
+    session = await inproc(tmp_path, stall_then_answer, server=server)
     await stopped_mid_stream(session)
     await session.close()
     assert len(server.records.of_kind("request")) == 2
