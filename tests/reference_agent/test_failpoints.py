@@ -297,3 +297,9 @@ def test_failpoints_are_read_from_the_environment_once_at_start():
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True,
                          start_new_session=True, preexec_fn=reset_signals).stdout
     assert out.strip() == "['no-header', 'seq-gap']"
+
+
+def test_every_failpoint_has_a_test_here():
+    source = open(__file__, encoding="utf-8").read()
+    untested = [name for name in failpoints.CATALOG if f'"{name}"' not in source]
+    assert untested == []
