@@ -8,8 +8,10 @@ from harness.checks.views import of_kind, requests_between, stops_seen
 from harness.model import CheckResult, Observation, ProcessExit, SessionLog, failed, passed, skipped
 
 EXPECTED_EXIT = {"completed": 0, "stopped": 3, "timeout": 3, "refused": 2, "error": 2, "blocked": 2}
-OUTCOME_WORDS = {"completed": "completed its turn", "stopped": "was stopped", "timeout": "timed out",
-                 "refused": "was given a damaged log", "error": "met an error", "blocked": "was blocked"}
+# What the task did to the run, in words, for the evidence.
+EXPECTATION = {"completed": "its turn was expected to complete", "stopped": "it was stopped",
+               "timeout": "it timed out", "refused": "its log was damaged mid-file",
+               "error": "its turn was expected to fail", "blocked": "its turn was expected to be blocked"}
 EXIT_FOR_REASON = {"completed": 0, "error": 2, "blocked": 2, "aborted": 3, "interrupted": 3}
 # `run --timeout T` must exit "shortly after T": measured from spawn, so this includes start-up.
 TIMEOUT_OVERSHOOT_LIMIT_NS = 3_000_000_000
@@ -41,8 +43,8 @@ def _exit_problem(exit_: ProcessExit, item: dict) -> str | None:
     expected = EXPECTED_EXIT[exit_.expect]
     if exit_.returncode != expected:
         how = f"exit {exit_.returncode}" if exit_.returncode is not None else f"death by signal {exit_.signal}"
-        return (f"the {exit_.role} process (pid {exit_.pid}) {OUTCOME_WORDS[exit_.expect]} and should exit "
-                f"{expected}, not {how}")
+        return (f"the {exit_.role} process (pid {exit_.pid}) should exit {expected} ({EXPECTATION[exit_.expect]}), "
+                f"not {how}")
     if exit_.expect != "timeout" or exit_.timeout_s is None:
         return None
     overshoot = exit_.ended_ns - exit_.started_ns - int(exit_.timeout_s * 1e9)
