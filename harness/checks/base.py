@@ -39,14 +39,6 @@ class CheckSpec:
     tier: Tier  # default tier; a task may set another
     fn: Checker
 
-    @property
-    def black_box(self) -> bool:
-        return "B" in self.observes
-
-    @property
-    def doc(self) -> str:
-        return (self.fn.__doc__ or "").strip().split("\n\n")[0].replace("\n", " ")
-
 
 REGISTRY: dict[str, CheckSpec] = {}
 

@@ -27,7 +27,7 @@ def test_registry_maps_every_contract_item_to_its_named_checker():
     assert {k for k, s in REGISTRY.items() if s.observes == "L"} == set(LOG_ONLY)
     assert REGISTRY["A1"].tier is Tier.ADVISORY and REGISTRY["C4"].tier is Tier.MANDATORY
     assert get_check("stop_means_stop") is REGISTRY["C9"]
-    assert all(s.doc for s in REGISTRY.values())
+    assert all(s.fn.__doc__ for s in REGISTRY.values())
     with pytest.raises(KeyError, match="unknown check 'C99'"):
         get_check("C99")
 
