@@ -152,3 +152,30 @@ def test_every_checker_has_a_passing_and_a_failing_case():
             continue  # test_no_secret_leaks.py
         assert (check_id, "pass") in outcomes and (check_id, "fail") in outcomes, check_id
         assert (check_id, "skipped") in outcomes or check_id in ("C1", "C10"), check_id  # see test_check_registry
+
+
+def test_failure_evidence_points_at_the_fault():
+    """Beyond the summary, the items name the log line, request, call or PID to re-check by hand."""
+    items = run_check("C1", stop_in_tool("double-settle").observation()).evidence.items
+    assert [(i["line"], i["type"], i["turn"]) for i in items] == [(11, "turn_ended", 1)]
+
+    items = run_check("C3", stop_in_tool("tree-survives").observation()).evidence.items
+    assert items[0]["window"] == "w1" and items[0]["survivors"] == [{"pid": 503, "role": "escapee"}]
+    assert items[0]["tree"] == [501, 502, 503]
+
+    items = run_check("C4", kill_in_tool("drop-dangling-call").observation()).evidence.items
+    assert {(i["request"], i["call_id"]) for i in items} == {(2, "c1"), (2, "c2")}
+    assert items[0]["messages"][-1] == "user: What happened to the migration?"
+
+    items = run_check("C5", stop_mid_stream("no-flag").observation()).evidence.items
+    assert items[0]["line"] == 5 and items[0]["type"] == "assistant_message"
+    assert '"interrupted": false' in items[0]["excerpt"]
+
+    items = run_check("C9", stop_in_tool("keep-going").observation()).evidence.items
+    assert items[0]["request"] == 2 and items[0]["messages"][-1] == "tool: aborted for=c1"
+
+    items = run_check("C11", kill_at_request("no-request-checkpoint").observation()).evidence.items
+    assert items[0]["request"] == 1 and "holds no model_request" in items[0]["note"]
+
+    items = run_check("C8", timeout_run("overshoot").observation()).evidence.items
+    assert items[0]["returncode"] == 3 and items[0]["overshoot_ms"] == 3600.0
