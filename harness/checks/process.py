@@ -13,8 +13,9 @@ EXPECTATION = {"completed": "its turn was expected to complete", "stopped": "it 
                "timeout": "it timed out", "refused": "its log was damaged mid-file",
                "error": "its turn was expected to fail", "blocked": "its turn was expected to be blocked"}
 EXIT_FOR_REASON = {"completed": 0, "error": 2, "blocked": 2, "aborted": 3, "interrupted": 3}
-# `run --timeout T` must exit "shortly after T": measured from spawn, so this includes start-up.
-TIMEOUT_OVERSHOOT_LIMIT_NS = 3_000_000_000
+# `run --timeout T` must exit "shortly after T". Measured from spawn, so start-up counts; the
+# reference agent overshoots by well under 0.1 s, while waiting out a SIGTERM grace costs seconds.
+TIMEOUT_OVERSHOOT_LIMIT_NS = 1_500_000_000
 
 
 @check("C8", "B")
@@ -53,7 +54,7 @@ def _exit_problem(exit_: ProcessExit, item: dict) -> str | None:
         return f"exit 3 {-overshoot / 1e9:.2f} s before the {exit_.timeout_s} s timeout"
     if overshoot > TIMEOUT_OVERSHOOT_LIMIT_NS:
         return (f"exit {overshoot / 1e9:.2f} s after the {exit_.timeout_s} s timeout "
-                f"(limit {TIMEOUT_OVERSHOOT_LIMIT_NS / 1e9:.0f} s)")
+                f"(limit {TIMEOUT_OVERSHOOT_LIMIT_NS / 1e9:.1f} s)")
     return None
 
 
