@@ -466,12 +466,13 @@ def latencies(item: WorkItem, profile: Profile, obs: Observation) -> list[Latenc
                                      {"driver": item.driver, **detail}))
 
     ended = [e for e in (obs.log.events if obs.log else ()) if e.type == "turn_ended" and e.mono_ns]
-    for stop in (s for s in obs.stops if s.exercised):
+    # L1 and L2 are aborts mid-stream; a Stop inside a tool is timed by L3 (the tree kill).
+    for stop in (s for s in obs.stops if s.exercised and s.phase == "stream"):
         if item.driver == "inproc":
             after = [e.mono_ns for e in ended if e.mono_ns >= stop.mono_ns]
             if after:
-                add("L1", after[0] - stop.mono_ns, phase=stop.phase)
-        if item.adapter == "http" and stop.phase == "stream" and stop.request is not None:
+                add("L1", after[0] - stop.mono_ns)
+        if item.adapter == "http" and stop.request is not None:
             gone = [r["mono_ns"] for r in obs.records if r.get("kind") == "disconnect"
                     and r.get("request") == stop.request and r["mono_ns"] >= stop.mono_ns]
             if gone:
