@@ -79,6 +79,10 @@ def _reason_problems(event: SessionEvent) -> list[str]:
     return []
 
 
+# What a reloaded agent may write first: the record of a cut torn tail, or new user activity.
+FIRST_WRITES_AFTER_LOAD = frozenset({"torn_tail_dropped", "turn_started", "inbox_queued", "inbox_canceled"})
+
+
 @check("C2", "L")
 def reload_repairs_in_memory_only(obs: Observation) -> CheckResult:
     """Reloading after a crash repairs the open turn in memory; the disk is not rewritten.
@@ -103,6 +107,10 @@ def reload_repairs_in_memory_only(obs: Observation) -> CheckResult:
         elif restart.bytes_after_load is None:
             checked.append({"restart": number, "note": "the file after loading was not observable; judged by "
                             "the final log alone"})
+        first = next((e for e in log.events if (e.mono_ns or 0) > restart.mono_ns), None)
+        if first is not None and first.type not in FIRST_WRITES_AFTER_LOAD:
+            problems.append(event_item(first, note=f"the first event written after restart {number} is "
+                                       f"{first.type}, which only a repair on load would write"))
         open_turns = _open_turns(restart.bytes_before)
         written = [e for e in log.of_type("turn_ended") if e.turn in open_turns and (e.mono_ns or 0) > restart.mono_ns]
         problems.extend(event_item(e, note=f"turn {e.turn} was open when restart {number} loaded the log; its end "

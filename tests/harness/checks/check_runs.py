@@ -125,7 +125,7 @@ def kill_in_tool(*faults: str) -> RunBuilder:
     """interrupt-restart: a response with calls c1 (window w1) and c2; SIGKILL as w1 opens;
     restart and follow up. c1 started (TOOL_OUTCOME_UNKNOWN), c2 never did (TOOL_NOT_STARTED)."""
     f = _faults(faults, {"no-repair", "drop-dangling-call", "wrong-marker", "repair-writes-disk", "load-writes",
-                         "fork", "no-note", "late-tool-checkpoint", "tree-survives"})
+                         "fork", "no-note", "late-tool-checkpoint", "tree-survives", "writes-on-load"})
     run = RunBuilder()
     log, rec = run.log, run.records
     run.user("Run the migration.")
@@ -152,6 +152,8 @@ def kill_in_tool(*faults: str) -> RunBuilder:
         log.event("tool_result", turn=1, call_id="c1", output=TOOL_OUTCOME_UNKNOWN + ": unknown", exit_code=None,
                   aborted=False)
         log.event("turn_ended", turn=1, reason="interrupted")
+    if "writes-on-load" in f:
+        log.event("tool_result", turn=1, call_id="c1", output="interrupted by a crash", exit_code=None, aborted=True)
     run.user("What happened to the migration?")
     if "fork" in f:
         from harness.checks.testing import LogBuilder

@@ -31,6 +31,7 @@ CASES = [
     ("C2", kill_in_tool, (), {}, "pass", "left the file as it was"),
     ("C2", kill_in_tool, ("repair-writes-disk",), {}, "fail", "wrote its repair to the log"),
     ("C2", kill_in_tool, ("load-writes",), {}, "fail", "wrote its repair to the log"),
+    ("C2", kill_in_tool, ("writes-on-load",), {}, "fail", "wrote its repair to the log"),
     ("C2", stop_in_tool, (), {}, "skipped", "never restarted"),
     ("C3", stop_in_tool, (), {}, "pass", "1 call(s) running at a Stop reported aborted; 1 stopped window tree(s) seen gone"),
     ("C3", timeout_run, (), {}, "pass", "1 call(s) running at a Stop reported aborted; 0 stopped window"),
@@ -176,6 +177,9 @@ def test_failure_evidence_points_at_the_fault():
 
     items = run_check("C11", kill_at_request("no-request-checkpoint").observation()).evidence.items
     assert items[0]["request"] == 1 and "holds no model_request" in items[0]["note"]
+
+    items = run_check("C2", kill_in_tool("writes-on-load").observation()).evidence.items
+    assert items[0]["type"] == "tool_result" and "only a repair on load would write" in items[0]["note"]
 
     items = run_check("C8", timeout_run("overshoot").observation()).evidence.items
     assert items[0]["returncode"] == 3 and items[0]["overshoot_ms"] == 3600.0
