@@ -46,6 +46,7 @@ def log_format_holds(obs: Observation) -> CheckResult:
         for number, restart in enumerate(obs.restarts, start=1):
             if restart.damage != "mid-file":
                 problems.extend(_continuation_problems(log, restart, number, evidence))
+        problems.extend(_rewritten_bytes(obs))
         evidence.insert(0, {"log": log.path, "events": len(log.events), "session_id": log.header.session_id})
     if problems:
         return failed("C10", problems[0]["note"], *problems)
@@ -76,6 +77,30 @@ def _refusal_problems(obs: Observation, restart: Restart, evidence: list[dict]) 
                          "note": "refusing the damaged log changed the file"})
     if not problems:
         evidence.append({**item, "note": f"refused the log damaged at {where}, file untouched"})
+    return problems
+
+
+def _rewritten_bytes(obs: Observation) -> list[dict]:
+    """Byte for byte: every later capture of the file starts with each earlier restart's
+    complete lines. Captures from the first mid-file damage on are left out (the task
+    itself rewrote a line there)."""
+    damaged_ns = min((r.mono_ns for r in obs.restarts if r.damage == "mid-file"), default=None)
+    captures = [(k.mono_ns, f"the log after kill {n}", k.log_bytes) for n, k in enumerate(obs.kills, start=1)]
+    captures += [(r.mono_ns, f"the log before restart {n}", r.bytes_before) for n, r in enumerate(obs.restarts, start=1)]
+    captures = [c for c in captures if c[2] is not None and (damaged_ns is None or c[0] < damaged_ns)]
+    problems = []
+    for number, restart in enumerate(obs.restarts, start=1):
+        if restart.bytes_before is None or restart.damage == "mid-file":
+            continue
+        kept = complete_prefix(restart.bytes_before)
+        for ns, label, data in captures:
+            if ns > restart.mono_ns and not data.startswith(kept):
+                offset = next((i for i, (a, b) in enumerate(zip(kept, data)) if a != b), min(len(kept), len(data)))
+                line = kept.count(b"\n", 0, offset) + 1
+                problems.append({"restart": number, "capture": label, "offset": offset, "line": line,
+                                 "note": f"{label} no longer starts with the lines written before restart {number}: "
+                                         f"line {line} differs at byte {offset}"})
+                break
     return problems
 
 

@@ -182,3 +182,20 @@ def test_tree_gone_without_a_time_of_death_is_unknown_for_c3_and_fine_for_a2():
     untimed = dataclasses.replace(killed, windows=tuple(dataclasses.replace(w, gone_ns=None) for w in killed.windows))
     result = run_check("A2", untimed)
     assert result.outcome is Outcome.PASS and result.evidence.items[0]["died"] == "by the end of the task"
+
+
+def test_earlier_lines_rewritten_byte_for_byte_fail_c10_even_with_the_same_meaning():
+    import json as json_module
+
+    run = RunBuilder()
+    run.log.event("turn_started", turn=1, input="hi", inbox=[])
+    run.log.event("turn_ended", turn=1, reason="completed")
+    run.restart()
+    run.log.lines[1] = json_module.dumps(json_module.loads(run.log.lines[1]), separators=(",", ":")).encode()
+    run.log.event("turn_started", turn=2, input="again", inbox=[])
+    run.log.event("turn_ended", turn=2, reason="completed")
+    run.restart()
+    result = run_check("C10", run.observation())
+    assert result.outcome is Outcome.FAIL
+    assert result.evidence.summary == ("the log before restart 2 no longer starts with the lines written before "
+                                       "restart 1: line 2 differs at byte 195")
