@@ -99,7 +99,6 @@ def balance_problems(msgs: Iterable[Mapping[str, Any]]) -> list[str]:
     """
     problems: list[str] = []
     open_calls: dict[str, int] = {}
-    position = 0
     for position, m in enumerate(msgs, start=1):
         role = m.get("role")
         if role == "tool":
