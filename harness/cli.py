@@ -11,6 +11,7 @@ import argparse
 import asyncio
 import datetime as dt
 import json
+import signal
 import sys
 from pathlib import Path
 from typing import Sequence
@@ -129,11 +130,15 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     started = _now()
     progress = Progress(len(items))
-    outcomes = asyncio.run(runner.run_items(
-        profile, items,
-        on_start=lambda n, item: progress.start(n, _label(item)),
-        on_done=lambda n, item, outcome: progress.done(n, _label(item), outcome.result),
-    ))
+    try:
+        outcomes = asyncio.run(_until_signalled(runner.run_items(
+            profile, items,
+            on_start=lambda n, item: progress.start(n, _label(item)),
+            on_done=lambda n, item, outcome: progress.done(n, _label(item), outcome.result),
+        )))
+    except asyncio.CancelledError:
+        raise UsageError("interrupted: the task run in progress was cleaned up (agent and tool processes "
+                         "ended, temp folders removed); no results written") from None
     header = runner.run_header(profile, items, argv=args.argv,
                                repeat=args.repeat, shard=args.shard, started=started, ended=_now())
     task_results = tuple(o.result for o in outcomes)
@@ -153,6 +158,18 @@ def cmd_run(args: argparse.Namespace) -> int:
     print("verdict:", "conformant" if conformant else "NOT conformant",
           *([f"— mutation score {header['mutation']['caught']}/{header['mutation']['total']}"] if failpoints else []))
     return EXIT_OK if conformant and not survived else EXIT_NOT_CONFORMANT
+
+
+async def _until_signalled(work):
+    """Run ``work``; SIGINT or SIGTERM cancels it, so every task run's cleanup still happens
+    (the agents run in their own sessions: killing the harness alone would orphan them).
+    A signal the caller set to be ignored stays ignored."""
+    task = asyncio.current_task()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        if signal.getsignal(sig) is not signal.SIG_IGN:
+            loop.add_signal_handler(sig, task.cancel)
+    return await work
 
 
 def write_results(run, report_dir: Path) -> list[str]:

@@ -79,3 +79,34 @@ def test_a_broken_task_folder_is_a_usage_error_naming_the_file(tmp_path, capsys)
     assert main(["run", "--tasks-dir", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert "bad/task.toml: scenario" in err or "bad/task.toml: checks" in err
+
+
+def test_sigterm_mid_task_cleans_up_every_process_and_exits_2(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import psutil
+
+    from harness.procs import ProcRef, kill_all, leftovers
+
+    proc = subprocess.Popen([sys.executable, "-m", "harness", "run", "--task", "interrupt-timeout", "--adapter", "http",
+                             "--report-dir", str(tmp_path)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    family: list[ProcRef] = []
+    try:
+        harness = psutil.Process(proc.pid)
+        deadline = time.monotonic() + 60  # failsafe; the loop ends when the tool window's tree is up
+        while time.monotonic() < deadline and sum(
+                "fake_server.window" in " ".join(p.cmdline()) for p in harness.children(recursive=True)) < 4:
+            time.sleep(0.01)  # root, child, TERM-ignorer, setsid escapee
+        family = [ProcRef.of(p.pid) for p in harness.children(recursive=True)]
+        assert family, "the task never started its agent"
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=60)
+        assert proc.returncode == 2 and b"interrupted" in out
+        assert leftovers(family) == []
+        assert not list(tmp_path.iterdir())  # no results from an interrupted run
+    finally:
+        proc.kill()
+        kill_all(family)
