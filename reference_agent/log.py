@@ -69,12 +69,15 @@ def _parse_line(raw: bytes) -> dict[str, Any] | None:
 def paused_gc():
     """Bulk decoding allocates about ten objects per event, all acyclic: the cyclic
     collector would rescan the growing heap again and again (half the cold-load time on a
-    132k-event log) and find nothing. Reference counting still frees everything."""
+    132k-event log) and find nothing. Reference counting still frees all of it."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
+        # What was decoded lives as long as the session and holds no cycles: moving it to
+        # the permanent generation spares every later collection from traversing it.
+        gc.freeze()
         if was_enabled:
             gc.enable()
 
@@ -145,16 +148,16 @@ def _parse_slow(path: Path, body: bytes, offset: int, torn: TornTail | None):
 
 
 def _check_sequence(path: Path, events: list[dict[str, Any]], skipped: list[int]) -> None:
-    expected = 1
-    for i, event in enumerate(events):
-        seq = event.get("seq")
-        if skipped:  # a mutant that skips damage also stops checking what it skipped over
-            expected = seq if isinstance(seq, int) else expected
-        if seq != expected or not isinstance(event.get("type"), str):
-            raise LogDamage(
-                path, i + 2, f"seq {seq!r} where {expected} was expected" if seq != expected else "event has no type"
-            )
-        expected += 1
+    if skipped:  # the accept-mid-file-damage mutant checks nothing around what it skipped
+        return
+    seqs = [e.get("seq") for e in events]
+    if seqs == list(range(1, len(seqs) + 1)) and all(type(e.get("type")) is str for e in events):
+        return
+    for i, event in enumerate(events, start=1):  # name the first bad line
+        if event.get("seq") != i:
+            raise LogDamage(path, i + 1, f"seq {event.get('seq')!r} where {i} was expected")
+        if not isinstance(event.get("type"), str):
+            raise LogDamage(path, i + 1, "event has no type")
 
 
 class LogWriter:
