@@ -24,6 +24,7 @@ from pathlib import Path
 
 from fake_server import FakeServer, load_scenario
 from reference_agent.api import open_session, replay
+from reference_agent import log
 from reference_agent.log import LogWriter, load
 
 STALL = """
@@ -193,6 +194,7 @@ def generate_session(path: Path, events: int = 132_010, target_bytes: int = 24_0
 def bench_cold_load(tmp: Path, repeats: int) -> tuple[list[int], int, int]:
     path = tmp / "s-big.jsonl"
     generate_session(path)
+    log.freeze_loaded = True  # as in the refagent process
     samples = []
     loaded = state = None
     for _ in range(repeats):

@@ -18,6 +18,7 @@ from importlib import metadata
 
 from . import failpoints
 from .api import default_sessions_dir, fork, latest_session_id, open_session
+from . import log
 from .log import LogDamage
 
 EXIT_CODES = {"completed": 0, "error": 2, "blocked": 2, "max_tokens": 2, "aborted": 3, "interrupted": 3}
@@ -74,6 +75,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if argv is None:  # run as the program: this process is the agent (see log.paused_gc)
+        log.freeze_loaded = True
     try:
         failpoints.check_env()
         if getattr(args, "failpoints", None):

@@ -65,6 +65,12 @@ def _parse_line(raw: bytes) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
+# Set by a program (the CLI) that owns its process: decoded logs then go to the permanent
+# GC generation. They live as long as the session and hold no cycles, so this spares every
+# later collection from traversing them; a library user's heap is left as it was.
+freeze_loaded = False
+
+
 @contextlib.contextmanager
 def paused_gc():
     """Bulk decoding allocates about ten objects per event, all acyclic: the cyclic
@@ -75,9 +81,8 @@ def paused_gc():
     try:
         yield
     finally:
-        # What was decoded lives as long as the session and holds no cycles: moving it to
-        # the permanent generation spares every later collection from traversing it.
-        gc.freeze()
+        if freeze_loaded:
+            gc.freeze()
         if was_enabled:
             gc.enable()
 
