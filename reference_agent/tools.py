@@ -3,9 +3,10 @@
 A bash command runs as the leader of a new session (so its own process group), with
 output to a file rather than a pipe: a background process that keeps the pipe open can
 then never hang the tool. Stop kills the whole tree at once with SIGKILL — the group, every
-descendant psutil finds (including ones that called setsid), and every process that still
-carries this call's tag in its environment (descendants whose parent already exited) —
-and returns only once each of them is gone, waiting on pidfds rather than sleeping.
+descendant found through ``/proc`` parent links (including ones that called setsid), and
+every process that still carries this call's tag in its environment (descendants whose
+parent already exited) — and returns only once each of them is gone, waiting on pidfds
+rather than sleeping.
 """
 
 from __future__ import annotations
@@ -18,8 +19,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
-
-import psutil
 
 from . import failpoints
 
@@ -73,6 +72,7 @@ class ToolRun:
         self.name, self.arguments, self.cwd, self.call_id = name, arguments, cwd, call_id
         self.output_path = output_path
         self.proc: asyncio.subprocess.Process | None = None
+        self._spawn: asyncio.Future | None = None
         self.tag = f"{os.getpid()}-{call_id}-{time.monotonic_ns()}"
         self._out_path: Path | None = None
 
@@ -102,11 +102,13 @@ class ToolRun:
         fd = os.open(self.output_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         self._out_path = self.output_path
         try:
-            env = tool_environment(self.tag)
-            self.proc = await asyncio.create_subprocess_exec(
+            # Shielded: a Stop arriving while the process is being created must not leave
+            # a process nobody knows about; abort() waits for the spawn and kills its tree.
+            self._spawn = asyncio.ensure_future(asyncio.create_subprocess_exec(
                 "bash", "-c", command, cwd=self.cwd, stdin=asyncio.subprocess.DEVNULL,
-                stdout=fd, stderr=fd, start_new_session=True, env=env,
-            )
+                stdout=fd, stderr=fd, start_new_session=True, env=tool_environment(self.tag),
+            ))
+            self.proc = await asyncio.shield(self._spawn)
         finally:
             os.close(fd)
         on_started(self.proc.pid, self.proc.pid)
@@ -115,6 +117,11 @@ class ToolRun:
 
     async def abort(self) -> ToolResult:
         """Stop: kill the whole tree, wait until every process of it is gone, then report."""
+        if self.proc is None and self._spawn is not None:
+            try:
+                self.proc = await self._spawn
+            except OSError:
+                pass  # it never started
         if self.proc is not None:
             await kill_tree(self.proc, self.tag)
         output = self._collect_output() if self._out_path else ""

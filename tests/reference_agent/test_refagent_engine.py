@@ -10,6 +10,7 @@ import pytest
 from fake_server import wire_chat
 from reference_agent.api import open_session
 from reference_agent.log import CheckpointFailed, load
+from reference_agent.tools import ToolRun
 
 from refagent_testkit import alive, kill_pids, read_events, write_scenario
 
@@ -295,3 +296,16 @@ async def test_stop_from_a_subscriber_inside_the_turn_starts_no_tool(tmp_path):
     assert "tool_started" not in [e["type"] for e in events]
     result = next(e for e in events if e["type"] == "tool_result")
     assert result["aborted"] is True and "not started" in result["output"]
+
+
+async def test_stop_while_the_process_is_being_created_kills_it(tmp_path):
+    run = ToolRun("bash", {"command": "sleep 300"}, tmp_path, "c1", tmp_path / "c1.out")
+    task = asyncio.create_task(run.run(lambda pid, pgid: None))
+    await asyncio.sleep(0)  # one step: the task is now awaiting the spawn
+    assert run.proc is None
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    result = await run.abort()
+    assert result.aborted and run.proc is not None
+    assert alive([run.proc.pid]) == []
