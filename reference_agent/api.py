@@ -85,6 +85,8 @@ async def open_session(*, sessions_dir: str | Path | None = None, cwd: str | Pat
 
 
 def _resume(path: Path, model_adapter: Any, cwd: Path, model: str) -> Session:
+    if not path.exists():
+        raise FileNotFoundError(f"no session {path.stem!r} in {path.parent}")
     loaded = load(path)  # LogDamage propagates: the caller reports it, the file is untouched
     state = replay(loaded)
     writer = LogWriter.reopen(loaded)

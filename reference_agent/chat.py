@@ -134,10 +134,11 @@ async def chat_main(args: argparse.Namespace, open_session: Callable[[argparse.N
     chat = Chat(session)
 
     def on_signal(sig: int) -> None:
-        if chat.turn is not None and not chat.turn.done:
+        running = chat.turn is not None and not chat.turn.done
+        if running:
             chat.turn.stop("user")
         if sig == signal.SIGTERM and not chat.quit.done():
-            chat.quit.set_result(3 if chat.turn is not None else 0)
+            chat.quit.set_result(3 if running else 0)
 
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, on_signal, sig)

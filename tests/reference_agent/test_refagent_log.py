@@ -106,6 +106,15 @@ def test_resume_of_a_damaged_log_exits_2_and_leaves_it_untouched(tmp_path, capsy
     assert path.read_bytes() == before
 
 
+def test_resume_of_an_unknown_session_exits_2(tmp_path, capsys):
+    scenario = tmp_path / "sc.toml"
+    scenario.write_text('name = "x"\n[[responses]]\n[[responses.frames]]\ntext = "hi"\n')
+    code = main(["run", "--adapter", "inproc", "--scenario", str(scenario), "--sessions-dir", str(tmp_path),
+                 "--resume", "s-nope", "q"])
+    assert code == 2 and "no session 's-nope'" in capsys.readouterr().err
+    assert list(tmp_path.glob("*.jsonl")) == []
+
+
 def test_replay_repairs_an_open_turn_in_memory_only(tmp_path):
     path = make_log(tmp_path, n_turns=1)
     w = LogWriter.reopen(load(path))
