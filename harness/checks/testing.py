@@ -138,9 +138,6 @@ class RecordsBuilder:
             self.chunk(request, k, piece)
         self._add("stream_end", request=request, complete=complete)
 
-    def stream_end(self, request: int, complete: bool = True) -> dict[str, Any]:
-        return self._add("stream_end", request=request, complete=complete)
-
     def disconnect(self, request: int, after_chunk: int) -> dict[str, Any]:
         return self._add("disconnect", request=request, after_chunk=after_chunk)
 

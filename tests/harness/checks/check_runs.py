@@ -125,7 +125,8 @@ def kill_in_tool(*faults: str) -> RunBuilder:
     """interrupt-restart: a response with calls c1 (window w1) and c2; SIGKILL as w1 opens;
     restart and follow up. c1 started (TOOL_OUTCOME_UNKNOWN), c2 never did (TOOL_NOT_STARTED)."""
     f = _faults(faults, {"no-repair", "drop-dangling-call", "wrong-marker", "repair-writes-disk", "load-writes",
-                         "fork", "no-note", "late-tool-checkpoint", "tree-survives", "writes-on-load"})
+                         "fork", "no-note", "late-tool-checkpoint", "tree-survives", "writes-on-load",
+                         "c1-finished", "c1-finished-but-marked"})
     run = RunBuilder()
     log, rec = run.log, run.records
     run.user("Run the migration.")
@@ -142,6 +143,9 @@ def kill_in_tool(*faults: str) -> RunBuilder:
     log.event("tool_call", turn=1, step=1, call_id="c1", name="bash", arguments={"command": "w1"})
     log.event("tool_started", turn=1, call_id="c1", pid=701, pgid=701)
     rec.window("w1", [701, 702])
+    if {"c1-finished", "c1-finished-but-marked"} & f:  # w1 ran to its end and its result is on disk
+        rec.window_done("w1", finished=True)
+        log.event("tool_result", turn=1, call_id="c1", output="migrated", exit_code=0, aborted=False)
     run.kill("window-opened", window="w1", **({"log_bytes": kill_bytes} if "late-tool-checkpoint" in f else {}))
     survivors = ({"pid": 702, "role": "escapee"},) if "tree-survives" in f else ()
     run.windows.append(WindowObservation("w1", ({"pid": 701}, {"pid": 702}), stop_ns=None,
@@ -162,6 +166,7 @@ def kill_in_tool(*faults: str) -> RunBuilder:
         turn = 1
     else:
         unknown_text = ("TOOL_FAILED: interrupted" if "wrong-marker" in f
+                        else "migrated" if "c1-finished" in f
                         else TOOL_NOT_STARTED + ": never ran." if "late-tool-checkpoint" in f  # as the agent sees it
                         else TOOL_OUTCOME_UNKNOWN + ": the command may have run; verify before retrying.")
         repaired = [msg("assistant", "", [c1, c2])]
