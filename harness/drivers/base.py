@@ -116,11 +116,11 @@ class DriverBase:
             self._log_path = match.group("path")
 
     def _record_stop(self, source: str, how: str, phase: str, running: bool, stop_ns: int,
-                     request: int | None, window: str | None) -> StopDelivery:
+                     request: int | None, window: str | None, chunks_seen: int | None = None) -> StopDelivery:
         text = self.text_since_input() if running else None
         delivery = StopDelivery(
             mono_ns=stop_ns, source=source, how=how, phase=phase, exercised=running,
-            request=request, window=window, text_seen=text,
+            request=request, window=window, text_seen=text, chunks_seen=chunks_seen if running else None,
         )
         self.stops.append(delivery)
         return delivery

@@ -105,9 +105,10 @@ class InprocDriver(DriverBase):
         if self._turn is None:
             raise DriverError("Stop before any turn was started")
         running = self.turn_running()
+        chunks = len(self._deltas)  # text deltas delivered to this process before Stop
         stop_ns = time.monotonic_ns()
         self._turn.stop(source=source)
-        return self._record_stop(source, "api", phase, running, stop_ns, request, window)
+        return self._record_stop(source, "api", phase, running, stop_ns, request, window, chunks_seen=chunks)
 
     async def settle(self, deadline_s: float) -> Settlement:
         if self._turn is None:
