@@ -43,6 +43,7 @@ PLACEHOLDERS = frozenset(
 )
 OPTIONS = "{options}"  # a list element replaced by the spliced option lists
 LOG_READERS = frozenset({"contract-v1", "none"})
+WIRE_APIS = frozenset({"chat", "responses", "anthropic"})  # the fake server serves all three
 KEY_NAMES = frozenset({"esc", "ctrl-c", "ctrl-d", "enter"})
 
 
@@ -187,6 +188,9 @@ def parse_profile(data: Mapping[str, Any], path: str | Path = "<profile>") -> Pr
     log_reader = v.string(data, "log_reader", default="none")
     if log_reader not in LOG_READERS:
         v.fail("log_reader", f"{log_reader!r} is not one of {', '.join(sorted(LOG_READERS))}")
+    wire_api = v.string(data, "wire_api", default="chat")
+    if wire_api not in WIRE_APIS:
+        v.fail("wire_api", f"{wire_api!r} is not one of {', '.join(sorted(WIRE_APIS))}")
     adapters = v.strings(data, "adapters", default=["http"])
     if not adapters:
         v.fail("adapters", "at least one adapter is needed")
@@ -253,7 +257,7 @@ def parse_profile(data: Mapping[str, Any], path: str | Path = "<profile>") -> Pr
         path=str(path),
         description=v.string(data, "description", default=""),
         adapters=tuple(adapters),
-        wire_api=v.string(data, "wire_api", default="chat"),
+        wire_api=wire_api,
         model=v.string(data, "model", default="stopbench-1"),
         log_reader=log_reader,
         fresh_home=v.boolean(data, "fresh_home", default=True),

@@ -50,6 +50,7 @@ def test_a_profile_can_be_loaded_by_path(tmp_path):
     ({"headless": MINIMAL["headless"]}, "name", "required"),
     ({**MINIMAL, "name": "a b"}, "name", "plain identifier"),
     ({**MINIMAL, "log_reader": "sqlite"}, "log_reader", "is not one of"),
+    ({**MINIMAL, "wire_api": "grpc"}, "wire_api", "is not one of"),
     ({**MINIMAL, "stop": {"signal": "SIGNOPE"}}, "stop.signal", "not a signal name"),
     ({"name": "x", "headless": {"command": ["agent"]}}, "headless.command", "must pass {prompt}"),
     ({"name": "x", "headless": {"command": ["agent", "{promt}"]}}, "headless.command", "unknown placeholder {promt}"),
