@@ -13,6 +13,7 @@ import datetime as dt
 import json
 import signal
 import sys
+import traceback
 from pathlib import Path
 from typing import Sequence
 
@@ -47,6 +48,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return args.func(args)
     except (UsageError, HarnessError) as exc:
         print(f"stopbench: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except Exception:  # a harness bug: say so, and never let it read as "not conformant" (exit 1)
+        traceback.print_exc()
+        print("stopbench: internal error (above); the run's verdict is unknown", file=sys.stderr)
         return EXIT_USAGE
 
 
