@@ -17,7 +17,8 @@ from typing import Any
 
 from . import failpoints
 from .adapters import make_adapter
-from .engine import Session, reap_orphans
+from .engine import Session
+from .tools import reap_orphans
 from .log import LoadedLog, LogWriter, load, paused_gc, utc_now
 from .state import History, SessionState
 

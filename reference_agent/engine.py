@@ -21,13 +21,10 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-import psutil
-
 from . import failpoints
-from .adapters import ProviderError, StreamBroken
 from .log import CheckpointFailed, LogWriter
 from .state import SessionState, parse_arguments, resume_note
-from .tools import TAG_VAR, TOOL_SPECS, ToolRun
+from .tools import TOOL_SPECS, ToolRun
 
 MAX_STEPS = 64
 EXTRA_REQUEST_LIMIT_S = 5.0  # keep-going-after-stop only
@@ -387,19 +384,3 @@ class Session:
                 callback(event)
             except Exception as exc:  # noqa: BLE001 - a subscriber never breaks the turn
                 print(f"refagent: subscriber {callback!r} failed: {exc}", file=sys.stderr)
-
-
-def reap_orphans(tags: list[str]) -> list[int]:
-    """Kill processes a crashed run left behind, found by the tag its log recorded."""
-    if not tags:
-        return []
-    wanted = set(tags)
-    reaped = []
-    for p in psutil.process_iter():
-        try:
-            if p.environ().get(TAG_VAR) in wanted:
-                p.kill()
-                reaped.append(p.pid)
-        except psutil.Error:
-            continue
-    return sorted(reaped)

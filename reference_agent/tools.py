@@ -152,14 +152,10 @@ def _clip(text: str) -> str:
     return text[:OUTPUT_LIMIT] + f"\n[output cut at {OUTPUT_LIMIT} of {len(text)} characters]"
 
 
-def tree_of(root_pid: int, tag: str) -> list[int]:
-    """PIDs of the root, its descendants, and every process carrying the call's tag.
-
-    One pass over ``/proc`` (about half a millisecond): the parent links give the
-    descendants, including setsid escapees; the tag finds those whose parent already
-    exited (orphans re-parented to init).
-    """
-    needle = f"{TAG_VAR}={tag}".encode() + b"\0"
+def _scan_proc(tags: set[str]) -> tuple[dict[int, list[int]], set[int]]:
+    """One pass over ``/proc`` (about half a millisecond): parent links, and the processes
+    whose environment carries one of ``tags``."""
+    needles = [f"{TAG_VAR}={tag}".encode() + b"\0" for tag in tags]
     children: dict[int, list[int]] = {}
     tagged: set[int] = set()
     for name in os.listdir("/proc"):
@@ -172,10 +168,18 @@ def tree_of(root_pid: int, tag: str) -> list[int]:
             ppid = int(stat[stat.rindex(b")") + 2 :].split(None, 2)[1])
             children.setdefault(ppid, []).append(pid)
             with open(f"/proc/{name}/environ", "rb") as f:
-                if needle in f.read():
-                    tagged.add(pid)
+                environ = f.read()
+            if any(needle in environ for needle in needles):
+                tagged.add(pid)
         except (OSError, ValueError):
             continue
+    return children, tagged
+
+
+def tree_of(root_pid: int, tag: str) -> list[int]:
+    """PIDs of the root, its descendants (setsid escapees included: the parent links
+    hold), and every process carrying the call's tag (orphans whose parent exited)."""
+    children, tagged = _scan_proc({tag})
     found = {root_pid}
     stack = [root_pid, *tagged]
     while stack:
@@ -184,6 +188,17 @@ def tree_of(root_pid: int, tag: str) -> list[int]:
                 found.add(child)
                 stack.append(child)
     return sorted(found | tagged)
+
+
+def reap_orphans(tags: list[str]) -> list[int]:
+    """Kill what a crashed run's tool calls left running, found by the tags its log
+    recorded (a tag names one call of one agent process, so no stranger matches)."""
+    if not tags:
+        return []
+    _, tagged = _scan_proc(set(tags))
+    for pid in tagged:
+        _signal(pid, signal.SIGKILL)
+    return sorted(tagged)
 
 
 async def kill_tree(proc: asyncio.subprocess.Process, tag: str) -> None:
