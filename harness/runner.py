@@ -472,8 +472,8 @@ def latencies(item: WorkItem, profile: Profile, obs: Observation) -> list[Latenc
             after = [e.mono_ns for e in ended if e.mono_ns >= stop.mono_ns]
             if after:
                 add("L1", after[0] - stop.mono_ns)
-        if item.adapter == "http" and stop.request is not None:
-            gone = [r["mono_ns"] for r in obs.records if r.get("kind") == "disconnect"
+        if stop.request is not None:  # L2 needs a real connection: the server's own record
+            gone = [r["mono_ns"] for r in obs.records if r.get("kind") == "disconnect" and r.get("source") == "server"
                     and r.get("request") == stop.request and r["mono_ns"] >= stop.mono_ns]
             if gone:
                 add("L2", gone[0] - stop.mono_ns, request=stop.request)

@@ -16,7 +16,7 @@ MINIMAL = {"name": "x", "headless": {"command": ["agent", "{prompt}"]}}
 def test_reference_is_built_in_and_complete():
     assert "reference" in builtin_names()
     p = load_profile("reference")
-    assert p.adapters == ("inproc", "http") and p.log_reader == "contract-v1"
+    assert p.adapters == ("inproc", "http", "openai-sdk") and p.log_reader == "contract-v1"
     assert p.drivers() == ["inproc", "subprocess", "terminal"]
     assert p.stop_signal == signal.SIGINT and p.failpoints_env == "REFAGENT_FAILPOINTS"
     assert p.inproc_factory == "reference_agent.api:open_session"

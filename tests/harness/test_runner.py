@@ -18,7 +18,7 @@ KEY = "sk-stopbench-0123456789abcdef"
 def test_plan_is_every_variant_adapter_repeat_and_mutant_in_a_stable_order():
     profile = load_profile("reference")
     cancel, timeout = load_task(Path("tasks/interrupt-cancel")), load_task(Path("tasks/http-stream-cancel"))
-    items = plan(profile, [cancel, timeout], repeat=2, mutants=[None, "seq-gap"])
+    items = plan(profile, [cancel, timeout], adapters=["inproc", "http"], repeat=2, mutants=[None, "seq-gap"])
     keys = [i.key for i in items]
     assert keys[:4] == ["interrupt-cancel[terminal]/inproc/1/-", "interrupt-cancel[terminal]/inproc/2/-",
                         "interrupt-cancel[terminal]/http/1/-", "interrupt-cancel[terminal]/http/2/-"]
@@ -69,15 +69,16 @@ def test_latencies_from_one_observation():
     log.event("turn_started", turn=1, input="x", inbox=[])
     stop_stream = StopDelivery(mono_ns=clock.tick(), source="user", how="api", phase="stream", exercised=True, request=1)
     ended = log.event("turn_ended", turn=1, reason="aborted", source="user")  # 1 ms after the stop
-    disconnect = {"kind": "disconnect", "request": 1, "mono_ns": stop_stream.mono_ns + 1_600_000}
-    stale = {"kind": "disconnect", "request": 1, "mono_ns": stop_stream.mono_ns - 5}
+    disconnect = {"kind": "disconnect", "source": "server", "request": 1, "mono_ns": stop_stream.mono_ns + 1_600_000}
+    stale = {"kind": "disconnect", "source": "server", "request": 1, "mono_ns": stop_stream.mono_ns - 5}
+    played = {"kind": "disconnect", "source": "inproc", "request": 1, "mono_ns": stop_stream.mono_ns + 1}
     window = WindowObservation("w1", ({"pid": 1},), stop_ns=100, gone_ns=148_000_100)
     not_stopped = WindowObservation("w2", ({"pid": 2},), stop_ns=None, gone_ns=5)
     timed = ProcessExit(pid=9, role="run", started_ns=0, ended_ns=2_250_000_000, returncode=3, signal=None,
                         expect="timeout", timeout_s=2)
     unexercised = StopDelivery(mono_ns=1, source="user", how="api", phase="stream", exercised=False, request=1)
     in_tool = StopDelivery(mono_ns=2, source="user", how="api", phase="tool", exercised=True, window="w1")
-    obs = _observation(log=log.read(), stops=(in_tool, stop_stream, unexercised), records=(stale, disconnect),
+    obs = _observation(log=log.read(), stops=(in_tool, stop_stream, unexercised), records=(stale, played, disconnect),
                        windows=(window, not_stopped), exits=(timed,))
     item = WorkItem(SimpleNamespace(variant=lambda d: "t"), "inproc", "http", 3)
     measured = latencies(item, load_profile("reference"), obs)
