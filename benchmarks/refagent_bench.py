@@ -3,7 +3,7 @@
     python benchmarks/refagent_bench.py [--quick]
 
 Prints p50/p90/p99/max with n for: Stop → settlement on the inproc adapter (L1); Stop →
-the fake server sees the socket closed on the http adapter (L2); Stop → the bash tool's
+the fake server sees the socket closed, on aiohttp and through the openai SDK (L2); Stop → the bash tool's
 whole tree gone (L3); cold load of a generated 132,010-event, 24 MB session until ready
 for the next turn (L5). Timestamps are ``time.monotonic_ns()`` from the events themselves.
 """
@@ -61,7 +61,7 @@ def percentiles(values_ns: list[int]) -> str:
 
 
 def report(check: str, name: str, values_ns: list[int]) -> None:
-    print(f"{check} {name:38} {percentiles(values_ns)}   (aim {AIMS[check]}; published {PUBLISHED[check]})")
+    print(f"{check} {name:44} {percentiles(values_ns)}   (aim {AIMS[check]}; published {PUBLISHED[check]})")
 
 
 async def first_delta(session) -> None:
@@ -89,10 +89,10 @@ async def bench_inproc_stop(tmp: Path, n: int) -> list[int]:
     return samples
 
 
-async def bench_http_stop(tmp: Path, n: int) -> tuple[list[int], list[int]]:
+async def bench_http_stop(tmp: Path, n: int, adapter: str) -> tuple[list[int], list[int]]:
     closed, settled = [], []
     async with FakeServer(scenario=load_scenario(_write(tmp / "stall-h.toml", STALL))) as server:
-        session = await open_session(sessions_dir=tmp / "s2", cwd=tmp, adapter="http", base_url=server.base_url,
+        session = await open_session(sessions_dir=tmp / "s2", cwd=tmp, adapter=adapter, base_url=server.base_url,
                                      api_key="bench")
         for i in range(1, n + 1):
             turn = session.start_turn("go")
@@ -221,9 +221,10 @@ async def main() -> None:
         tmp = Path(d)
         print(f"refagent benchmark (python {sys.version.split()[0]})")
         report("L1", "inproc: stop -> settlement", await bench_inproc_stop(tmp, n))
-        closed, settled = await bench_http_stop(tmp, n)
-        report("L2", "http: stop -> server sees socket closed", closed)
-        report("L2", "http: stop -> settlement", settled)
+        for adapter in ("http", "openai-sdk"):
+            closed, settled = await bench_http_stop(tmp, n, adapter)
+            report("L2", f"{adapter}: stop -> server sees socket closed", closed)
+            report("L2", f"{adapter}: stop -> settlement", settled)
         for depth, fanout, size in ((1, 1, 4), (2, 2, 9)):
             gone, result = await bench_tree_kill(tmp, n_tree, depth, fanout)
             report("L3", f"bash: stop -> tree of {size} gone", gone)
