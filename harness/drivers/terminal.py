@@ -72,6 +72,9 @@ class TerminalDriver(DriverBase):
             argv[0], argv[1:], env=self.ctx.env, cwd=str(self.ctx.cwd), encoding=None,
             dimensions=(40, 200), preexec_fn=reset_signals, echo=False,
         )
+        # pexpect sleeps 50 ms in every send() by default: a blocking sleep on the event loop
+        # that would also land inside every Stop latency measured through keys.
+        self._child.delaybeforesend = None
         self._refs.append(ProcRef.of(self._child.pid, "resume" if resume else "chat"))
         os.set_blocking(self._child.child_fd, False)
         asyncio.get_running_loop().add_reader(self._child.child_fd, self._on_readable, self._child, self._screen)
