@@ -15,7 +15,7 @@ import re
 import signal
 import string
 import sys
-import tomllib
+from harness.datafile import DataFileError, read_toml
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -47,12 +47,8 @@ WIRE_APIS = frozenset({"chat", "responses", "anthropic"})  # the fake server ser
 KEY_NAMES = frozenset({"esc", "ctrl-c", "ctrl-d", "enter"})
 
 
-class ProfileError(Exception):
+class ProfileError(DataFileError):
     """A profile that cannot be used, naming the file, the item and the problem."""
-
-    def __init__(self, file: str | Path, item: str, problem: str):
-        self.file, self.item, self.problem = str(file), item, problem
-        super().__init__(f"{file}: {item}: {problem}")
 
 
 class MissingValue(KeyError):
@@ -160,13 +156,7 @@ def load_profile(name_or_path: str | Path) -> Profile:
             raise ProfileError(text, "agent", f"no built-in profile of that name (built-in: {', '.join(builtin_names())})")
     if not path.is_file():
         raise ProfileError(path, "agent", "file not found")
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise ProfileError(path, "toml", str(exc)) from None
-    except UnicodeDecodeError as exc:
-        raise ProfileError(path, "file", f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    return parse_profile(data, path)
+    return parse_profile(read_toml(path, ProfileError), path)
 
 
 _TOP_KEYS = {

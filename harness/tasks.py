@@ -10,7 +10,7 @@ chunk flushed, a window opened — so nothing depends on timing. The format is d
 from __future__ import annotations
 
 import re
-import tomllib
+from harness.datafile import DataFileError, read_toml
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -39,12 +39,8 @@ SEND_EXPECT = ("completed", "error", "stopped", "timeout")
 DAMAGE_KINDS = ("torn-tail", "mid-file")
 
 
-class TaskError(Exception):
+class TaskError(DataFileError):
     """A task that cannot be run, naming the file, the item and the problem."""
-
-    def __init__(self, file: str | Path, item: str, problem: str):
-        self.file, self.item, self.problem = str(file), item, problem
-        super().__init__(f"{file}: {item}: {problem}")
 
 
 @dataclass(frozen=True)
@@ -93,11 +89,7 @@ def load_task(path: str | Path, *, known_checks: set[str] | None = None, load_sc
         path = path / "task.toml"
     if not path.is_file():
         raise TaskError(path, "task", "file not found")
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise TaskError(path, "toml", str(exc)) from None
-    return parse_task(data, path, known_checks=known_checks, load_scenario=load_scenario)
+    return parse_task(read_toml(path, TaskError), path, known_checks=known_checks, load_scenario=load_scenario)
 
 
 def parse_task(data: Mapping[str, Any], path: Path, *, known_checks: set[str] | None = None,

@@ -112,3 +112,12 @@ def test_discover_finds_task_files_only(tmp_path):
     write_task(tmp_path, BASE)
     (tmp_path / "notes").mkdir()
     assert discover(tmp_path) == [tmp_path / "my-task" / "task.toml"]
+
+
+def test_a_task_file_that_is_not_utf8_is_named_not_a_traceback(tmp_path):
+    path = write_task(tmp_path, BASE + '[[steps]]\ndo = "send"\ntext = "x"\n')
+    path.write_bytes(b'name = "my-task"\n\xff\xfe\n')
+    with pytest.raises(TaskError) as err:
+        load_task(path)
+    assert err.value.item == "file" and "not UTF-8" in err.value.problem
+    assert err.value.file.endswith("my-task/task.toml")
