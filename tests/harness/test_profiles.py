@@ -35,7 +35,7 @@ def test_options_are_spliced_where_the_template_says():
 def test_a_placeholder_without_a_value_is_an_error():
     p = load_profile("reference")
     with pytest.raises(MissingValue):
-        p.headless.render({k: v for k, v in VALUES.items() if k != "api_key"})
+        p.headless.render({k: v for k, v in VALUES.items() if k != "base_url"})
 
 
 def test_a_profile_can_be_loaded_by_path(tmp_path):
