@@ -143,3 +143,63 @@ def make_driver(agent_profile, run_dirs):
     refs = [r for d in drivers for r in d.processes()]
     kill_all(refs)
     assert not leftovers(refs), f"processes left behind: {leftovers(refs)}"
+
+
+# --- nothing left behind -------------------------------------------------------------------
+# Every process a test starts must be ended by PID, and every run folder removed. The session
+# gets a temp folder of its own (TMPDIR and ``tempfile.tempdir`` point into it), so what it
+# left behind is told apart from anything else on the machine: at the end, a descendant of
+# pytest still alive, or any process whose working folder is inside the session's temp folder
+# (a bash window that escaped with setsid is no descendant, but it runs in its task's folder),
+# or a harness run folder still there, fails the session. The folder is then removed.
+
+_SESSION_TMP: Path | None = None
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    import os
+    import tempfile
+
+    global _SESSION_TMP
+    _SESSION_TMP = Path(tempfile.mkdtemp(prefix="stopbench-tests-"))
+    tempfile.tempdir = str(_SESSION_TMP)
+    os.environ["TMPDIR"] = str(_SESSION_TMP)
+
+
+def _leftovers(root: Path) -> list[str]:
+    import psutil
+
+    found = {p.pid: p for p in psutil.Process().children(recursive=True)}
+    for p in psutil.process_iter():
+        try:
+            if Path(p.cwd()).is_relative_to(root):
+                found.setdefault(p.pid, p)
+        except (psutil.Error, OSError):
+            continue
+    lines = []
+    for pid, p in sorted(found.items()):
+        try:
+            if p.status() != psutil.STATUS_ZOMBIE:
+                lines.append(f"process {pid}: {' '.join(p.cmdline())[:160]}")
+        except psutil.Error:
+            continue
+    lines += [f"run folder {folder}" for folder in sorted(root.glob("stopbench-*"))]
+    return lines
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    import shutil
+
+    if _SESSION_TMP is None:
+        return
+    lines = _leftovers(_SESSION_TMP)
+    if lines:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line("")
+            reporter.write_line("left behind by the test session (every process and run folder must be ended):", red=True)
+            for line in lines:
+                reporter.write_line(f"  {line}", red=True)
+        if session.exitstatus == 0:
+            session.exitstatus = 1
+    shutil.rmtree(_SESSION_TMP, ignore_errors=True)

@@ -43,6 +43,7 @@ class Playback:
         self.report_to = report_to.rstrip("/").removesuffix("/v1") if report_to else None
         self._requests = 0
         self._http: aiohttp.ClientSession | None = None
+        self._unsent: set[asyncio.Task] = set()  # reports posted without holding up the consumer
 
     async def __aenter__(self):
         return self
@@ -51,6 +52,8 @@ class Playback:
         await self.aclose()
 
     async def aclose(self):
+        if self._unsent:
+            await asyncio.gather(*self._unsent, return_exceptions=True)
         if self._http is not None:
             await self._http.close()
             self._http = None
@@ -58,9 +61,23 @@ class Playback:
     async def _report(self, record: dict) -> dict:
         """Post ``record`` to the server (which may number it); return it as stored. It is stamped
         here, when it happens, not when the post arrives."""
-        record = {**record, "source": "inproc", "mono_ns": time.monotonic_ns()}
+        record = _stamped(record)
         if self.report_to is None:
             return record
+        return await self._post(record)
+
+    def _report_without_waiting(self, record: dict) -> None:
+        """Report ``record`` (stamped now) while the consumer goes on: a cancelled stream must
+        end at once, not after a round trip to the server, or the fake model would add its own
+        reporting to the abort latency of the agent it serves. ``aclose`` waits for the post."""
+        record = _stamped(record)
+        if self.report_to is None:
+            return
+        task = asyncio.get_running_loop().create_task(self._post(record))
+        self._unsent.add(task)
+        task.add_done_callback(self._unsent.discard)
+
+    async def _post(self, record: dict) -> dict:
         if self._http is None:
             self._http = aiohttp.ClientSession()
         async with self._http.post(f"{self.report_to}/_stopbench/beacon", json=record) as resp:
@@ -113,5 +130,9 @@ class Playback:
                 if emit.final and not emit.complete:
                     raise StreamBroken("the server closed the connection mid-stream")
         except (asyncio.CancelledError, GeneratorExit):
-            await self._report({"kind": "disconnect", "request": request_no, "after_chunk": last_chunk})
+            self._report_without_waiting({"kind": "disconnect", "request": request_no, "after_chunk": last_chunk})
             raise
+
+
+def _stamped(record: dict) -> dict:
+    return {**record, "source": "inproc", "mono_ns": time.monotonic_ns()}

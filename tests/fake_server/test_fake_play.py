@@ -1,6 +1,7 @@
 """In-process playback: the exact chunks, strictness and error paths, without HTTP."""
 import asyncio
 import json
+import time
 
 import pytest
 
@@ -107,6 +108,33 @@ async def test_stall_waits_until_the_consumer_cancels():
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
+
+
+async def test_a_cancel_ends_the_stream_before_its_disconnect_report_is_posted():
+    """The consumer's cancel is not held up by a round trip to the server; the record, stamped
+    when the cancel happened, reaches the server by the time the playback is closed."""
+    from fake_server import FakeServer
+
+    body = '[[responses]]\n[[responses.frames]]\ntext = "a"\n[[responses.frames]]\nstall = true\n'
+    async with FakeServer(scenario=None, port=0) as server:
+        pb = Playback(scenario(body), report_to=server.base_url)
+        first = asyncio.Event()
+
+        async def consume():
+            async for _ in pb.chat_chunks(user()):
+                first.set()
+
+        task = asyncio.create_task(consume())
+        await asyncio.wait_for(first.wait(), 10)
+        cancelled_ns = time.monotonic_ns()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        ended_ns = time.monotonic_ns()
+        await pb.aclose()
+        [gone] = server.records.of_kind("disconnect")
+        assert gone["source"] == "inproc" and gone["after_chunk"] == 1
+        assert cancelled_ns <= gone["mono_ns"] <= ended_ns
 
 
 async def test_exhausted_scenario_is_a_500_naming_it():
