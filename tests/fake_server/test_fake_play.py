@@ -94,8 +94,11 @@ async def test_broken_stream_raises_after_the_chunks_before_it(ending):
     assert seen == ["partial"]
 
 
-async def test_stall_waits_until_the_consumer_cancels():
-    pb = Playback(scenario('[[responses]]\n[[responses.frames]]\ntext = "a"\n[[responses.frames]]\nstall = true\n'))
+STALL_AFTER_ONE_CHUNK = '[[responses]]\n[[responses.frames]]\ntext = "a"\n[[responses.frames]]\nstall = true\n'
+
+
+async def consuming_until_the_first_chunk(pb: Playback) -> asyncio.Task:
+    """A task reading ``pb``'s stream, returned once its first chunk has arrived."""
     first = asyncio.Event()
 
     async def consume():
@@ -104,6 +107,11 @@ async def test_stall_waits_until_the_consumer_cancels():
 
     task = asyncio.create_task(consume())
     await asyncio.wait_for(first.wait(), 10)
+    return task
+
+
+async def test_stall_waits_until_the_consumer_cancels():
+    task = await consuming_until_the_first_chunk(Playback(scenario(STALL_AFTER_ONE_CHUNK)))
     assert not task.done()
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -115,17 +123,9 @@ async def test_a_cancel_ends_the_stream_before_its_disconnect_report_is_posted()
     when the cancel happened, reaches the server by the time the playback is closed."""
     from fake_server import FakeServer
 
-    body = '[[responses]]\n[[responses.frames]]\ntext = "a"\n[[responses.frames]]\nstall = true\n'
     async with FakeServer(scenario=None, port=0) as server:
-        pb = Playback(scenario(body), report_to=server.base_url)
-        first = asyncio.Event()
-
-        async def consume():
-            async for _ in pb.chat_chunks(user()):
-                first.set()
-
-        task = asyncio.create_task(consume())
-        await asyncio.wait_for(first.wait(), 10)
+        pb = Playback(scenario(STALL_AFTER_ONE_CHUNK), report_to=server.base_url)
+        task = await consuming_until_the_first_chunk(pb)
         cancelled_ns = time.monotonic_ns()
         task.cancel()
         with pytest.raises(asyncio.CancelledError):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import base64
 
-from harness.checks.testing import CANARY, RunBuilder, call, msg
+from harness.checks.testing import CANARY, RunBuilder, call, chat, msg
 from harness.model import TOOL_NOT_STARTED, TOOL_OUTCOME_UNKNOWN, WindowObservation
 
 SYSTEM = msg("system", "You are a coding agent.")
@@ -17,6 +17,17 @@ def _faults(given: tuple[str, ...], known: set[str]) -> set[str]:
     unknown = set(given) - known
     assert not unknown, f"unknown fault(s) {unknown}"
     return set(given)
+
+
+def _first_request(run: RunBuilder, text: str, *, logged: bool = True) -> tuple[list[dict], int]:
+    """Turn 1 opens with ``text`` and its model request arrives (on disk first unless not
+    ``logged``). Returns the history sent and the request's number."""
+    run.user(text)
+    run.log.event("turn_started", turn=1, input=text, inbox=[])
+    history = [SYSTEM, msg("user", text)]
+    if logged:
+        run.log.event("model_request", turn=1, step=1, request=chat(history))
+    return history, run.records.request(history)
 
 
 def _answered_turn(run: RunBuilder, turn: int, history: list[dict], text: str, reply: str) -> list[dict]:
@@ -42,11 +53,7 @@ def stop_in_tool(*faults: str) -> RunBuilder:
                          "no-stop-requested", "exit-0"})
     run = RunBuilder()
     log, rec = run.log, run.records
-    run.user("Run the migration.")
-    log.event("turn_started", turn=1, input="Run the migration.", inbox=[])
-    history = [SYSTEM, msg("user", "Run the migration.")]
-    log.event("model_request", turn=1, step=1, request={"messages": [], "model": "m", "tools": [], "stream": True})
-    n1 = rec.request(history)
+    history, n1 = _first_request(run, "Run the migration.")
     c1 = call("c1", "python -m fake_server.window --id w1")
     rec.response(n1, text="Running it now.", tool_calls=[c1])
     rec.stream(n1, ["Running ", "it now."])
@@ -89,11 +96,7 @@ def stop_mid_stream(*faults: str) -> RunBuilder:
     f = _faults(faults, {"drop-text", "no-flag", "not-carried", "continuation", "error-settle", "not-exercised"})
     run = RunBuilder()
     log, rec = run.log, run.records
-    run.user("Explain the design.")
-    log.event("turn_started", turn=1, input="Explain the design.", inbox=[])
-    history = [SYSTEM, msg("user", "Explain the design.")]
-    log.event("model_request", turn=1, step=1, request={"messages": [], "model": "m", "tools": [], "stream": True})
-    n1 = rec.request(history)
+    history, n1 = _first_request(run, "Explain the design.")
     rec.response(n1, text="The design has three layers: model, drivers, checks.")
     for k, piece in enumerate(["The design ", "has three ", "layers: "], start=1):
         rec.chunk(n1, k, piece)
@@ -129,11 +132,7 @@ def kill_in_tool(*faults: str) -> RunBuilder:
                          "c1-finished", "c1-finished-but-marked"})
     run = RunBuilder()
     log, rec = run.log, run.records
-    run.user("Run the migration.")
-    log.event("turn_started", turn=1, input="Run the migration.", inbox=[])
-    history = [SYSTEM, msg("user", "Run the migration.")]
-    log.event("model_request", turn=1, step=1, request={"messages": [], "model": "m", "tools": [], "stream": True})
-    n1 = rec.request(history)
+    history, n1 = _first_request(run, "Run the migration.")
     c1, c2 = call("c1", "python -m fake_server.window --id w1"), call("c2", "ls")
     rec.response(n1, text="", tool_calls=[c1, c2])
     rec.stream(n1, [""])
@@ -197,14 +196,7 @@ def kill_at_request(*faults: str) -> RunBuilder:
     """SIGKILL as request 1 arrives: its model_request must already be on disk."""
     f = _faults(faults, {"no-request-checkpoint"})
     run = RunBuilder()
-    log, rec = run.log, run.records
-    run.user("Build the project.")
-    log.event("turn_started", turn=1, input="Build the project.", inbox=[])
-    history = [SYSTEM, msg("user", "Build the project.")]
-    if "no-request-checkpoint" not in f:
-        from harness.checks.testing import chat
-        log.event("model_request", turn=1, step=1, request=chat(history))
-    n1 = rec.request(history)
+    _, n1 = _first_request(run, "Build the project.", logged="no-request-checkpoint" not in f)
     run.kill("request-received", request=n1)
     return run
 
@@ -212,14 +204,9 @@ def kill_at_request(*faults: str) -> RunBuilder:
 def kill_at_next_request(*faults: str) -> RunBuilder:
     """SIGKILL as request 2 (after a settled tool step) arrives: step 1 must be on disk."""
     f = _faults(faults, {"no-step-settled", "no-result"})
-    from harness.checks.testing import chat
     run = RunBuilder()
     log, rec = run.log, run.records
-    run.user("Build the project.")
-    log.event("turn_started", turn=1, input="Build the project.", inbox=[])
-    history = [SYSTEM, msg("user", "Build the project.")]
-    log.event("model_request", turn=1, step=1, request=chat(history))
-    n1 = rec.request(history)
+    history, n1 = _first_request(run, "Build the project.")
     c1 = call("c1", "make")
     rec.response(n1, text="Building.", tool_calls=[c1])
     rec.stream(n1, ["Building."])
@@ -275,10 +262,7 @@ def timeout_run(*faults: str) -> RunBuilder:
     run = RunBuilder()
     log, rec = run.log, run.records
     started = run.clock.tick()
-    run.user("Run the long job.")
-    log.event("turn_started", turn=1, input="Run the long job.", inbox=[])
-    log.event("model_request", turn=1, step=1, request={"messages": [], "model": "m", "tools": [], "stream": True})
-    n1 = rec.request([SYSTEM, msg("user", "Run the long job.")])
+    _, n1 = _first_request(run, "Run the long job.")
     c1 = call("c1", "python -m fake_server.window --id w1")
     rec.response(n1, tool_calls=[c1])
     rec.stream(n1, [""])
