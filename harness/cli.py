@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from harness.checks import REGISTRY
-from harness.contract import Verdict
 from harness.model import RunResult, RunStatus, TaskResult
 from harness.mutants import FailpointsError, list_failpoints, mutation_summary
 from harness.planning import ShardError, WorkItem, parse_shard, plan, shard_items
@@ -132,7 +131,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     adapters = _split(args.adapter)
     for adapter in adapters:
         if adapter not in profile.adapters:
-            raise UsageError(f"agent {profile.name!r} has no adapter {adapter!r} (it has: {', '.join(profile.adapters)})")
+            raise UsageError(f"agent {profile.name!r} has no adapter {adapter!r} "
+                             f"(it has: {', '.join(profile.adapters)})")
     failpoints = _failpoints(args, profile)
     items = plan(profile, tasks, adapters=adapters or None, repeat=args.repeat, mutants=[None, *failpoints])
     if args.shard:
@@ -188,7 +188,7 @@ def cmd_run(args: argparse.Namespace) -> int:
               f"{report_dir / 'results.json'} — continue with --resume", file=sys.stderr)
         return EXIT_USAGE
     mutation = run.run.get("mutation")
-    survived = bool(mutation) and mutation["caught"] < mutation["total"]
+    survived = mutation is not None and mutation["caught"] < mutation["total"]
     return EXIT_OK if run.verdict.ok and not survived else EXIT_NOT_CONFORMANT
 
 
@@ -210,9 +210,13 @@ def _run_until_signalled(work: Coroutine[Any, Any, T]) -> T:
         task = asyncio.current_task()
         assert task is not None
         loop = asyncio.get_running_loop()
+        def on_signal(sig: signal.Signals) -> None:
+            received.append(sig.name)
+            task.cancel()
+
         for sig in (signal.SIGINT, signal.SIGTERM):
             if signal.getsignal(sig) is not signal.SIG_IGN:
-                loop.add_signal_handler(sig, lambda s=sig: (received.append(s.name), task.cancel()))
+                loop.add_signal_handler(sig, on_signal, sig)
         return await work
 
     try:
@@ -230,7 +234,7 @@ def _summary(run: RunResult, failpoints: dict[str, tuple[str, ...]], written: li
         print(mutation_table(run))
     print(format_written(written))
     mutation = run.run.get("mutation")
-    print("verdict:", run.verdict.value.upper() if run.verdict is Verdict.NOT_CONFORMANT else run.verdict.value,
+    print("verdict:", run.verdict.value,
           *([f"— mutation score {mutation['caught']}/{mutation['total']}"] if mutation else []))
     sys.stdout.flush()
 

@@ -44,7 +44,10 @@ def list_failpoints(profile: Profile) -> dict[str, tuple[str, ...]]:
         raise FailpointsError(f"{' '.join(argv)} printed {type(data).__name__}, expected an object name → checks")
     failpoints = {}
     for name, value in data.items():
-        checks = value.get("checks", []) if isinstance(value, dict) else (value[0] if isinstance(value, list) and value else [])
+        if isinstance(value, dict):
+            checks = value.get("checks", [])
+        else:
+            checks = value[0] if isinstance(value, list) and value else []
         failpoints[str(name)] = tuple(str(c) for c in checks)
     return failpoints
 

@@ -152,7 +152,7 @@ class Profile:
 def fill(template: str, values: Mapping[str, Any]) -> str:
     """Substitute ``{name}`` placeholders; a placeholder without a value is an error."""
     out = []
-    for literal, name, spec, conv in string.Formatter().parse(template):
+    for literal, name, spec, _ in string.Formatter().parse(template):
         out.append(literal)
         if name is None:
             continue
@@ -177,7 +177,8 @@ def load_profile(name_or_path: str | Path) -> Profile:
     if not (text.endswith(".toml") or "/" in text):
         path = BUILTIN_DIR / f"{text}.toml"
         if not path.is_file():
-            raise ProfileError(text, "agent", f"no built-in profile of that name (built-in: {', '.join(builtin_names())})")
+            raise ProfileError(text, "agent",
+                               f"no built-in profile of that name (built-in: {', '.join(builtin_names())})")
     if not path.is_file():
         raise ProfileError(path, "agent", "file not found")
     return parse_profile(read_toml(path, ProfileError), path)
@@ -212,9 +213,9 @@ def parse_profile(data: Mapping[str, Any], path: str | Path = "<profile>") -> Pr
     for section, known in _SECTION_KEYS.items():
         table = data.get(section)
         if isinstance(table, dict):
-            extra = sorted(set(table) - known)
-            if extra:
-                v.fail(f"{section}.{extra[0]}", f"unknown key in [{section}] (known: {', '.join(sorted(known))})")
+            strange = sorted(set(table) - known)
+            if strange:
+                v.fail(f"{section}.{strange[0]}", f"unknown key in [{section}] (known: {', '.join(sorted(known))})")
     name = v.string(data, "name", required=True)
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", name):
         v.fail("name", f"{name!r} is not a plain identifier (letters, digits, . _ -)")
@@ -254,7 +255,7 @@ def parse_profile(data: Mapping[str, Any], path: str | Path = "<profile>") -> Pr
     interactive = None
     if "interactive" in data:
         i = v.table(data, "interactive")
-        extra = {
+        extra: dict[str, Any] = {
             "prompt_regex": v.string(i, "prompt_regex", required=True, item="interactive.prompt_regex"),
             "turn_ended_regex": v.string(i, "turn_ended_regex", required=True, item="interactive.turn_ended_regex"),
             "queued_regex": v.string(i, "queued_regex", default="", item="interactive.queued_regex"),
@@ -310,7 +311,8 @@ def parse_profile(data: Mapping[str, Any], path: str | Path = "<profile>") -> Pr
         session_log_glob=v.string(session, "log_glob", item="session.log_glob"),
         inproc_factory=factory,
         failpoints_env=v.string(failpoints, "env", item="failpoints.env"),
-        failpoints_list_command=tuple(v.strings(failpoints, "list_command", default=[], item="failpoints.list_command")),
+        failpoints_list_command=tuple(v.strings(failpoints, "list_command", default=[],
+                                                item="failpoints.list_command")),
         repair_outcome_unknown=v.string(repair, "outcome_unknown", item="repair.outcome_unknown"),
         repair_not_started=v.string(repair, "not_started", item="repair.not_started"),
         budgets=Budgets(**budgets),
@@ -382,17 +384,19 @@ class _Validator:
             self.fail(item, f"unknown placeholder {{{sorted(unknown)[0]}}} (known: {', '.join(sorted(PLACEHOLDERS))})")
 
     def command_spec(self, table, section: str, cls, extra=None):
-        command = self.strings(table, "command", default=None, item=f"{section}.command") if "command" in table else None
+        command = self.strings(table, "command", default=[], item=f"{section}.command")
         if not command:
             self.fail(f"{section}.command", "required: the command as a list of strings")
         if section == "headless" and not any("{prompt}" in c for c in command):
             self.fail(f"{section}.command", "must pass {prompt}")
         adapter_options = {}
         for adapter, opts in self.table(table, "adapter_options", item=f"{section}.adapter_options").items():
-            adapter_options[adapter] = tuple(self.strings({"o": opts}, "o", default=[], item=f"{section}.adapter_options.{adapter}"))
+            item = f"{section}.adapter_options.{adapter}"
+            adapter_options[adapter] = tuple(self.strings({"o": opts}, "o", default=[], item=item))
         return cls(
             command=tuple(command),
-            timeout_options=tuple(self.strings(table, "timeout_options", default=[], item=f"{section}.timeout_options")),
+            timeout_options=tuple(self.strings(table, "timeout_options", default=[],
+                                               item=f"{section}.timeout_options")),
             resume_options=tuple(self.strings(table, "resume_options", default=[], item=f"{section}.resume_options")),
             adapter_options=adapter_options,
             **(extra or {}),

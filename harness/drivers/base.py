@@ -20,9 +20,9 @@ import glob
 import os
 import re
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, Protocol
 
 from harness.history import History
