@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from harness.checks import REGISTRY
+from harness.machine import null_agent_costs
 from harness.model import RunResult, RunStatus, TaskResult
 from harness.mutants import FailpointsError, list_failpoints, mutation_summary
 from harness.planning import ShardError, WorkItem, parse_shard, plan, shard_items
@@ -148,6 +149,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         done, earlier = _resumed(args.resume, profile, items)
     report_dir = Path(args.report_dir)
     started = _now()
+    machine = null_agent_costs()
     todo = [i for i in items if i.key not in {_key(t) for t in done}]
     outcomes: list[ItemOutcome] = []
     progress = Progress(len(todo))
@@ -158,6 +160,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         tasks_so_far = tuple(done) + tuple(o.result for o in outcomes)
         if failpoints:
             header["mutation"] = mutation_summary(tasks_so_far, failpoints)
+        header["machine"] = machine
         if incomplete:
             header["incomplete"] = incomplete
         return RunResult(run=header, tasks=tasks_so_far,
