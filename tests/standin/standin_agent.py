@@ -893,7 +893,8 @@ class Agent:
     # a turn
     def turn(self, prompt: str, note: str | None) -> tuple[str, str | None]:
         turn = {"started": now_iso(), "started_ns": time.monotonic_ns(), "ended": None, "ended_ns": None,
-                "outcome": None, "cause": None, "first_message": len(self.doc["messages"]), "cwd": self.cfg.cwd}
+                "outcome": None, "cause": None, "stop": None, "first_message": len(self.doc["messages"]),
+                "cwd": self.cfg.cwd}
         self.doc["turns"].append(turn)
         if note:
             self.append({"role": "user", "content": note, "note": "resumed"})
@@ -904,6 +905,8 @@ class Agent:
             outcome, cause = "error", str(exc)
         if self.printed and not self.printed.endswith("\n"):
             self.echo("\n")
+        if self.stop.cause is not None:
+            turn["stop"] = {"cause": self.stop.cause, "at_ns": self.stop.at_ns}
         turn.update(ended=now_iso(), ended_ns=time.monotonic_ns(), outcome=outcome, cause=cause)
         self.save()
         return outcome, cause
@@ -1026,9 +1029,11 @@ def reap_leftovers(doc: dict) -> int:
 def resume_note(doc: dict, cwd: str, reaped: int) -> str:
     parts = [f"[standin: this session was resumed in a new process; files in {cwd} may have changed since "
              "the last message."]
-    if doc["turns"] and doc["turns"][-1].get("ended") is None:
+    last = doc["turns"][-1] if doc["turns"] else {}
+    if last and last.get("ended") is None:
         parts.append("The previous run stopped before its turn ended (the agent was killed).")
-    dangling = unanswered_calls(doc["messages"])
+    first = last.get("first_message") if isinstance(last.get("first_message"), int) else 0
+    dangling = unanswered_calls(doc["messages"][first:])
     if dangling:
         parts.append(f"The {len(dangling)} tool call(s) it left without a result are answered as interrupted.")
     if reaped:
