@@ -980,6 +980,7 @@ class Agent:
                                         stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                                         start_new_session=True)
             except OSError as exc:
+                del self.doc["tool_starts"][cid]
                 self.answer(cid, f"[error: could not start bash: {exc}]")
                 return
             info = proc_stat(proc.pid)
@@ -993,7 +994,7 @@ class Agent:
             reap_orphans()
             output = read_output(out)
         code = proc.returncode
-        status = f"[exit code {code}]" if code >= 0 else f"[killed by {signal.Signals(-code).name}]"
+        status = f"[exit code {code}]" if code >= 0 else f"[killed by {signal_name(-code)}]"
         self.answer(cid, f"{output}\n{status}" if output else status, exit_code=code)
 
     def abort_tool(self, cid: str, proc: subprocess.Popen, start: dict, out, elapsed: float) -> None:
@@ -1008,6 +1009,13 @@ class Agent:
                 content += f"\n[warning: processes {survivors} were still there after SIGKILL]"
         output = read_output(out)
         self.answer(cid, f"{content}\n{output}" if output else content, aborted=True)
+
+
+def signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
 
 
 def read_output(out) -> str:

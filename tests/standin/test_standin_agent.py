@@ -329,6 +329,27 @@ async def test_stop_inside_a_window_kills_the_whole_tree(kit, sig):
     assert turn["started_ns"] < turn["stop"]["at_ns"] < result["mono_ns"] <= turn["ended_ns"]
 
 
+async def test_stop_in_the_first_call_starts_no_other(kit):
+    async with serve(MIGRATION) as server:
+        run = await kit.start(server, "Run the migration.")
+        session = await run.session_id()
+        pids = await kit.window(server)
+        run.signal(signal.SIGINT)
+        code, _, err = await run.finish()
+        assert len(requests(server)) == 1
+    assert code == 3, err
+    assert not [p for p in pids if alive(p)]
+    doc = kit.document(session)
+    calls = doc["messages"][-3]["tool_calls"]
+    first, second = doc["messages"][-2:]
+    assert [first["tool_call_id"], second["tool_call_id"]] == [c["id"] for c in calls]
+    assert first["aborted"] is True and first["content"].startswith("[aborted: the user stopped the turn (SIGINT)")
+    assert second == {"role": "tool", "tool_call_id": calls[1]["id"], "aborted": True, "mono_ns": second["mono_ns"],
+                      "content": "[not run: the turn was stopped before this command started]"}
+    assert list(doc["tool_starts"]) == [calls[0]["id"]]
+    assert "$ echo verify-migration" not in err
+
+
 async def test_stop_mid_stream_keeps_the_partial_text(kit):
     async with serve(STREAMING) as server:
         run = await kit.start(server, "Write the report.")
