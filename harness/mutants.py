@@ -29,7 +29,7 @@ def list_failpoints(profile: Profile) -> dict[str, tuple[str, ...]]:
     """
     if not profile.failpoints_env or not profile.failpoints_list_command:
         raise FailpointsError(f"profile {profile.name!r} declares no failpoints ([failpoints] env and list_command)")
-    argv = [fill(a, base_values()) for a in profile.failpoints_list_command]
+    argv = [fill(a, base_values(profile)) for a in profile.failpoints_list_command]
     try:
         out = subprocess.run(argv, capture_output=True, text=True, timeout=LIST_TIMEOUT_S, stdin=subprocess.DEVNULL)
     except (OSError, subprocess.TimeoutExpired) as exc:

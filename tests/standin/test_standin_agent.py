@@ -529,9 +529,9 @@ def test_profile_declares_the_agents_own_repair_wordings():
     assert data["log_reader"] == "none" and "interactive" not in data and "inproc" not in data
     assert data["env"]["STANDIN_API_KEY"] == "{api_key}"
     assert not [a for a in data["headless"]["command"] if "api_key" in a]
-    # [repair] is not a key the profile parser knows yet; everything else parses
-    profile = parse_profile({k: v for k, v in data.items() if k != "repair"}, PROFILE)
+    profile = parse_profile(data, PROFILE)
     assert profile.exit_codes["aborted"] == profile.exit_codes["interrupted"] == 3
+    assert (profile.repair_outcome_unknown, profile.repair_not_started) == (agent.OUTCOME_UNKNOWN, agent.NOT_STARTED)
 
 
 def test_list_faults_names_each_switch_and_its_check():
