@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.stopbench-installed
 
-.PHONY: eval test bench clean
+.PHONY: eval test lint typecheck wheel-check bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -16,8 +16,15 @@ $(STAMP): pyproject.toml
 eval: $(STAMP)
 	$(VENV)/bin/stopbench run --agent reference --report-dir reports
 
-test: $(STAMP)
+test: lint typecheck $(STAMP)
 	$(PY) -m pytest -q
+	PYTHON=$(PYTHON) bash scripts/wheel_check.sh
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check harness fake_server reference_agent tests benchmarks conftest.py
+
+typecheck: $(STAMP)
+	$(VENV)/bin/mypy
 
 bench: $(STAMP)
 	$(PY) benchmarks/fake_server_bench.py

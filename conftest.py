@@ -58,9 +58,8 @@ class TaskItem(pytest.Item):
         self.result = None
 
     def runtest(self) -> None:
-        from harness.runner import run_item
-
         from harness.model import RunStatus, task_verdict
+        from harness.runner import run_item
 
         if self.work.not_run is not None:
             pytest.skip(f"not run: {self.work.not_run}")
@@ -212,7 +211,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
         if reporter is not None:
             reporter.write_line("")
-            reporter.write_line("left behind by the test session (every process and run folder must be ended):", red=True)
+            reporter.write_line("left behind by the test session (every process and run folder must be ended):",
+                                red=True)
             for line in lines:
                 reporter.write_line(f"  {line}", red=True)
         if session.exitstatus == 0:

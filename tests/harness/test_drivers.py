@@ -87,7 +87,7 @@ async def test_headless_kill_then_resume_same_session(make_driver, fake_server, 
         session = driver.session_id
         assert await within(driver.restart()) is False  # a headless agent loads at its next turn
         await driver.send("after the crash")
-        settlement = await within(driver.settle())
+        await within(driver.settle())
     finally:
         await driver.close()
     assert history.last(ProcessExit).role == "resume" and driver.session_id == session

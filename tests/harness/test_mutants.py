@@ -3,15 +3,13 @@ the quickest task variant that exercises it, must fail the check it targets — 
 The full matrix (every failpoint through every task) is ``stopbench run --mutants``."""
 
 import asyncio
-from pathlib import Path
 
 import pytest
 
-from harness.model import Outcome
-from harness.profiles import load_profile
-from harness.model import task_verdict
+from harness.model import Outcome, task_verdict
 from harness.mutants import list_failpoints
 from harness.planning import WorkItem
+from harness.profiles import load_profile
 from harness.runner import run_item
 from harness.tasks import TASKS_DIR, load_task
 
