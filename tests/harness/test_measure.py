@@ -2,9 +2,9 @@
 
 from types import SimpleNamespace
 
-from harness.checks.testing import Clock, LogBuilder
+from harness.checks.testing import Clock
 from harness.measure import latencies
-from harness.model import Observation, ProcessExit, Restart, StopDelivery, UserInput, WindowObservation
+from harness.model import Observation, ProcessExit, Restart, Settlement, StopDelivery, UserInput, WindowObservation
 from harness.observe import visible_prefix
 from harness.planning import WorkItem
 
@@ -21,10 +21,8 @@ def _item(driver: str) -> WorkItem:
 
 def test_l1_to_l4_from_one_observation():
     clock = Clock()
-    log = LogBuilder(clock)
-    log.event("turn_started", turn=1, input="x", inbox=[])
     stop_stream = StopDelivery(mono_ns=clock.tick(), source="user", how="api", phase="stream", exercised=True, request=1)
-    ended = log.event("turn_ended", turn=1, reason="aborted", source="user")  # 1 ms after the stop
+    settled = Settlement(mono_ns=clock.tick(), reason="aborted", source="user", how="api")  # 1 ms after the stop
     disconnect = {"kind": "disconnect", "source": "server", "request": 1, "mono_ns": stop_stream.mono_ns + 1_600_000}
     stale = {"kind": "disconnect", "source": "server", "request": 1, "mono_ns": stop_stream.mono_ns - 5}
     played = {"kind": "disconnect", "source": "inproc", "request": 1, "mono_ns": stop_stream.mono_ns + 1}
@@ -34,12 +32,12 @@ def test_l1_to_l4_from_one_observation():
                         expect="timeout", timeout_s=2)
     unexercised = StopDelivery(mono_ns=1, source="user", how="api", phase="stream", exercised=False, request=1)
     in_tool = StopDelivery(mono_ns=2, source="user", how="api", phase="tool", exercised=True, window="w1")
-    obs = _observation(log=log.read(), stops=(in_tool, stop_stream, unexercised), records=(stale, played, disconnect),
-                       windows=(window, not_stopped), exits=(timed,))
+    obs = _observation(stops=(in_tool, stop_stream, unexercised), settlements=(settled,),
+                       records=(stale, played, disconnect), windows=(window, not_stopped), exits=(timed,))
     measured = latencies(_item("inproc"), "a", obs)
     assert sorted(s.latency for s in measured) == ["L1", "L2", "L3", "L4"]  # a Stop in a tool is L3 only
     samples = {s.latency: s for s in measured}
-    assert samples["L1"].value_ns == ended["mono_ns"] - stop_stream.mono_ns == 1_000_000
+    assert samples["L1"].value_ns == settled.mono_ns - stop_stream.mono_ns == 1_000_000
     assert samples["L2"].value_ns == 1_600_000
     assert samples["L3"].value_ns == 148_000_000 and samples["L3"].detail["window"] == "w1"
     assert samples["L4"].value_ns == 250_000_000
