@@ -8,6 +8,7 @@ import secrets
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pexpect
@@ -16,7 +17,7 @@ import pytest
 
 from harness import containment as containment_module
 from harness.containment import ENV_VAR, KINDS, Containment, ContainmentError, Member, _pidfd
-from harness.procs import ProcRef, reset_signals
+from harness.procs import ProcRef, kill_all, reset_signals
 
 LIFETIME_S = 300  # failsafe: a helper that was never ended still exits on its own
 
@@ -97,6 +98,15 @@ def run_root(tmp_path: Path) -> Path:
     return root
 
 
+@pytest.fixture
+def started() -> Iterator[list[ProcRef]]:
+    """Every helper process a test learns of, ended by PID at teardown whatever the containment
+    did: a test of a broken containment must not leave its daemon behind."""
+    refs: list[ProcRef] = []
+    yield refs
+    assert kill_all(refs) == []
+
+
 @pytest.fixture(params=KINDS)
 def contained(request: pytest.FixtureRequest, run_root: Path):
     """A containment of each kind; at teardown everything in it is ended and its cgroup removed."""
@@ -109,16 +119,19 @@ def contained(request: pytest.FixtureRequest, run_root: Path):
     assert c.cgroup is None or not c.cgroup.exists()
 
 
-async def start_agent(c: Containment, mode: str, cwd: Path) -> tuple[asyncio.subprocess.Process, int]:
+async def start_agent(c: Containment, mode: str, cwd: Path,
+                      started: list[ProcRef]) -> tuple[asyncio.subprocess.Process, int]:
     """The daemonizing agent started the way the headless driver starts an agent; (agent, daemon PID)."""
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-c", AGENT, mode, DAEMON, env={**os.environ, **c.env}, cwd=str(cwd),
         stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, start_new_session=True,
         preexec_fn=c.preexec(reset_signals),
     )
+    started.append(ProcRef.of(proc.pid))
     assert proc.stdout is not None
     line = await asyncio.wait_for(proc.stdout.readline(), 30)
     assert line.startswith(b"daemon "), line
+    started.append(ProcRef.of(int(line.split()[1])))
     return proc, int(line.split()[1])
 
 
@@ -137,10 +150,10 @@ def by_pid(members, pid: int) -> Member:
     return member
 
 
-async def test_a_daemon_is_found_and_ended(contained: Containment, run_root: Path):
+async def test_a_daemon_is_found_and_ended(contained: Containment, run_root: Path, started: list[ProcRef]):
     # Under a cgroup the daemon leaves with no tag and no folder: the cgroup alone holds it.
     mode, how = ("keep", "env-tag") if contained.kind == "env-tag" else ("clean-all", "cgroup")
-    proc, daemon = await start_agent(contained, mode, run_root / "work")
+    proc, daemon = await start_agent(contained, mode, run_root / "work", started)
     ppid = assert_daemonized(daemon, proc.pid)
     assert by_pid(contained.members(), daemon).how == how
 
@@ -156,19 +169,16 @@ async def test_a_daemon_is_found_and_ended(contained: Containment, run_root: Pat
 
 
 @pytest.mark.parametrize("mode, how", [("clean-env", "cwd"), ("clean-all", None)])
-async def test_env_tag_finds_a_daemon_that_cleared_its_environment_by_its_folder(run_root: Path, mode, how):
+async def test_env_tag_finds_a_daemon_that_cleared_its_environment_by_its_folder(run_root: Path, started, mode, how):
     """Without a cgroup, a daemon with no tag is found only while it works in the run folder."""
     with Containment.open(run_root, new_tag(), kinds=("env-tag",)) as c:
-        proc, daemon = await start_agent(c, mode, run_root / "work")
+        proc, daemon = await start_agent(c, mode, run_root / "work", started)
         assert_daemonized(daemon, proc.pid)
-        try:
-            assert [m.how for m in c.members() if m.pid == daemon] == ([how] if how else [])
-        finally:
-            os.kill(daemon, signal.SIGKILL)  # the one the sweep cannot see, ended by PID
+        assert [m.how for m in c.members() if m.pid == daemon] == ([how] if how else [])
     assert await asyncio.wait_for(proc.wait(), 30) == -signal.SIGKILL
 
 
-async def test_env_tag_finds_an_untagged_child_of_a_member_by_descent(run_root: Path, tmp_path: Path):
+async def test_env_tag_finds_an_untagged_child_of_a_member_by_descent(run_root: Path, tmp_path: Path, started):
     outside = tmp_path / "elsewhere"
     outside.mkdir()
     script = (f"import subprocess, sys, time; c = subprocess.Popen(['sleep', '{LIFETIME_S}'], env={{}}, "
@@ -177,8 +187,10 @@ async def test_env_tag_finds_an_untagged_child_of_a_member_by_descent(run_root: 
         proc = await asyncio.create_subprocess_exec(
             sys.executable, "-c", script, env={**os.environ, **c.env}, cwd=str(outside),
             stdout=asyncio.subprocess.PIPE, start_new_session=True)
+        started.append(ProcRef.of(proc.pid))
         assert proc.stdout is not None
         child = int(await asyncio.wait_for(proc.stdout.readline(), 30))
+        started.append(ProcRef.of(child))
         members = c.members()
         assert (by_pid(members, proc.pid).how, by_pid(members, child).how) == ("env-tag", "descendant")
         report = await asyncio.to_thread(c.end, 30)
@@ -256,7 +268,7 @@ def test_close_refuses_while_a_process_is_inside(run_root: Path, kind: str):
 
 
 @pytest.mark.parametrize("kind", KINDS)
-async def test_a_nested_run_is_contained_by_the_outer_one(run_root: Path, tmp_path: Path, kind: str):
+async def test_a_nested_run_is_contained_by_the_outer_one(run_root: Path, tmp_path: Path, started, kind: str):
     """A harness run inside a contained agent: its cgroup is a sub-cgroup of the outer one, its tag
     carries the outer tag, and ending the outer run ends the inner harness, agent and daemon."""
     inner_root, elsewhere = tmp_path / "inner", tmp_path / "elsewhere"
@@ -270,8 +282,10 @@ async def test_a_nested_run_is_contained_by_the_outer_one(run_root: Path, tmp_pa
             sys.executable, "-c", INNER, str(inner_root), kind, inner_tag, AGENT, DAEMON, mode, str(LIFETIME_S),
             env={**os.environ, **outer.env}, cwd=str(elsewhere), stdout=asyncio.subprocess.PIPE,
             start_new_session=True, preexec_fn=outer.preexec(reset_signals))
+        started.append(ProcRef.of(harness.pid))
         assert harness.stdout is not None
         made = json.loads(await asyncio.wait_for(harness.stdout.readline(), 60))
+        started.extend(ProcRef.of(made[k]) for k in ("agent", "daemon"))
         assert made["env"][ENV_VAR] == f"{outer.env[ENV_VAR]}:{inner_tag}"
         if outer.cgroup is not None:
             assert Path(made["cgroup"]).parent == outer.cgroup
