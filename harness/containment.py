@@ -221,10 +221,10 @@ class Containment:
             if gone_ns is None or time.monotonic() >= deadline:
                 break
         survivors = [m for m in found.values() if m.ref.alive()]
-        if gone_ns is not None and time.monotonic() >= deadline:
+        if time.monotonic() >= deadline:  # the last survey may not have been empty
             survivors += [m for m in self.members() if (m.pid, m.create_time) not in found]
         return EndReport(kind=self.kind, found=tuple(found.values()), survivors=tuple(survivors),
-                         gone_ns=None if survivors else gone_ns)
+                         gone_ns=None if survivors else gone_ns or time.monotonic_ns())
 
     def close(self) -> None:
         """Remove the run's cgroup (and any sub-cgroups a nested run left). Idempotent.

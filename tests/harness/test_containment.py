@@ -8,6 +8,7 @@ import secrets
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -353,3 +354,35 @@ def test_a_process_gone_or_a_pid_taken_over_gets_no_signal():
         proc.kill()
         proc.wait()
     assert _pidfd(member) is None
+
+
+def test_a_process_that_outlives_the_budget_is_reported_as_a_survivor(run_root: Path, tmp_path: Path):
+    """A member frozen in a v1 freezer of its own cannot act on SIGKILL until thawed: ``end()``
+    keeps to its budget and names it; thawed, it dies."""
+    (tmp_path / "jail").mkdir()
+    jail = open_kind(tmp_path / "jail", "cgroup-v1")
+    c = Containment.open(run_root, new_tag(), kinds=("env-tag",))
+    assert jail.cgroup is not None
+    proc = subprocess.Popen([sys.executable, "-c", f"print(flush=True); import time; time.sleep({LIFETIME_S})"],
+                            env={**os.environ, **c.env}, stdout=subprocess.PIPE, preexec_fn=jail.preexec())
+    assert proc.stdout is not None
+    try:
+        proc.stdout.readline()
+        state = jail.cgroup / "freezer.state"
+        state.write_text("FROZEN")
+        while state.read_text().strip() != "FROZEN":  # failsafe: the test timeout
+            pass
+        t0 = time.monotonic()
+        report = c.end(budget_s=0.5)
+        assert time.monotonic() - t0 < 5  # the budget, not the process, decided when end() returned
+        assert [(m.pid, m.how) for m in report.survivors] == [(proc.pid, "env-tag")]
+        assert not report.clean and report.gone_ns is None
+        state.write_text("THAWED")
+        assert proc.wait(timeout=30) == -signal.SIGKILL  # the kill end() sent, acted on once thawed
+    finally:
+        (jail.cgroup / "freezer.state").write_text("THAWED")
+        proc.kill()
+        proc.wait()
+        proc.stdout.close()
+        jail.end(budget_s=30)
+        jail.close()
