@@ -2,7 +2,7 @@
 
 import pytest
 
-from harness.latency import Summary, format_ns, percentile, summarise, summarise_by_adapter
+from harness.report.latency import Summary, format_ns, percentile, summarise, summarise_by_adapter
 from harness.model import LatencySample
 
 
