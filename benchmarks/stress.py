@@ -9,8 +9,9 @@ and ``stopbench run --agent reference --repeat N --report-dir DIR`` under them, 
 - test failures, from pytest's short summary;
 - verdict flips: a check whose outcome differs between repeats of the same task variant ×
   adapter (× mutant), read from ``DIR/results.json``;
-- retries, where the results record any (a ``retries`` field on a task or on the run);
-- task errors (a task run that could not complete);
+- retries: task runs tried again because the moment they meant to interrupt never came
+  (their ``attempts``);
+- task errors: task runs the harness could not complete (status ``errored``);
 - the 1-minute load average before the hogs, and while they ran (sampled every few seconds).
 
 Exits 1 on any test failure, flip, task error, or a run that did not end conformant.
@@ -188,18 +189,21 @@ def flips(tasks: list[dict[str, Any]]) -> list[str]:
     return found
 
 
-def retries(results: dict[str, Any]) -> list[str]:
-    """Every ``retries`` the results record (a count or a list), on the run or on a task run."""
-    def count(value: Any) -> int:
-        return len(value) if isinstance(value, list) else int(value or 0)
-
+def retries(tasks: list[dict[str, Any]]) -> list[str]:
+    """Each task run that was tried again: its earlier ``attempts`` (a race that did not happen), and why."""
     found = []
-    if "retries" in results.get("run", {}) and count(results["run"]["retries"]):
-        found.append(f"run: {count(results['run']['retries'])}")
-    for t in results.get("tasks", []):
-        if "retries" in t and count(t["retries"]):
-            found.append(f"{t['task']} on {t['adapter']} #{t['repeat']}: {count(t['retries'])}")
+    for t in tasks:
+        attempts = t.get("attempts") or []
+        if attempts:
+            why = "; ".join(sorted({str(a.get("reason", "")) for a in attempts}))
+            found.append(f"{t['task']} on {t['adapter']} #{t['repeat']}: {len(attempts)} ({why})")
     return found
+
+
+def task_errors(tasks: list[dict[str, Any]]) -> list[str]:
+    """Task runs the harness could not complete (status ``errored``; ``error`` in older results)."""
+    return [f"{t['task']} on {t['adapter']} #{t['repeat']}: {t.get('reason') or t.get('error')}"
+            for t in tasks if t.get("status") == "errored" or t.get("error")]
 
 
 def summarize(args: argparse.Namespace, before: float, samples: list[float], hogs_expired: list[int],
@@ -210,13 +214,13 @@ def summarize(args: argparse.Namespace, before: float, samples: list[float], hog
     results = json.loads(results_path.read_text(encoding="utf-8")) if results_path.exists() else None
     tasks = results.get("tasks", []) if results else []
     flipped = flips(tasks)
-    errors = [f"{t['task']} on {t['adapter']} #{t['repeat']}: {t['error']}" for t in tasks if t.get("error")]
-    retried = retries(results) if results else []
+    errors = task_errors(tasks)
+    retried = retries(tasks)
 
     print("\n=== stress summary ===")
     section("test failures", failures)
     section(f"verdict flips over {args.repeat} repeats", flipped)
-    section("retries", retried, none="none recorded")
+    section("retries", retried)
     section("task errors", errors)
     run_problem = None
     if results is None:

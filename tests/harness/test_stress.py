@@ -1,5 +1,5 @@
 """benchmarks/stress.py: its hogs end on their own, with the script, and by PID; its reading of
-pytest's summary and of the results (flips, retries)."""
+pytest's summary and of the results (flips, retries, task errors)."""
 
 import importlib.util
 import os
@@ -17,7 +17,7 @@ spec.loader.exec_module(stress)
 
 
 def task(name, adapter, repeat, **outcomes):
-    return {"task": name, "adapter": adapter, "repeat": repeat, "mutant": None, "error": None,
+    return {"task": name, "adapter": adapter, "repeat": repeat, "mutant": None, "status": "ran", "reason": None,
             "checks": [{"check": c, "outcome": o} for c, o in outcomes.items()]}
 
 
@@ -66,11 +66,15 @@ def test_flips_are_checks_whose_outcome_differs_between_repeats():
         "interrupt-cancel[terminal] on http: C3: fail in repeats 2,3, pass in repeat 1"]
 
 
-def test_retries_are_read_where_the_results_record_them():
-    results = {"run": {"retries": 0}, "tasks": [dict(task("t", "http", 1), retries=2), task("t", "http", 2),
-                                               dict(task("t", "http", 3), retries=["C3"])]}
-    assert stress.retries(results) == ["t on http #1: 2", "t on http #3: 1"]
-    assert stress.retries({"run": {}, "tasks": [task("t", "http", 1)]}) == []
+def test_retries_and_task_errors_are_read_from_the_task_runs():
+    tasks = [dict(task("t", "http", 1), attempts=[{"reason": "the window closed first", "duration_s": 1.0}] * 2),
+             task("t", "http", 2),
+             dict(task("t", "http", 3), status="errored", reason="harness error: OSError"),
+             dict(task("t", "http", 4), error="the task could not complete")]  # results of an older harness
+    assert stress.retries(tasks) == ["t on http #1: 2 (the window closed first)"]
+    assert stress.task_errors(tasks) == ["t on http #3: harness error: OSError",
+                                         "t on http #4: the task could not complete"]
+    assert stress.retries(tasks[1:2]) == stress.task_errors(tasks[1:2]) == []
 
 
 def test_failures_come_from_pytest_s_short_summary():
