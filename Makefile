@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.stopbench-installed
 
-.PHONY: eval test lint typecheck wheel-check bench clean
+.PHONY: eval test lint typecheck bench stress clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -29,6 +29,11 @@ typecheck: $(STAMP)
 bench: $(STAMP)
 	$(PY) benchmarks/fake_server_bench.py
 	$(PY) benchmarks/refagent_bench.py
+
+# The tests and a repeated conformance run under CPU hogs (cores + 1): failures and verdict
+# flips that only show under load. STRESS_ARGS="--quick" for a short run, "--repeat N" for N.
+stress: $(STAMP)
+	$(PY) benchmarks/stress.py $(STRESS_ARGS)
 
 clean:
 	rm -rf $(VENV) reports/*.json reports/*.html reports/*.xml reports/summary.md
