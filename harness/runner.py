@@ -24,8 +24,8 @@ from typing import Any
 
 from fake_server import FakeServer
 from harness import secrets
-from harness.containment import Containment, EndReport
 from harness.checks import run_checks
+from harness.containment import Containment, EndReport
 from harness.drivers import Driver, Unsupported, make_driver
 from harness.history import History
 from harness.measure import latencies
