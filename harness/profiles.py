@@ -97,6 +97,12 @@ class Interactive(CommandSpec):
     cancel_command: str = ""
     stop_keys: tuple[str, ...] = ("esc",)
     quit_keys: tuple[str, ...] = ("ctrl-d",)
+    # Full-screen UIs: match the prompt and the busy indicator on the rendered screen (pyte),
+    # not the raw stream; a turn has ended when its turn-ended line appeared after the input,
+    # or when the busy indicator, seen since the input, is gone again. Enter is its own
+    # keystroke once the typed text is on screen (some UIs take one write as a paste).
+    match_on: str = "stream"  # "stream" | "screen"
+    busy_regex: str = ""
 
 
 @dataclass(frozen=True)
@@ -206,7 +212,8 @@ _TOP_KEYS = {
 _SECTION_KEYS = {
     "headless": {"command", "timeout_options", "resume_options", "adapter_options", "exit_codes", "stdin"},
     "interactive": {"command", "resume_options", "adapter_options", "timeout_options", "prompt_regex",
-                    "turn_ended_regex", "queued_regex", "cancel_command", "stop_keys", "quit_keys"},
+                    "turn_ended_regex", "queued_regex", "cancel_command", "stop_keys", "quit_keys", "match_on",
+                    "busy_regex"},
     "stop": {"signal"},
     "session": {"stderr_regex", "stdout_regex", "path_regex", "log_glob"},
     "inproc": {"factory"},
@@ -272,15 +279,21 @@ def parse_profile(data: Mapping[str, Any], path: str | Path = "<profile>") -> Pr
         i = v.table(data, "interactive")
         extra: dict[str, Any] = {
             "prompt_regex": v.string(i, "prompt_regex", required=True, item="interactive.prompt_regex"),
-            "turn_ended_regex": v.string(i, "turn_ended_regex", required=True, item="interactive.turn_ended_regex"),
+            "turn_ended_regex": v.string(i, "turn_ended_regex", default="", item="interactive.turn_ended_regex"),
+            "match_on": v.string(i, "match_on", default="stream", item="interactive.match_on"),
+            "busy_regex": v.string(i, "busy_regex", default="", item="interactive.busy_regex"),
             "queued_regex": v.string(i, "queued_regex", default="", item="interactive.queued_regex"),
             "cancel_command": v.string(i, "cancel_command", default="", item="interactive.cancel_command"),
             "stop_keys": tuple(v.strings(i, "stop_keys", default=["esc"], item="interactive.stop_keys")),
             "quit_keys": tuple(v.strings(i, "quit_keys", default=["ctrl-d"], item="interactive.quit_keys")),
         }
-        for key in ("prompt_regex", "turn_ended_regex", "queued_regex"):
+        if extra["match_on"] not in ("stream", "screen"):
+            v.fail("interactive.match_on", "one of stream, screen")
+        if not (extra["turn_ended_regex"] or extra["busy_regex"]):
+            v.fail("interactive.turn_ended_regex", "required (or busy_regex, for a UI that shows nothing when a turn ends)")
+        for key in ("prompt_regex", "turn_ended_regex", "queued_regex", "busy_regex"):
             if extra[key]:
-                v.regex(f"interactive.{key}", extra[key], groups={"item_id"} if key == "queued_regex" else set())
+                v.regex(f"interactive.{key}", extra[key], groups=set())
         for key in extra["stop_keys"] + extra["quit_keys"]:
             if key not in KEY_NAMES:
                 v.fail("interactive.stop_keys", f"{key!r} is not a known key ({', '.join(sorted(KEY_NAMES))})")
