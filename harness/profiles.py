@@ -290,7 +290,8 @@ def parse_profile(data: Mapping[str, Any], path: str | Path = "<profile>") -> Pr
         if extra["match_on"] not in ("stream", "screen"):
             v.fail("interactive.match_on", "one of stream, screen")
         if not (extra["turn_ended_regex"] or extra["busy_regex"]):
-            v.fail("interactive.turn_ended_regex", "required (or busy_regex, for a UI that shows nothing when a turn ends)")
+            v.fail("interactive.turn_ended_regex",
+                   "required (or busy_regex, for a UI that shows nothing when a turn ends)")
         for key in ("prompt_regex", "turn_ended_regex", "queued_regex", "busy_regex"):
             if extra[key]:
                 v.regex(f"interactive.{key}", extra[key], groups=set())
