@@ -72,7 +72,8 @@ def _is_store(obs: Observation, where: str) -> bool:
     if where == STORE:
         return True
     paths = [p for p in (obs.log_path, obs.log.path if obs.log else None) if p]
-    return any(where == p or p.endswith("/" + where.lstrip("/")) for p in paths)
+    return any(where == p or p.endswith("/" + where.lstrip("/")) or where.endswith("/" + p.lstrip("/"))
+               for p in paths)
 
 
 def _log_texts(log: SessionLog) -> Iterator[tuple[str, int | None, str]]:
