@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.checks.views import clip, record_item
-from harness.contract import CHECKS, Observes, check_info, check_order
+from harness.contract import Observes, check_info, check_order
 from harness.model import (
     AgentFailure,
     Capability,
@@ -341,6 +341,6 @@ def failure_item(failure: AgentFailure) -> Item:
     return item
 
 
-__all__ = ["CHECKS", "REGISTRY", "CheckSpec", "Findings", "NoLog", "captures", "check", "event_item",
+__all__ = ["REGISTRY", "CheckSpec", "Findings", "NoLog", "captures", "check", "event_item",
            "failure_item", "first_changed_event", "get_check", "log_half", "log_or_verdict", "no_log_result",
            "result", "run_check", "run_checks", "stops_seen", "store_log", "turn_at", "wants_reader"]
