@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from harness.checks.base import Findings, check, result
-from harness.checks.calls import Known, KnownCall, Says, known_at, says, wording
+from harness.checks.calls import Known, KnownCall, Says, is_repair, known_at, says, wording
 from harness.checks.views import Request, clip, first_request_after, squeeze, tool_answer
 from harness.model import Capability, CheckResult, Conventions, DecidedBy, Observation, Outcome
 
@@ -69,7 +69,8 @@ def repair_says_what_is_known(obs: Observation) -> CheckResult:
         for a in deferred:
             found.cannot(_why_undecided(a), item=a.item(),
                          needs_reader=a.call.known is Known.REQUESTED and not obs.has(Capability.TOOL_STARTS))
-    return found.result(f"{len(answers)} interrupted call(s) answered with what was known of them",
+    return found.result(f"{len(answers)} tool call(s) known at {len(obs.kills)} kill(s) answered with what was known "
+                        "of them",
                         nothing="no tool call was pending or recent at any kill")
 
 
@@ -97,6 +98,16 @@ def _judge(a: Answer, conventions: Conventions, found: Findings) -> bool:
     known = a.call.known
     if s is Says.BOTH:
         found.fail(half, f"tool call {a.call.call_id} is answered both outcome unknown and not started", a.item())
+        return True
+    if known is Known.HISTORY and a.call.result is not None:
+        # Already history: whatever it was answered then (its result, or an earlier repair) is what is known.
+        earlier = says(a.call.result, conventions)
+        if squeeze(a.text) != squeeze(a.call.result) and (is_repair(a.text, conventions)
+                                                         or earlier in (Says.OUTCOME_UNKNOWN, Says.NOT_STARTED)):
+            found.fail(half, f"tool call {a.call.call_id} was answered {clip(a.call.result, 60)!r} before the kill "
+                       f"({a.call.how}), but is now answered {clip(a.text, 80)!r}", a.item())
+        else:
+            found.ok(half, a.item("keeps the result it had before the kill"))
         return True
     if known in (Known.HISTORY, Known.FINISHED):
         if s in (Says.OUTCOME_UNKNOWN, Says.NOT_STARTED):

@@ -214,7 +214,8 @@ def tools_die_with_the_agent(obs: Observation) -> CheckResult:
     for kill in obs.kills:
         restart_ns = next((r.mono_ns for r in obs.restarts if r.mono_ns > kill.mono_ns), None)
         open_now = set(windows_open_at(obs, kill.mono_ns))
-        for window in (w for w in obs.windows if w.window in open_now):
+        for window in (w for w in obs.windows if w.window in open_now
+                       and (w.gone_ns is None or w.gone_ns > kill.mono_ns)):  # not one already gone
             exercised += 1
             pids = [p.get("pid") for p in window.pids]
             if window.survivors:

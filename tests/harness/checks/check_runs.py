@@ -147,7 +147,7 @@ KILL_IN_TOOL_FAULTS = {"no-repair", "drop-dangling-call", "wrong-marker", "repai
                        "fork", "no-note", "late-tool-checkpoint", "tree-survives", "writes-on-load", "c1-finished",
                        "c1-finished-but-marked", "same-wording", "declared-wording", "declared-same-wording",
                        "claims-never-ran", "unresumable", "refused-and-quit", "unseen-load", "lost-history",
-                       "no-capture"}
+                       "no-capture", "second-kill", "second-kill-rewrites-repair"}
 
 
 def kill_in_tool(*faults: str) -> RunBuilder:
@@ -240,6 +240,31 @@ def kill_in_tool(*faults: str) -> RunBuilder:
               interrupted=False)
     log.event("step_settled", turn=turn, step=1)
     log.event("turn_ended", turn=turn, reason="completed")
+    if {"second-kill", "second-kill-rewrites-repair"} & f:  # interrupt-restart's second half: a kill mid-stream
+        history = follow + [msg("assistant", "It may have run.")]
+        run.user("Now write the release notes.")
+        log.event("turn_started", turn=3, input="Now write the release notes.", inbox=[])
+        notes = history + [msg("user", "Now write the release notes.")]
+        log.event("model_request", turn=3, step=1, request=chat(notes))
+        n3 = rec.request(notes)
+        rec.response(n3, text="Writing the release notes, one line at a time.")
+        rec.chunk(n3, 1, "Writing ")
+        run.kill("chunk-flushed", request=n3)
+        run.restart()
+        run.user("Crashed again. Carry on.")
+        if "second-kill-rewrites-repair" in f:  # the earlier repair of c2 is "repaired" again, as unknown
+            notes = [m if m.get("tool_call_id") != "c2" else msg("tool", UNKNOWN_TEXT, tool_call_id="c2")
+                     for m in notes]
+        again = notes + [msg("user", RESUME_NOTE), msg("user", "Crashed again. Carry on.")]
+        log.event("turn_started", turn=4, input="Crashed again. Carry on.", inbox=[])
+        log.event("session_resumed", turn=4, gap_s=0.5, note=RESUME_NOTE)
+        log.event("model_request", turn=4, step=1, request=chat(again))
+        n4 = rec.request(again)
+        rec.response(n4, text="Picking up where we left off.")
+        log.event("assistant_message", turn=4, step=1, text="Picking up where we left off.", tool_calls=[],
+                  finish_reason="stop", interrupted=False)
+        log.event("step_settled", turn=4, step=1)
+        log.event("turn_ended", turn=4, reason="completed")
     return run
 
 
