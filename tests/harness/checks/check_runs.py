@@ -47,7 +47,8 @@ def _answered_turn(run: RunBuilder, turn: int, history: list[dict], text: str, r
     n = run.records.request(history)
     run.records.response(n, text=reply)
     run.records.stream(n, [reply])
-    log.event("assistant_message", turn=turn, step=1, text=reply, tool_calls=[], finish_reason="stop", interrupted=False)
+    log.event("assistant_message", turn=turn, step=1, text=reply, tool_calls=[], finish_reason="stop",
+              interrupted=False)
     log.event("step_settled", turn=turn, step=1)
     log.event("turn_ended", turn=turn, reason="completed")
     return history + [msg("assistant", reply)]

@@ -8,12 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from .check_runs import kill_in_tool, stop_in_tool
 from harness.checks import REGISTRY, get_check, run_check, run_checks
 from harness.checks.base import CheckSpec, check
 from harness.checks.testing import Clock, LogBuilder, RunBuilder
 from harness.contract import CHECK_IDS, CHECKS, Observes
 from harness.model import Capability, Observation, Outcome, Tier, verdict_of
+
+from .check_runs import kill_in_tool, stop_in_tool
 
 LOG_ONLY = ["C1", "C2", "C10"]
 CHECKS_DIR = Path(__file__).parents[3] / "harness" / "checks"

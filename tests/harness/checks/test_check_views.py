@@ -24,8 +24,10 @@ def test_unanswered_orphaned_and_late_results_are_named():
     late = history(msg("assistant", "", [c1]), msg("user", "hi"), msg("tool", "x", tool_call_id="c1"))
     assert balance_problems(late) == ["message 1: tool call 'c1' has no tool result",
                                       "message 3: tool result for 'c1', which no preceding assistant message left open"]
-    twice = history(msg("assistant", "", [c1]), msg("tool", "x", tool_call_id="c1"), msg("tool", "y", tool_call_id="c1"))
-    assert balance_problems(twice) == ["message 3: tool result for 'c1', which no preceding assistant message left open"]
+    twice = history(msg("assistant", "", [c1]), msg("tool", "x", tool_call_id="c1"),
+                    msg("tool", "y", tool_call_id="c1"))
+    assert balance_problems(twice) == [
+        "message 3: tool result for 'c1', which no preceding assistant message left open"]
 
 
 def test_window_maps_to_the_call_that_names_it():

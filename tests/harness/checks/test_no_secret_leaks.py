@@ -5,10 +5,11 @@ import dataclasses
 
 import pytest
 
-from .check_runs import kill_in_tool, leaky_run, stop_in_tool
 from harness.checks import run_check
 from harness.checks.testing import CANARY
 from harness.model import CanaryHit, Outcome
+
+from .check_runs import kill_in_tool, leaky_run, stop_in_tool
 
 
 def test_clean_run_passes(no_canary_in):

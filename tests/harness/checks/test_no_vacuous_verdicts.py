@@ -16,6 +16,11 @@ from collections.abc import Callable
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from harness.checks import REGISTRY, run_check
+from harness.checks.testing import without_reader
+from harness.checks.views import first_request_after, windows_open_at, windows_opened
+from harness.model import Observation, Outcome
+
 from .check_runs import (
     headless_runs,
     inbox_run,
@@ -28,10 +33,6 @@ from .check_runs import (
     timeout_run,
     torn_tail_restart,
 )
-from harness.checks import REGISTRY, run_check
-from harness.checks.testing import without_reader
-from harness.checks.views import first_request_after, windows_open_at, windows_opened
-from harness.model import Observation, Outcome
 
 # Runs that keep the contract, and variants that keep it too.
 GOOD_RUNS = [

@@ -8,11 +8,12 @@ import json
 
 import pytest
 
-from .json_document_reader import DocumentStore, JsonDocumentReader
 from harness.checks import run_check
 from harness.checks.testing import RunBuilder, call, msg
 from harness.model import Capability, Outcome, Snapshot
 from harness.readers import CannotDamage, LogDamaged
+
+from .json_document_reader import DocumentStore, JsonDocumentReader
 
 SYSTEM = msg("system", "You are a coding agent.")
 READER = JsonDocumentReader()
