@@ -25,7 +25,7 @@ FAULTS = [
     ("drop-dangling", "interrupt-restart", "C4"),
     ("unanswered-dangling", "interrupt-restart", "C4"),
     ("same-repair-wording", "interrupt-restart", "C14"),
-    ("lose-partial", "http-stream-cancel", "C5"),
+    ("lose-partial", "interrupt-cancel", "C5"),
     ("request-after-stop", "http-stream-cancel", "C9"),
     ("blank-fork", "interrupt-restart", "C7"),
 ]

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from harness.checks.testing import CANARY
-from harness.report.redact import redact
+from harness.secrets import redact
 
 
 @pytest.fixture
