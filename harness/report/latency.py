@@ -8,8 +8,8 @@ is honest about how little a small sample can say about its tail.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Sequence
 
 from harness.model import LatencySample
 
@@ -38,7 +38,7 @@ class Summary:
     max: int
 
     @classmethod
-    def of(cls, values: Sequence[int]) -> "Summary":
+    def of(cls, values: Sequence[int]) -> Summary:
         return cls(
             n=len(values),
             p50=percentile(values, 50),

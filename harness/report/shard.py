@@ -8,7 +8,7 @@ the whole run (``shard`` null, ``started``/``ended`` spanning all shards, ``argv
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from harness.model import RunResult, TaskResult
