@@ -521,6 +521,24 @@ def run_name(task: TaskResult) -> str:
     return f"{task.task} #{task.repeat} on {task.adapter}{driver}"
 
 
+def run_groups(runs: Sequence[TaskResult]) -> list[tuple[str, list[TaskResult]]]:
+    """Runs grouped by task, adapter and driver, in order: ``("interrupt-cancel … on http", [#0, #1])``."""
+    groups: dict[tuple[str, str, str], list[TaskResult]] = {}
+    for t in runs:
+        groups.setdefault((t.task, t.adapter, t.driver), []).append(t)
+    out = []
+    for (task, adapter, driver), members in groups.items():
+        shown = f" ({driver})" if driver and driver != adapter else ""
+        out.append((f"{task} {{repeats}} on {adapter}{shown}", members))
+    return out
+
+
+def runs_text(runs: Sequence[TaskResult]) -> str:
+    """``interrupt-cancel #0, #1, #2 on http (subprocess); interrupt-timeout #1 on inproc``."""
+    return "; ".join(pattern.format(repeats=", ".join(f"#{t.repeat}" for t in members))
+                     for pattern, members in run_groups(runs))
+
+
 @dataclass(frozen=True)
 class Agent:
     """One agent of one results file over all its adapters: what a findings list is about."""

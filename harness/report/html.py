@@ -43,6 +43,7 @@ from harness.report.aggregate import (
     leaderboard,
     plural,
     report_level,
+    run_groups,
     run_name,
     scoreboard_latencies,
     scoreboards,
@@ -102,8 +103,8 @@ table.kv table { width: 100%; margin: 0; table-layout: fixed; } table.kv td ol {
 .pass { background: #e3f4e1; } .fail { background: #f9d6d5; } .unknown { background: #fdf0c8; }
 .skipped, .not-run { background: #eee; color: #666; } .not-exercised { background: #e8e4f6; }
 .errored { background: #f3c9b8; } .missed { background: #f9d6d5; } .caught { background: #e3f4e1; }
-.badge { white-space: nowrap; display: inline-block; padding: 0 .45em; border-radius: 3px; font-size: .9em; font-weight: 600;
-         border: 1px solid rgba(0,0,0,.12); }
+.badge { white-space: nowrap; display: inline-block; padding: 0 .45em; border-radius: 3px; font-size: .9em;
+         font-weight: 600; border: 1px solid rgba(0,0,0,.12); }
 td.cell a { color: inherit; text-decoration: none; display: block; }
 details { border: 1px solid #ddd; border-radius: 4px; margin: .45em 0; padding: .3em .7em; }
 details > summary { cursor: pointer; font-weight: 600; }
@@ -324,7 +325,9 @@ def _finding(page: Page, f: Finding) -> str:
     head = (f"<summary>{_badge(word, _finding_class(f))} {_e(f.headline)}"
             + (f" — {_e(f.summary)}" if f.summary else "") + "</summary>")
     runs = f.runs
-    listing = "<p>In " + ", ".join(page.run_link(t) for t in runs) + ".</p>"
+    listing = "<p>In " + "; ".join(
+        _e(pattern.split("{repeats}")[0]) + ", ".join(page.run_link(t, f"#{t.repeat}") for t in members)
+        + _e(pattern.split("{repeats}")[1]) for pattern, members in run_groups(runs)) + ".</p>"
     parts = [listing]
     if f.is_check and f.rank < RANK_READER:
         shown = 0

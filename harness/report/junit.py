@@ -27,7 +27,6 @@ from harness.report.aggregate import (
     Scoreboard,
     attempts_text,
     caught_by,
-    check_title,
     failpoints,
     scoreboards,
 )
@@ -120,9 +119,6 @@ def _check_case(classname: str, task: TaskResult, check: CheckResult) -> ET.Elem
     label = f"{check.check} {check.name}".strip()
     case = ET.Element("testcase", classname=classname, name=f"{label} #{task.repeat}")
     message = xml_safe(check.evidence.summary)
-    title = check_title(check.check)
-    if title:
-        ET.SubElement(case, "properties").append(ET.Element("property", name="title", value=title))
     if check.outcome is Outcome.SKIPPED:
         ET.SubElement(case, "skipped", message=message)
     elif check.outcome is Outcome.UNKNOWN and check.needs_reader and check.tier is Tier.MANDATORY:

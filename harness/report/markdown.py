@@ -27,7 +27,7 @@ from harness.report.aggregate import (
     latency_order,
     leaderboard,
     report_level,
-    run_name,
+    runs_text,
     scoreboard_latencies,
     scoreboards,
 )
@@ -97,12 +97,13 @@ def _maybe_ns(value: int | None) -> str:
 
 def _finding_line(a: Agent, f: Finding) -> str:
     where = md_cell(a.label)
-    runs = f.runs
-    listed = ", ".join(md_cell(run_name(t)) for t in runs[:6]) + (f", … {len(runs) - 6} more" if len(runs) > 6 else "")
+    listed = md_cell(runs_text(f.runs))
+    if len(listed) > 300:
+        listed = listed[:299] + "…"
     line = f"- **{where}: {md_cell(f.headline)}**"
     if f.summary:
         line += f" — {md_cell(f.summary)}"
-    return line + f" ({listed})"
+    return line + f" · in {listed}"
 
 
 def _findings(boards: Sequence[Scoreboard]) -> list[str]:

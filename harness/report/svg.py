@@ -310,7 +310,7 @@ def timeline(marks: Sequence[TimelineMark], title: str, prefix: str) -> str:
         lane_y = TL_TOP + TL_LANE * lanes.index(m.lane)
         element_id = holders.get(i)
         attrs = (f' class="mark k-{ref_slug(m.kind)}" data-lane="{escape(m.lane)}" data-kind="{escape(m.kind)}" '
-                 f'data-at-ms="{m.at_ms:g}"' + (f' data-end-ms="{m.end_ms:g}"' if m.end_ms is not None else "")
+                 f'data-at-ms="{_ms(m.at_ms)}"' + (f' data-end-ms="{_ms(m.end_ms)}"' if m.end_ms is not None else "")
                  + (f' data-ref="{escape(m.ref)}"' if m.ref else "") + (f' id="{element_id}"' if element_id else ""))
         when = f"{ms_text(m.at_ms)}" + (f" → {ms_text(m.end_ms)}" if m.end_ms is not None else "")
         shapes = _mark_shapes(m, lane_y, x, x1, bottom)
@@ -323,6 +323,11 @@ def timeline(marks: Sequence[TimelineMark], title: str, prefix: str) -> str:
         parts.append(f"<g{attrs}><title>{escape(m.label)} — {escape(when)}</title>{''.join(shapes)}</g>")
     parts.append("</svg>")
     return "\n".join(parts)
+
+
+def _ms(value: float) -> str:
+    """A mark's time as the results hold it (ms, to the µs)."""
+    return repr(round(float(value), 3))
 
 
 def _mark_shapes(m: TimelineMark, lane_y: float, x, right: float, bottom: float) -> list[str]:
