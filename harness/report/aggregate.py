@@ -517,8 +517,12 @@ def attempts_text(task: TaskResult) -> str:
 
 def run_name(task: TaskResult) -> str:
     """``interrupt-cancel #2 on http (subprocess)``: the driver when it is not the adapter's name."""
-    driver = f" ({task.driver})" if task.driver and task.driver != task.adapter else ""
-    return f"{task.task} #{task.repeat} on {task.adapter}{driver}"
+    return f"{task.task} #{task.repeat} on {task.adapter}{_driver_note(task.task, task.adapter, task.driver)}"
+
+
+def _driver_note(task: str, adapter: str, driver: str) -> str:
+    """`` (subprocess)`` — unless the adapter or the task variant's name already says it."""
+    return f" ({driver})" if driver and driver != adapter and f"[{driver}]" not in task else ""
 
 
 def run_groups(runs: Sequence[TaskResult]) -> list[tuple[str, list[TaskResult]]]:
@@ -528,8 +532,7 @@ def run_groups(runs: Sequence[TaskResult]) -> list[tuple[str, list[TaskResult]]]
         groups.setdefault((t.task, t.adapter, t.driver), []).append(t)
     out = []
     for (task, adapter, driver), members in groups.items():
-        shown = f" ({driver})" if driver and driver != adapter else ""
-        out.append((f"{task} {{repeats}} on {adapter}{shown}", members))
+        out.append((f"{task} {{repeats}} on {adapter}{_driver_note(task, adapter, driver)}", members))
     return out
 
 

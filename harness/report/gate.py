@@ -72,7 +72,7 @@ class GateResult:
 
     @property
     def failed(self) -> bool:
-        return any(r.failing for r in (*self.checks, *self.latencies))
+        return any(r.failing for r in self.checks) or any(r.failing for r in self.latencies)
 
 
 def _check_statuses(run: RunResult, agent_key) -> tuple[dict, dict, set]:

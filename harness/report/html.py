@@ -502,7 +502,7 @@ def _legend() -> list[str]:
             "a log reader (L), or both. Each is described at length in the section of <code>docs/checks.md</code> "
             "named beside it.</p>",
             _table(["check", "title", "checker", "observes", "what it asks", "described in"], rows, css="wide",
-                   widths=["4em", "16em", "17em", "5.5em", "", "14em"]),
+                   widths=["4.5em", "15em", "19em", "6.5em", "", "12.5em"]),
             '<div class="with-defs"><div><h3>Cells</h3><dl>' + cells + "</dl></div>"
             '<aside class="defs"><h3>Verdict levels</h3><dl>' + levels + "</dl></aside></div>"]
 

@@ -10,13 +10,17 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from harness.model import LatencySample
 
 PERCENTILES = (50, 90, 99)
 
 
-def percentile(values: Sequence[int | float], p: float) -> int | float:
+Number = TypeVar("Number", int, float)
+
+
+def percentile(values: Sequence[Number], p: float) -> Number:
     """Nearest-rank percentile: the smallest value with at least p % of values at or below it."""
     if not values:
         raise ValueError("percentile of an empty sample")

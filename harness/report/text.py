@@ -28,7 +28,9 @@ def item_label(item: Mapping[str, Any]) -> str:
         return "window"
     if "pid" in item:
         return "process"
-    return "log excerpt" if "excerpt" in item or "line" in item else "item"
+    if "excerpt" in item or "line" in item:
+        return "log excerpt"
+    return next(iter(item)) if len(item) == 1 else "item"
 
 
 def item_text(item: Mapping[str, Any]) -> str:

@@ -67,7 +67,8 @@ LAYOUT = """(() => {
   });
   return {scrollWidth: doc.scrollWidth, clientWidth: doc.clientWidth, matrices, failed,
           scripts: document.scripts.length, images: document.images.length,
-          wide: [...document.querySelectorAll('body *')].filter(e => e.getBoundingClientRect().right > doc.clientWidth + 1)
+          wide: [...document.querySelectorAll('body *')]
+                .filter(e => e.getBoundingClientRect().right > doc.clientWidth + 1)
                 .slice(0, 5).map(e => e.tagName + '.' + e.className)};
 })()"""
 
