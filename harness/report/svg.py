@@ -275,8 +275,9 @@ def timeline(marks: Sequence[TimelineMark], title: str, prefix: str) -> str:
     t0, t1 = min(0.0, min(times)), max(times)
     t1 = t1 + max((t1 - t0) * 0.03, 1.0)
     x0, x1 = TL_LABEL, TL_WIDTH - TL_RIGHT
-    height = TL_TOP + TL_LANE * len(lanes) + TL_AXIS
-    bottom = TL_TOP + TL_LANE * len(lanes)
+    top = TL_TOP if any(m.kind in ACROSS for m in marks) else 8  # room to name Stops, kills and restarts
+    height = top + TL_LANE * len(lanes) + TL_AXIS
+    bottom = top + TL_LANE * len(lanes)
 
     def x(t: float) -> float:
         return x0 + (x1 - x0) * (t - t0) / (t1 - t0)
@@ -288,14 +289,14 @@ def timeline(marks: Sequence[TimelineMark], title: str, prefix: str) -> str:
         f"<title>{escape(title)}</title>",
     ]
     for i, lane in enumerate(lanes):
-        y = TL_TOP + TL_LANE * i
+        y = top + TL_LANE * i
         parts.append(f'<rect class="lane" x="0" y="{y}" width="{TL_WIDTH}" height="{TL_LANE}" '
                      f'fill="{"#f7f7f7" if i % 2 == 0 else "#ffffff"}"/>')
         parts.append(f'<text class="lane-name" x="6" y="{y + 16}">{escape(_clip(lane, 20))}</text>')
     step = _tick_step(t1 - t0)
     tick = math.ceil(t0 / step) * step
     while tick <= t1:
-        parts.append(f'<line class="grid" x1="{_f(x(tick))}" y1="{TL_TOP}" x2="{_f(x(tick))}" y2="{bottom}" '
+        parts.append(f'<line class="grid" x1="{_f(x(tick))}" y1="{top}" x2="{_f(x(tick))}" y2="{bottom}" '
                      f'stroke="#e3e3e3"/>')
         parts.append(f'<text class="tick" x="{_f(x(tick))}" y="{bottom + 14}" text-anchor="middle">'
                      f"{escape(ms_text(tick))}</text>")
@@ -307,13 +308,13 @@ def timeline(marks: Sequence[TimelineMark], title: str, prefix: str) -> str:
     drawing_order = sorted(range(len(marks)), key=lambda i: (marks[i].kind in ACROSS, marks[i].at_ms, i))
     for i in drawing_order:  # lines across the lanes drawn last, on top
         m = marks[i]
-        lane_y = TL_TOP + TL_LANE * lanes.index(m.lane)
+        lane_y = top + TL_LANE * lanes.index(m.lane)
         element_id = holders.get(i)
         attrs = (f' class="mark k-{ref_slug(m.kind)}" data-lane="{escape(m.lane)}" data-kind="{escape(m.kind)}" '
                  f'data-at-ms="{_ms(m.at_ms)}"' + (f' data-end-ms="{_ms(m.end_ms)}"' if m.end_ms is not None else "")
                  + (f' data-ref="{escape(m.ref)}"' if m.ref else "") + (f' id="{element_id}"' if element_id else ""))
         when = f"{ms_text(m.at_ms)}" + (f" → {ms_text(m.end_ms)}" if m.end_ms is not None else "")
-        shapes = _mark_shapes(m, lane_y, x, x1, bottom)
+        shapes = _mark_shapes(m, lane_y, x, x1, top, bottom)
         if m.kind in ACROSS:
             word = ACROSS_WORD[m.kind]
             level = 0 if label_ends[0] < x(m.at_ms) else 1 if label_ends[1] < x(m.at_ms) else 0
@@ -330,13 +331,13 @@ def _ms(value: float) -> str:
     return repr(round(float(value), 3))
 
 
-def _mark_shapes(m: TimelineMark, lane_y: float, x, right: float, bottom: float) -> list[str]:
+def _mark_shapes(m: TimelineMark, lane_y: float, x, right: float, top: float, bottom: float) -> list[str]:
     at = x(m.at_ms)
     mid = lane_y + TL_LANE / 2
     if m.kind in ACROSS:
         color = ACROSS[m.kind]
         dash = ' stroke-dasharray="4,2"' if m.kind == "stop" else ""
-        return [f'<line x1="{_f(at)}" y1="{TL_TOP - 4}" x2="{_f(at)}" y2="{bottom}" stroke="{color}" '
+        return [f'<line x1="{_f(at)}" y1="{top - 4}" x2="{_f(at)}" y2="{bottom}" stroke="{color}" '
                 f'stroke-width="1.5"{dash}/>',
                 f'<path d="M{_f(at - 5)},{_f(mid - 6)} L{_f(at + 5)},{_f(mid - 6)} L{_f(at)},{_f(mid + 3)} Z" '
                 f'fill="{color}"/>']

@@ -2,10 +2,12 @@
 
 Only what the report tests need: open a page at a given window size, record every network
 request it makes, evaluate an expression in it (the page itself has no script; the test
-asks the browser about its layout), and take a screenshot. Chromium runs with a profile
-folder of its own, no network services of its own (no sync, no component updates, no
-background networking), and is ended by PID — its child processes waited for — when the
-``async with`` block ends, however it ends.
+asks the browser about its layout), and take a screenshot. Chromium runs in a folder of its
+own — its profile, its log, its TMPDIR (it leaves ``org.chromium.*`` folders there) and its
+HOME (crash-report settings, a dconf cache) —
+with no network services of its own (no sync, no component updates, no background
+networking), and is ended by PID — its child processes waited for — and its folder removed
+when the ``async with`` block ends, however it ends.
 """
 
 from __future__ import annotations
@@ -53,7 +55,7 @@ class Chromium:
     def __init__(self, binary: str):
         self.binary = binary
         self.proc: subprocess.Popen | None = None
-        self.profile: str | None = None
+        self.home: Path | None = None  # everything Chromium writes: profile, log, temp files
         self.events: list[dict[str, Any]] = []
         self._ids = itertools.count(1)
         self._session: aiohttp.ClientSession | None = None
@@ -72,11 +74,16 @@ class Chromium:
         await self._stop()
 
     async def _start(self) -> None:
-        self.profile = tempfile.mkdtemp(prefix="chromium-profile-")
-        self._log = open(Path(self.profile).parent / f"{Path(self.profile).name}.log", "wb")  # noqa: SIM115
-        self.proc = subprocess.Popen([self.binary, *FLAGS, f"--user-data-dir={self.profile}", "about:blank"],
-                                     stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT)
-        port_file = Path(self.profile) / "DevToolsActivePort"
+        self.home = Path(tempfile.mkdtemp(prefix="chromium-"))
+        profile, tmp = self.home / "profile", self.home / "tmp"
+        tmp.mkdir()
+        self._log = open(self.home / "chromium.log", "wb")  # noqa: SIM115 (closed in _stop)
+        self.proc = subprocess.Popen([self.binary, *FLAGS, f"--user-data-dir={profile}", "about:blank"],
+                                     stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
+                                     env={**os.environ, "TMPDIR": str(tmp), "HOME": str(self.home),
+                                          "XDG_CONFIG_HOME": str(self.home / "config"),
+                                          "XDG_CACHE_HOME": str(self.home / "cache")})
+        port_file = profile / "DevToolsActivePort"
         deadline = time.monotonic() + START_TIMEOUT_S
         while not (port_file.exists() and port_file.read_text().count("\n") >= 1):
             if self.proc.poll() is not None:
@@ -165,9 +172,8 @@ class Chromium:
             await asyncio.to_thread(_end, self.proc)
         if self._log is not None:
             self._log.close()
-            Path(self._log.name).unlink(missing_ok=True)
-        if self.profile is not None:
-            shutil.rmtree(self.profile, ignore_errors=True)
+        if self.home is not None:
+            shutil.rmtree(self.home, ignore_errors=True)
 
 
 def _end(proc: subprocess.Popen) -> None:
