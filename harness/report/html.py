@@ -99,7 +99,7 @@ table.kv table { width: 100%; margin: 0; table-layout: fixed; } table.kv td ol {
 .meaning { margin: .3em 0; color: #333; }
 .lvl-conformant, .lvl-conformant-black-box { background: #dcf2d8; }
 .lvl-not-conformant { background: #f9d6d5; } .lvl-incomplete { background: #fdf0c8; }
-.lvl-nothing-ran { background: #eee; }
+.lvl-nothing-ran { background: #eee; } .lvl-board { background: #e6eef8; }
 .pass { background: #e3f4e1; } .fail { background: #f9d6d5; } .unknown { background: #fdf0c8; }
 .skipped, .not-run { background: #eee; color: #666; } .not-exercised { background: #e8e4f6; }
 .errored { background: #f3c9b8; } .missed { background: #f9d6d5; } .caught { background: #e3f4e1; }
@@ -242,8 +242,8 @@ def render_html(runs: Sequence[RunResult]) -> str:
 def _header(runs: Sequence[RunResult], boards: Sequence[Scoreboard], title: str) -> list[str]:
     level = report_level(runs)
     text = verdict(runs)
-    out = [f"<header>\n<h1>{_e(title)}</h1>",
-           f'<p class="verdict {_level_class(level.value if level else NOTHING_RAN)}">{_e(headline(runs, boards))}</p>']
+    css = "lvl-board" if is_leaderboard(boards) else _level_class(level.value if level else NOTHING_RAN)
+    out = [f"<header>\n<h1>{_e(title)}</h1>", f'<p class="verdict {css}">{_e(headline(runs, boards))}</p>']
     if is_leaderboard(boards):
         out.append('<p class="meaning">Each agent’s verdict is on its row of the leaderboard.</p>')
     elif level is not None:
