@@ -21,6 +21,7 @@ LEADING = ("kind", "type", "what", "request", "window", "pid", "role", "turn", "
            "stop", "phase", "note")
 PID_KEYS = ("pid", "agent_pid", "ppid")  # shown with the process's role
 PID_LISTS = ("pids", "tree")
+COMMAND_LINES = ("argv", "cmdline")  # shown as one line, as a shell would
 EPOCH_MIN = 1e9  # a float above this in a *time field is seconds since 1970 (psutil's create_time)
 
 
@@ -89,6 +90,8 @@ def _field(key: str, value: Any, ctx: Context) -> Field:
         return Field(key, pid_text(value, ctx), ref=f"pid {value}" if key in ("pid", "agent_pid") else None)
     if key in PID_LISTS and isinstance(value, list) and all(isinstance(v, int) for v in value):
         return Field(key, ", ".join(pid_text(v, ctx) for v in value))
+    if key in COMMAND_LINES and isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return Field(key, " ".join(value))
     if isinstance(value, bool):
         return Field(key, "yes" if value else "no")
     if isinstance(value, int | float):

@@ -594,6 +594,8 @@ def _run_evidence(page: Page, t: TaskResult) -> list[str]:
     evidence: Mapping[str, Any] = t.evidence if isinstance(t.evidence, Mapping) else {}
     anchor = page.anchor(t)
     out = []
+    if evidence.get("reproduce"):
+        out.append(f"<p>Run it again: <code>{_e(evidence['reproduce'])}</code></p>")
     failure = evidence.get("agent_failure")
     if isinstance(failure, Mapping):
         rows = [(k, _e(failure.get(k) or "")) for k in ("step", "awaited", "what")]
@@ -605,10 +607,25 @@ def _run_evidence(page: Page, t: TaskResult) -> list[str]:
     out.append(_processes(page, t, processes, f"{anchor}-processes", "The agent’s processes"))
     records = [r for r in evidence.get("records") or () if isinstance(r, Mapping)]
     out.append(_records(t, records, f"{anchor}-records"))
+    contained = evidence.get("containment")
+    if isinstance(contained, Mapping):
+        out.append(_containment(page, t, contained, f"{anchor}-containment"))
     extra = [(k, _e(plain(evidence.get(k)))) for k in ("log_path", "log_error") if evidence.get(k)]
     if extra:
         out.append(_kv(extra))
     return out
+
+
+def _containment(page: Page, t: TaskResult, contained: Mapping[str, Any], element_id: str) -> str:
+    """Which containment held the run, and what was still alive after the agent and its tools ended."""
+    outlived = [m for m in contained.get("outlived") or () if isinstance(m, Mapping)]
+    head = (f'<h4 id="{element_id}">Containment: {_e(contained.get("kind") or "?")}</h4>'
+            + (f"<p>{_e(contained['why'])}</p>" if contained.get("why") else ""))
+    if not outlived:
+        return head + "<p>Nothing outlived the run.</p>"
+    ctx = Context.of(t)
+    rows = [_fields_table(page, t, fields(m, ctx)) for m in outlived]
+    return head + f"<p>Still alive after the agent and its tools were ended ({len(outlived)}):</p>" + "".join(rows)
 
 
 def _processes(page: Page, t: TaskResult, processes: Sequence[Mapping[str, Any]], element_id: str,

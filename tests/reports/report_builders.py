@@ -126,7 +126,12 @@ def _run_evidence(task: str, adapter: str, repeat: int, agent_failure: bool, bro
                {"index": 4, "kind": "request", "request": 2, "status": 200},
                {"index": 5, "kind": "window", "window": "w1"}]
     evidence: dict = {"start_ns": START_NS, "processes": processes, "records": records,
-                      "log_path": f"/tmp/run/sessions/{task}.jsonl"}
+                      "log_path": f"/tmp/run/sessions/{task}.jsonl",
+                      "reproduce": f"stopbench run --agent reference --task {task} --adapter {adapter}",
+                      "containment": {"kind": "process-group", "why": "no cgroup v2 delegation here"}}
+    if broken and task == "interrupt-cancel" and adapter == "http":
+        evidence["containment"]["outlived"] = [{"pid": 4242, "ppid": 1, "create_time": 1764410401.25,
+                                                "cmdline": ["sleep", "600"], "how": "env-tag"}]
     if agent_failure:
         evidence["agent_failure"] = {"step": "step 7 (wait: for='request', request=3)", "awaited": "request 3",
                                      "what": "the agent exited 1", "exit": processes[-1]}

@@ -223,6 +223,12 @@ def test_evidence_is_readable_escaped_and_points_at_the_timeline(run, canary):
     (first,) = processes[:1]
     block = html[html.index(f'id="{first}"'):]
     assert "refagent run --timeout 2 &lt;script&gt;" in block[:3000] and "key=sk-sto[redacted]" in block[:3000]
+    run_section = html[html.index('<details class="run" id="run-2-interrupt-cancel-0"'):]
+    run_section = run_section[:run_section.index('<details class="run"', 10)]
+    assert "Run it again: <code>stopbench run --agent reference --task interrupt-cancel --adapter http</code>" \
+        in run_section
+    assert "Containment: process-group" in run_section and "Still alive after the agent" in run_section
+    assert "<td>sleep 600</td>" in run_section
 
 
 def test_timelines_parse_and_their_marks_match_the_data(run):
