@@ -557,6 +557,9 @@ def _run_section(page: Page, t: TaskResult) -> str:
     if t.attempts:
         parts.append("<p>Earlier tries (not exercised, run again): " + "; ".join(
             f"{n}. {_e(a.reason)} ({a.duration_s:.2f} s)" for n, a in enumerate(t.attempts, 1)) + ".</p>")
+    reproduce = t.evidence.get("reproduce") if isinstance(t.evidence, Mapping) else None
+    if reproduce:
+        parts.append(f"<p>Run it again: <code>{_e(reproduce)}</code></p>")
     if t.timeline:
         parts.append(timeline(t.timeline, f"{run_name(t)}: what happened, in ms from the task's start",
                               f"{anchor}-tl"))
@@ -594,8 +597,6 @@ def _run_evidence(page: Page, t: TaskResult) -> list[str]:
     evidence: Mapping[str, Any] = t.evidence if isinstance(t.evidence, Mapping) else {}
     anchor = page.anchor(t)
     out = []
-    if evidence.get("reproduce"):
-        out.append(f"<p>Run it again: <code>{_e(evidence['reproduce'])}</code></p>")
     failure = evidence.get("agent_failure")
     if isinstance(failure, Mapping):
         rows = [(k, _e(failure.get(k) or "")) for k in ("step", "awaited", "what")]
