@@ -5,13 +5,25 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.stopbench-installed
 
-.PHONY: eval test lint typecheck bench stress clean
+.PHONY: eval test lint typecheck bench stress clean browser
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test]'
+	@$(MAKE) --no-print-directory browser
 	touch $(STAMP)
+
+# Headless Chromium for the browser test of the HTML report (tests/reports/test_browser.py):
+# installed from Debian's packages when it is missing and this is root on a Debian-like
+# machine; never fails (without it that one test is skipped, saying why).
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing chromium for the HTML report's browser test"; \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) \
+	      >/dev/null 2>&1 || echo "could not install chromium: the browser test will be skipped"; \
+	  else echo "no chromium (and cannot install it here): the browser test will be skipped"; fi; }
 
 eval: $(STAMP)
 	$(VENV)/bin/stopbench run --agent reference --report-dir reports
