@@ -259,7 +259,9 @@ async def _restart(run: TaskRun, step: Step) -> None:
     loaded = await run.race_agent(run.driver.restart(expect=step.get("expect", "ready"),
                                                      text=step.get("text", "Carry on.")),
                                   step, "the restarted agent at its prompt")
-    after = run.capture(f"after restart {number} loaded") if loaded else None
+    refused = step.get("expect", "ready") == "refused"
+    # Once it has loaded (its prompt is up), or once it has refused the store and exited.
+    after = run.capture(f"after restart {number} {'refused' if refused else 'loaded'}") if loaded or refused else None
     damage = run.pending_damage
     run.pending_damage = None
     run.history.record(Restart(mono_ns=restart_ns, before=before, after_load=after,

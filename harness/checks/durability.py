@@ -57,7 +57,11 @@ def log_format_holds(obs: Observation) -> CheckResult:
     damaged = [(n, r) for n, r in enumerate(obs.restarts, start=1) if r.damage == "mid-file"]
     for number, restart in damaged:
         _refusal(obs, number, restart, found)
-    damaged_ns = min((r.mono_ns for _, r in damaged), default=None)
+    # From the first mid-file damage on, the store is damaged by the task itself: the capture
+    # the damaged restart began with, and every later one, are not the agent's doing.
+    first = damaged[0][1] if damaged else None
+    damaged_ns = first.before.snapshot.mono_ns if first and first.before and first.before.snapshot else (
+        first.mono_ns if first else None)
     kept = [c for c in captures(obs) if damaged_ns is None or (c.snapshot and c.snapshot.mono_ns < damaged_ns)]
     for capture in kept:
         if capture.error is not None:

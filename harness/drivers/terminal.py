@@ -64,18 +64,24 @@ class TerminalDriver(DriverBase):
             self._running = False
         return self._running
 
-    def _turn_end(self) -> str | None:
-        """How the current turn has visibly ended (a line for the settlement), or None.
+    def _turn_end(self) -> tuple[str, int] | None:
+        """How the current turn has visibly ended — a line for the settlement, and where the
+        raw stream may look for the next prompt — or None.
 
-        The turn-ended line is looked for in the raw stream after the input, ANSI codes cut
-        (a repaint may put it anywhere on screen, but it is written after the input); on a
-        screen, a busy indicator that showed since the input and is gone again ends it too."""
-        if self.spec.turn_ended_regex:
-            match = re.compile(self.spec.turn_ended_regex).search(ANSI.sub("", self._raw.text[self._settle_from:]))
-            if match:
-                return match.group(0)
-        if self._on_screen and self.spec.busy_regex and self._busy_seen and not self._view.shows(self.spec.busy_regex):
-            return "busy indicator gone"
+        A line-oriented UI prints its turn-ended line in order. On a full-screen UI the line is
+        looked for in the raw stream after the input with ANSI codes cut (a repaint may put it
+        anywhere on screen, but it is written after the input), and a busy indicator that
+        showed since the input and is gone again ends the turn too."""
+        regex = re.compile(self.spec.turn_ended_regex) if self.spec.turn_ended_regex else None
+        if not self._on_screen:
+            match = regex.search(self._raw.text, self._settle_from) if regex else None
+            return (ANSI.sub("", match.group(0)), match.end()) if match else None
+        if regex:
+            found = regex.search(ANSI.sub("", self._raw.text[self._settle_from:]))
+            if found:
+                return found.group(0), len(self._raw.text)
+        if self.spec.busy_regex and self._busy_seen and not self._view.shows(self.spec.busy_regex):
+            return "busy indicator gone", len(self._raw.text)
         return None
 
     def _outputs(self) -> tuple[str, str]:
@@ -206,9 +212,10 @@ class TerminalDriver(DriverBase):
     async def settle(self) -> Settlement:
         if not await self._view.wait(lambda: self._turn_end() is not None):
             raise DriverError(f"the agent's output ended before the turn-ended line; last output: {self._raw.tail()!r}")
-        line = self._turn_end() or ""
+        ended = self._turn_end()
+        assert ended is not None
+        line, self._settle_from = ended
         self._running = False
-        self._settle_from = len(self._raw.text)
         match = re.search(self.spec.turn_ended_regex, line) if self.spec.turn_ended_regex else None
         groups = match.groupdict() if match else {}
         return self._record_settlement(Settlement(
