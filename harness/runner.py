@@ -179,13 +179,14 @@ class TaskRun:
         rec = self.server.records
         beacon = step.get("for")
         if beacon == "request":
-            waiting = rec.wait_request(step.get("request"), timeout=BEACON_TIMEOUT_S)
+            waiting = asyncio.wait_for(rec.wait_request(step.get("request")), BEACON_TIMEOUT_S)
         elif beacon == "chunk":
-            waiting = rec.wait_chunk(request=step.get("request"), chunk=step.get("chunk"), timeout=BEACON_TIMEOUT_S)
+            waiting = asyncio.wait_for(rec.wait_chunk(request=step.get("request"), chunk=step.get("chunk")),
+                                       BEACON_TIMEOUT_S)
         elif beacon == "disconnect":
-            waiting = rec.wait_disconnect(request=step.get("request"), timeout=BEACON_TIMEOUT_S)
+            waiting = asyncio.wait_for(rec.wait_disconnect(request=step.get("request")), BEACON_TIMEOUT_S)
         else:
-            waiting = rec.wait_window(window=step.get("window"), timeout=BEACON_TIMEOUT_S)
+            waiting = asyncio.wait_for(rec.wait_window(window=step.get("window")), BEACON_TIMEOUT_S)
         record = await self._beacon_or_idle(waiting)
         if beacon == "window":
             self._watch_tree(step.get("window"), record)
@@ -203,7 +204,7 @@ class TaskRun:
                 await asyncio.wait({beacon}, timeout=IDLE_GRACE_S)
             if not beacon.done():
                 raise DriverError("the agent's turn ended (or its process exited) without it")
-            return beacon.result()
+            return beacon.result().to_json()
         finally:
             for task in (beacon, idle):
                 task.cancel()
@@ -227,7 +228,7 @@ class TaskRun:
             self.driver.stops[-1] = dataclasses.replace(delivery, text_seen=visible_prefix(scripted, delivery.text_seen))
 
     def _scripted_text(self, request: int | None) -> str:
-        responses = [r for r in self.server.records if r.get("kind") == "response"]
+        responses = [r.to_json() for r in self.server.records if r.kind == "response"]
         if request is not None:
             responses = [r for r in responses if r.get("request") == request]
         return (responses[-1].get("text") or "") if responses else ""
@@ -307,7 +308,7 @@ class TaskRun:
         """Every window the server saw: its tree, when Stop hit it, when it was gone, survivors."""
         out = []
         self.watch_cancel.set()
-        for record in [r for r in self.server.records if r.get("kind") == "window"]:
+        for record in [r.to_json() for r in self.server.records if r.kind == "window"]:
             wid = record.get("window")
             refs = [ProcRef.from_record(p) for p in record.get("pids", [])]
             gone_ns = None
@@ -366,7 +367,7 @@ async def run_item(profile: Profile, item: WorkItem) -> ItemOutcome:
                     await driver.close()
                     agent_refs = driver.processes()
                 await asyncio.to_thread(kill_all, window_refs)
-            records = tuple(dict(r) for r in server.records)
+            records = tuple(r.to_json() for r in server.records)
         if unsupported is not None:
             checks = tuple(skipped(c, f"not run: {unsupported}") for c in item.task.checks)
             checks = tuple(dataclasses.replace(c, tier=item.task.checks[c.check]) for c in checks)

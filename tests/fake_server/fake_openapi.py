@@ -45,8 +45,9 @@ class OpenApi:
                                 for e in errors[:5])
             raise AssertionError(f"{where} does not conform to {name}: {details}\n{json.dumps(instance)[:800]}")
 
-    def check_exchange(self, request_no: int, exchange: dict) -> int:
-        """Validate one model request's answer; returns how many payloads were checked."""
+    def check_exchange(self, request_no: int | str, exchange: dict) -> int:
+        """Validate one model request's answer (``request_no`` names it in errors); returns how
+        many payloads were checked."""
         api = exchange["api"]
         if api == "anthropic":
             return 0

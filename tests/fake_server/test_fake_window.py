@@ -30,28 +30,30 @@ async def test_reported_tree_matches_the_process_table(server, tmp_path, reaper)
     proc = start_window(server, tmp_path, reaper, id="w1", depth=2, fanout=2, ignore_term=True,
                         escape=True, hold_s=120)
     try:
-        record = await server.records.wait_window("w1", timeout=30)
-        pids = record["pids"]
-        reaper.extend((p["pid"], p["create_time"]) for p in pids)
-        roles = [p["role"] for p in pids]
+        async with asyncio.timeout(30):
+            record = await server.records.wait_window("w1")
+        pids = record.pids
+        reaper.extend((p.pid, p.create_time) for p in pids)
+        roles = [p.role for p in pids]
         assert roles.count("root") == 1 and roles.count("child") == 2 + 4
         assert roles.count("term-ignorer") == 1 and roles.count("escapee") == 1
         for p in pids:
-            real = psutil.Process(p["pid"])
-            assert real.create_time() == pytest.approx(p["create_time"], abs=0.01)
-            assert real.ppid() == p["ppid"]
-            assert (os.getpgid(p["pid"]), os.getsid(p["pid"])) == (p["pgid"], p["sid"])
-        by_pid = {p["pid"]: p for p in pids}
-        root = next(p for p in pids if p["role"] == "root")
-        escapee = next(p for p in pids if p["role"] == "escapee")
-        assert escapee["pgid"] == escapee["pid"] == escapee["sid"] != root["pgid"]
-        assert all(p["pgid"] == root["pgid"] for p in pids if p["role"] != "escapee")
-        assert all(p["ppid"] in by_pid for p in pids if p["role"] != "root")
-        ignoring = {p["role"]: ignores_sigterm(p["pid"]) for p in pids}
+            real = psutil.Process(p.pid)
+            assert real.create_time() == pytest.approx(p.create_time, abs=0.01)
+            assert real.ppid() == p.ppid
+            assert (os.getpgid(p.pid), os.getsid(p.pid)) == (p.pgid, p.sid)
+        by_pid = {p.pid: p for p in pids}
+        root = next(p for p in pids if p.role == "root")
+        escapee = next(p for p in pids if p.role == "escapee")
+        assert escapee.pgid == escapee.pid == escapee.sid != root.pgid
+        assert all(p.pgid == root.pgid for p in pids if p.role != "escapee")
+        assert all(p.ppid in by_pid for p in pids if p.role != "root")
+        ignoring = {p.role: ignores_sigterm(p.pid) for p in pids}
         assert ignoring["term-ignorer"] and not ignoring["root"] and not ignoring["escapee"]
-        os.killpg(root["pgid"], signal.SIGTERM)
-        done = await server.records.wait_for(lambda r: r["kind"] == "window_done", "window_done", 30)
-        assert done["finished"] is False
+        os.killpg(root.pgid, signal.SIGTERM)
+        async with asyncio.timeout(30):
+            done = await server.records.wait_window_done("w1")
+        assert done.finished is False and done.signal == "SIGTERM"
         assert not (tmp_path / "stopbench-window-w1.done").exists()
     finally:
         proc.kill()
@@ -62,17 +64,19 @@ async def test_reported_tree_matches_the_process_table(server, tmp_path, reaper)
 async def test_window_allowed_to_finish_writes_marker_and_output(server, tmp_path, reaper):
     proc = start_window(server, tmp_path, reaper, id="short", depth=1, fanout=1, hold_s=0.2)
     try:
-        record = await server.records.wait_window("short", timeout=30)
-        reaper.extend((p["pid"], p["create_time"]) for p in record["pids"])
-        done = await server.records.wait_for(lambda r: r["kind"] == "window_done", "window_done", 30)
+        async with asyncio.timeout(30):
+            record = await server.records.wait_window("short")
+            reaper.extend((p.pid, p.create_time) for p in record.pids)
+            done = await server.records.wait_window_done("short")
         out, _ = await asyncio.to_thread(proc.communicate, timeout=30)
-        assert done["finished"] is True and proc.returncode == 0
+        assert done.finished is True and proc.returncode == 0
         assert out.decode() == "window short: open, 2 processes\nwindow short: done\n"
         assert (tmp_path / "stopbench-window-short.done").read_text() == "window short finished\n"
-        assert record["marker"] == str(tmp_path / "stopbench-window-short.done")
-        assert not [p for p in record["pids"] if psutil.pid_exists(p["pid"])
-                    and psutil.Process(p["pid"]).create_time() == pytest.approx(p["create_time"], abs=0.01)
-                    and psutil.Process(p["pid"]).status() != psutil.STATUS_ZOMBIE]
+        assert record.marker == str(tmp_path / "stopbench-window-short.done")
+        assert not [p for p in record.pids if psutil.pid_exists(p.pid)
+                    and psutil.Process(p.pid).create_time() == pytest.approx(p.create_time, abs=0.01)
+                    and psutil.Process(p.pid).status() != psutil.STATUS_ZOMBIE]
     finally:
         proc.kill()
         proc.wait()
+
