@@ -1,4 +1,5 @@
-"""The bash window: its reported tree is the real process table, marker only when finished."""
+"""The bash window: its reported tree is the real process table, marker only when finished,
+and every process of it is forked from the window process, not a new interpreter."""
 import asyncio
 import os
 import signal
@@ -80,3 +81,32 @@ async def test_window_allowed_to_finish_writes_marker_and_output(server, tmp_pat
         proc.kill()
         proc.wait()
 
+
+async def test_every_child_is_forked_from_the_window_process_not_a_new_interpreter(server, tmp_path, reaper):
+    """A fresh interpreter per child is what made windows slow to open under load: every child
+    must run the root's own program image and command line (a re-executed child would show its
+    own arguments), and hold no file of the tool but /dev/null and its closed report pipe."""
+    proc = start_window(server, tmp_path, reaper, id="forked", depth=2, fanout=2, ignore_term=True,
+                        escape=True, hold_s=120)
+    try:
+        async with asyncio.timeout(30):
+            record = await server.records.wait_window("forked")
+        reaper.extend((p.pid, p.create_time) for p in record.pids)
+        root = next(p for p in record.pids if p.role == "root")
+        image = {p.pid: (os.readlink(f"/proc/{p.pid}/exe"), read(f"/proc/{p.pid}/cmdline")) for p in record.pids}
+        assert b"fake_server.window" in image[root.pid][1]
+        assert len(image) == 1 + 6 + 2 and set(image.values()) == {image[root.pid]}
+        for p in record.pids:
+            if p.role != "root":
+                fds = {os.readlink(f"/proc/{p.pid}/fd/{fd}") for fd in os.listdir(f"/proc/{p.pid}/fd")}
+                assert fds == {os.devnull}, (p, fds)
+        os.killpg(root.pgid, signal.SIGKILL)
+    finally:
+        proc.kill()
+        proc.wait()
+        proc.stdout.close()
+
+
+def read(path: str) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
