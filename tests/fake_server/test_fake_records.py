@@ -6,11 +6,11 @@ import re
 import aiohttp
 import openai
 import pytest
+from fake_testkit import BASH_TOOL, scenario
 
 from fake_server import FakeServer
 from fake_server.play import Playback
 from fake_server.records import RECORDS_VERSION, Chunk, WindowDone, read_jsonl
-from fake_testkit import BASH_TOOL, scenario
 
 USER = [{"role": "user", "content": "hi"}]
 PACED = '''
@@ -64,7 +64,8 @@ async def test_beacon_refuses_a_malformed_record_naming_the_problem(server, body
             assert resp.status == 400
             assert problem in (await resp.json())["error"]
     [error] = server.records
-    assert error.kind == "error" and error.problem.startswith("beacon POST /_stopbench/beacon") and problem in error.problem
+    assert error.kind == "error" and problem in error.problem
+    assert error.problem.startswith("beacon POST /_stopbench/beacon")
 
 
 async def test_a_wait_has_no_deadline_of_its_own_and_a_callers_deadline_cancels_it_cleanly(server):
