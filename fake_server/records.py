@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import json
 import time
 import types
@@ -206,23 +207,32 @@ def _json_type(value: Any) -> str:
             dict: "an object", type(None): "null"}.get(type(value), type(value).__name__)
 
 
-def _build(cls: type, data: dict, where: str) -> Any:
+@functools.cache
+def _schema(cls: type) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """The field types of ``cls`` and its required fields (those without a default), worked out
+    once per class: every record from another process goes through ``_build``."""
     hints = typing.get_type_hints(cls)
-    fields = {f.name: f for f in dataclasses.fields(cls)}
-    unknown = sorted(set(data) - set(fields) - {"kind"})
+    fields = dataclasses.fields(cls)
+    required = tuple(f.name for f in fields
+                     if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING)
+    return {f.name: hints[f.name] for f in fields}, required
+
+
+def _build(cls: type, data: dict, where: str) -> Any:
+    types_of, required = _schema(cls)
+    unknown = sorted(set(data) - set(types_of) - {"kind"})
     if unknown:
         raise RecordError(where, f"unknown field(s) {', '.join(unknown)}")
-    missing = [name for name, f in fields.items() if name not in data
-               and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+    missing = [name for name in required if name not in data]
     if missing:
         raise RecordError(where, f"missing field(s) {', '.join(missing)}")
-    values = {name: _conform(data[name], hints[name], f"{where}: field '{name}'")
-              for name in fields if name in data}
+    values = {name: _conform(value, types_of[name], where, name) for name, value in data.items() if name != "kind"}
     return cls(**values)
 
 
-def _conform(value: Any, hint: Any, where: str) -> Any:
-    """``value`` checked against (and, for nested records, built as) the field type ``hint``."""
+def _conform(value: Any, hint: Any, where: str, name: str) -> Any:
+    """``value`` checked against (and, for nested records, built as) the type ``hint`` of field
+    ``name``; RecordError naming the record (``where``) and the field otherwise."""
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if hint is Any:
         return value
@@ -230,19 +240,20 @@ def _conform(value: Any, hint: Any, where: str) -> Any:
         if value is None and type(None) in args:
             return None
         (inner,) = [a for a in args if a is not type(None)]
-        return _conform(value, inner, where)
+        return _conform(value, inner, where, name)
     if origin is tuple and args[0] is WindowProc:
         if not isinstance(value, list):
-            raise RecordError(where, f"must be an array, not {_json_type(value)}")
-        return tuple(_build(WindowProc, _object(v, f"{where}[{i}]"), f"{where}[{i}]") for i, v in enumerate(value))
+            raise RecordError(f"{where}: field '{name}'", f"must be an array, not {_json_type(value)}")
+        return tuple(_build(WindowProc, _object(v, f"{where}: field '{name}'[{i}]"), f"{where}: field '{name}'[{i}]")
+                     for i, v in enumerate(value))
     expected = {int: (int,), float: (int, float), str: (str,), bool: (bool,)}.get(hint)
     if expected is not None:
         if not isinstance(value, expected) or (isinstance(value, bool) and hint is not bool):
-            raise RecordError(where, f"must be {_json_type(hint())}, not {_json_type(value)}")
+            raise RecordError(f"{where}: field '{name}'", f"must be {_json_type(hint())}, not {_json_type(value)}")
         return float(value) if hint is float else value
     container = list if origin is list else dict
     if not isinstance(value, container):
-        raise RecordError(where, f"must be {_json_type(container())}, not {_json_type(value)}")
+        raise RecordError(f"{where}: field '{name}'", f"must be {_json_type(container())}, not {_json_type(value)}")
     return value
 
 

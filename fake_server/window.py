@@ -14,7 +14,9 @@ on a loaded machine. Hence every process of the tree is *forked* from the window
 new interpreter per child), and nothing heavy is imported before the beacon is posted: each
 process describes itself from ``os`` and ``/proc`` (its start time computed exactly as
 psutil's ``Process.create_time()`` does, since the harness identifies processes by PID and
-start time with psutil), and the beacon is one HTTP request written on a plain socket.
+start time with psutil), the beacon is one HTTP request written on the interpreter's own socket
+module (``_socket``: ``socket`` and ``selectors`` cost milliseconds to import), and the command
+line is read without ``argparse`` (which imports ``shutil`` and ``gettext`` to build a parser).
 
 Children report to their parent through a pipe (one JSON line each, the subtree below them
 included); their standard streams are ``/dev/null`` and they keep no other inherited file, so
@@ -23,11 +25,10 @@ child never holds the tool's pipe open.
 """
 from __future__ import annotations
 
-import argparse
+import _socket
 import json
 import os
 import signal
-import socket
 import sys
 import time
 from pathlib import Path
@@ -100,18 +101,22 @@ def post(beacon: str | None, record: dict) -> None:
     path = url.path.rstrip("/") + "/_stopbench/beacon"
     head = (f"POST {path} HTTP/1.1\r\nHost: {url.netloc}\r\nContent-Type: application/json\r\n"
             f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n").encode()
+    conn = _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM)
     try:
-        with socket.create_connection((url.hostname or "127.0.0.1", url.port or 80), BEACON_TIMEOUT_S) as conn:
-            conn.sendall(head + body)
-            answer = b""
-            while b"\r\n" not in answer:
-                piece = conn.recv(4096)
-                if not piece:
-                    break
-                answer += piece
+        conn.settimeout(BEACON_TIMEOUT_S)
+        conn.connect((url.hostname or "127.0.0.1", url.port or 80))
+        conn.sendall(head + body)
+        answer = b""
+        while b"\r\n" not in answer:
+            piece = conn.recv(4096)
+            if not piece:
+                break
+            answer += piece
     except OSError as exc:
         print(f"window: beacon not reachable ({exc})", file=sys.stderr)
         return
+    finally:
+        conn.close()
     status = answer.split(b"\r\n", 1)[0].decode("latin-1")
     if status.split()[1:2] != ["200"]:
         print(f"window: the beacon refused the {record['kind']} record ({status or 'no answer'})", file=sys.stderr)
@@ -203,7 +208,41 @@ def end_subtree(procs: list[dict]) -> None:
             time.sleep(0.002)
 
 
-def root(args: argparse.Namespace) -> None:
+class Args:
+    """The command line: ``--id``, ``--depth``, ``--fanout``, ``--hold``, ``--marker``,
+    ``--beacon`` with a value; ``--ignore-term`` and ``--escape`` alone."""
+    USAGE = ("usage: python -m fake_server.window [--id ID] [--depth D] [--fanout F] [--hold S] "
+             "[--ignore-term] [--escape] [--marker PATH] [--beacon URL]")
+
+    def __init__(self, argv: list[str]):
+        self.id, self.depth, self.fanout, self.hold = "w", 1, 1, 60.0
+        self.ignore_term = self.escape = False
+        self.marker: str | None = None
+        self.beacon: str | None = None
+        flags = {"--ignore-term": "ignore_term", "--escape": "escape"}
+        values = {"--id": str, "--depth": int, "--fanout": int, "--hold": float, "--marker": str, "--beacon": str}
+        items = iter(argv)
+        for option in items:
+            if option in ("-h", "--help"):
+                print(f"{self.USAGE}\n\n{__doc__}")
+                raise SystemExit(0)
+            if option in flags:
+                setattr(self, flags[option], True)
+                continue
+            if option not in values:
+                raise SystemExit(f"{self.USAGE}\nwindow: unknown option {option!r}")
+            text = next(items, None)
+            if text is None:
+                raise SystemExit(f"{self.USAGE}\nwindow: {option} needs a value")
+            try:
+                setattr(self, option[2:], values[option](text))
+            except ValueError:
+                kind = {int: "an integer", float: "a number"}.get(values[option], "a value")
+                raise SystemExit(f"{self.USAGE}\nwindow: {option} must be {kind}, not {text!r}") from None
+        self.hold = min(max(self.hold, 0.0), HOLD_MAX_S)
+
+
+def root(args: Args) -> None:
     window_id = args.id
     marker = Path(args.marker or f"stopbench-window-{window_id}.done").absolute()
 
@@ -227,18 +266,7 @@ def root(args: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m fake_server.window", description=__doc__.split("\n")[0])
-    parser.add_argument("--id", default="w")
-    parser.add_argument("--depth", type=int, default=1)
-    parser.add_argument("--fanout", type=int, default=1)
-    parser.add_argument("--hold", type=float, default=60.0)
-    parser.add_argument("--ignore-term", action="store_true")
-    parser.add_argument("--escape", action="store_true")
-    parser.add_argument("--marker")
-    parser.add_argument("--beacon")
-    args = parser.parse_args(argv)
-    args.hold = min(max(args.hold, 0.0), HOLD_MAX_S)
-    root(args)
+    root(Args(sys.argv[1:] if argv is None else argv))
     return 0
 
 
