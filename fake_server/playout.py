@@ -29,11 +29,11 @@ def prepare(parsed: Parsed, cursor: ScenarioCursor, ids: Ids, beacon_url: str | 
     scenario = cursor.scenario
     wire = wire_for(parsed.api)
     shell = detect_shell(parsed, scenario)
+    pattern = scenario.side_pattern(parsed.canonical)
+    if pattern is not None:     # whatever model it names: agents send side requests to a small model
+        return side_plan(parsed, f"its text contains the scenario's side_requests pattern {pattern!r}")
     if scenario.model and parsed.model != scenario.model:
         raise wire.unknown_model(parsed.model)
-    pattern = scenario.side_pattern(parsed.canonical)
-    if pattern is not None:
-        return side_plan(parsed, f"its text contains the scenario's side_requests pattern {pattern!r}")
     try:
         index, response = cursor.choose(parsed.canonical)
     except Exhausted as exc:
@@ -84,12 +84,12 @@ async def play(plan: Plan, encoder: StreamEncoder) -> AsyncIterator[Emit]:
         await asyncio.Future()     # stall: held open until the consumer goes away
 
 
-def chunk_record(request_no: int, emit: Emit, plan: Plan, source: str = "server") -> Chunk:
+def chunk_record(request_no: int, emit: Emit, plan: Plan) -> Chunk:
     delta = emit.delta
     assert delta is not None, "chunk_record of an Emit that carries no chunk"
     return Chunk(request=request_no, chunk=emit.chunk, text=delta.text if delta.kind == "text" else "",
                  tool_call_id=plan.tool_calls[delta.call]["id"] if delta.kind == "tool" else None,
-                 reasoning=delta.text if delta.kind == "reasoning" else None, source=source)
+                 reasoning=delta.text if delta.kind == "reasoning" else None)
 
 
 def sse(event: str | None, data: Any) -> bytes:

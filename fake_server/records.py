@@ -394,11 +394,6 @@ class Records:
     async def wait_window_done(self, window: str) -> WindowDone:
         return await self._wait(WindowDone, lambda r: r.window == window, f"end of window {window!r}")
 
-    async def wait_side(self, n: int = 1) -> Side:
-        """The ``n``-th side request (1-based)."""
-        return await self._wait(Side, lambda r: sum(isinstance(s, Side) for s in self._items[:r.index]) == n,
-                                f"side request {n}")
-
     async def wait_after(self, index: int) -> list[Record]:
         """The records after ``index``, once there is at least one (the long poll's wait)."""
         if len(self._items) <= index:

@@ -114,18 +114,17 @@ class Plan:
     output_tokens: int = 0
     side: str | None = None        # for a side request: how it was recognised (no response is used)
 
-    def response_record(self, request_no: int, source: str = "server") -> Response:
+    def response_record(self, request_no: int) -> Response:
         return Response(request=request_no, response_index=self.index, text=self.text,
                         tool_calls=list(self.tool_calls), finish_reason=self.finish_reason,
                         http_error=self.http_error.status if self.http_error is not None else None,
-                        ending=type(self.ending).__name__.lower() if self.ending is not None else None,
-                        source=source)
+                        ending=type(self.ending).__name__.lower() if self.ending is not None else None)
 
-    def side_record(self, parsed: Parsed, path: str, source: str = "server") -> Side:
+    def side_record(self, parsed: Parsed, path: str) -> Side:
         assert self.side is not None, "side_record of a plan that answers the scenario"
         return Side(api=parsed.api, path=path, stream=parsed.stream, reason=self.side,
                     messages=cn.outline(parsed.canonical), tools=list(parsed.canonical["tools"]),
-                    text=self.text, source=source)
+                    text=self.text)
 
 
 def side_plan(parsed: Parsed, reason: str) -> Plan:

@@ -83,13 +83,13 @@ async def test_a_tool_less_request_is_a_side_request_in_every_wire(server, api, 
 async def test_a_declared_pattern_makes_a_side_request_even_with_tools_and_an_unmatched_response_left(server):
     """Qwen's auto-memory request offers the shell tool; only the declared pattern tells it
     apart, and it must not take the response the next turn of the task needs."""
-    server.load(scenario('side_requests = ["Managed memory directory"]\n' + TASK.replace(
+    server.load(scenario('model = "m"\nside_requests = ["Managed memory directory"]\n' + TASK.replace(
         'match = { last = "user", tools = true }\n', "")))
     memory = [{"role": "system", "content": "You are Qwen Code."},
               {"role": "user", "content": "Managed memory directory: /home/u/.qwen/memory. Update it."},
               {"role": "system", "content": "Be brief."}]
     async with openai.AsyncOpenAI(base_url=server.base_url, api_key="k", max_retries=0) as client:
-        side = await client.chat.completions.create(model="m", messages=memory, tools=[BASH_TOOL])
+        side = await client.chat.completions.create(model="small-model", messages=memory, tools=[BASH_TOOL])
         task = await client.chat.completions.create(model="m", messages=USER, tools=[BASH_TOOL])
     assert side.choices[0].message.content == SIDE_TEXT and side.choices[0].message.tool_calls is None
     assert json.loads(task.choices[0].message.tool_calls[0].function.arguments) == {"command": "echo task"}
