@@ -32,8 +32,10 @@ HOG = "import time\nend = time.monotonic() + {seconds}\nwhile time.monotonic() <
 
 
 def loadavg() -> str:
+    """The 1, 5 and 15 minute load averages and the tasks runnable now / all tasks (the
+    averages lag a short run; the runnable count does not)."""
     with open("/proc/loadavg") as f:
-        return " ".join(f.read().split()[:3])
+        return " ".join(f.read().split()[:4])
 
 
 def percentile(values: list[float], p: float) -> float:
@@ -41,11 +43,12 @@ def percentile(values: list[float], p: float) -> float:
     return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
 
 
-async def open_times(server: FakeServer, cwd: str, trials: int, shape: dict) -> list[float]:
-    """Milliseconds from starting the tool command to holding the window record, per trial."""
+async def open_times(server: FakeServer, cwd: str, trials: int, shape: dict, prefix: str) -> list[float]:
+    """Milliseconds from starting the tool command to holding the window record, per trial.
+    Window ids start with ``prefix``, unique per call: a wait finds an earlier record too."""
     times = []
     for n in range(trials):
-        window_id = f"b{n}"
+        window_id = f"{prefix}{n}"
         command = window_command(Window(id=window_id, hold_s=60, **shape), server.url)
         started = time.monotonic_ns()
         shell = subprocess.Popen(["bash", "-c", command], cwd=cwd, stdout=subprocess.DEVNULL,
@@ -75,9 +78,9 @@ def report(label: str, times: list[float], load_before: str) -> None:
 async def main(trials: int, shape: dict, hogs: int, hog_s: float) -> None:
     with tempfile.TemporaryDirectory() as cwd:
         async with FakeServer() as server:
-            await open_times(server, cwd, 3, shape)         # warm the caches (.pyc, page cache)
+            await open_times(server, cwd, 3, shape, "warm")     # warm the caches (.pyc, page cache)
             before = loadavg()
-            report("as the machine is", await open_times(server, cwd, trials, shape), before)
+            report("as the machine is", await open_times(server, cwd, trials, shape, "quiet"), before)
             if hogs <= 0:
                 return
             started = []
@@ -86,7 +89,7 @@ async def main(trials: int, shape: dict, hogs: int, hog_s: float) -> None:
                     started.append(subprocess.Popen([sys.executable, "-c", HOG.format(seconds=hog_s)]))
                 await asyncio.sleep(1.0)                    # let the hogs take the CPUs before measuring
                 before = loadavg()
-                report(f"with {hogs} CPU hogs", await open_times(server, cwd, trials, shape), before)
+                report(f"with {hogs} CPU hogs", await open_times(server, cwd, trials, shape, "hogs"), before)
             finally:
                 for hog in started:
                     hog.kill()
