@@ -1,7 +1,8 @@
 """Validate what the fake server sent against the OpenAI OpenAPI description.
 
-The description is read from ``../shared/specs/openai-openapi.yaml`` (relative to the
-repository root) and never copied into the project; where it is absent, callers skip.
+The description is read from ``shared/specs/openai-openapi.yaml`` in the nearest folder
+above the repository root that has one (``../shared`` for a checkout, further up for a git
+worktree kept in a subfolder) and never copied into the project; where it is absent, callers skip.
 """
 from __future__ import annotations
 
@@ -12,7 +13,10 @@ from pathlib import Path
 import jsonschema
 import yaml
 
-SPEC_PATH = Path(__file__).resolve().parents[2].parent / "shared" / "specs" / "openai-openapi.yaml"
+SPEC_NAME = Path("shared", "specs", "openai-openapi.yaml")
+ROOT = Path(__file__).resolve().parents[2]
+SPEC_PATH = next((folder / SPEC_NAME for folder in ROOT.parents if (folder / SPEC_NAME).exists()),
+                 ROOT.parent / SPEC_NAME)
 ABSENT_REASON = f"OpenAI OpenAPI description not found at {SPEC_PATH}"
 
 
@@ -41,8 +45,9 @@ class OpenApi:
                                 for e in errors[:5])
             raise AssertionError(f"{where} does not conform to {name}: {details}\n{json.dumps(instance)[:800]}")
 
-    def check_exchange(self, request_no: int, exchange: dict) -> int:
-        """Validate one model request's answer; returns how many payloads were checked."""
+    def check_exchange(self, request_no: int | str, exchange: dict) -> int:
+        """Validate one model request's answer (``request_no`` names it in errors); returns how
+        many payloads were checked."""
         api = exchange["api"]
         if api == "anthropic":
             return 0

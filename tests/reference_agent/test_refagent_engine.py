@@ -108,9 +108,9 @@ async def test_stop_during_bash_kills_the_whole_tree(tmp_path, server_for):
     pids = []
     try:
         turn = session.start_turn("run the thing")
-        window = await server.records.wait_window("w1", timeout=60)
-        pids = [p["pid"] for p in window["pids"]]
-        roles = {p["role"] for p in window["pids"]}
+        window = await asyncio.wait_for(server.records.wait_window("w1"), 60)
+        pids = [p.pid for p in window.pids]
+        roles = {p.role for p in window.pids}
         assert {"escapee", "term-ignorer"} <= roles
         turn.stop("user")
         ending = await turn.settled()
