@@ -110,7 +110,7 @@ async def run_once(profile: Profile, item: WorkItem) -> ItemOutcome:
                 # Whatever is still alive now no PID led to: daemons, escapees. Found, ended, reported.
                 outlived = await asyncio.to_thread(containment.end, CONTAIN_BUDGET_S)
             final = run.capture("final")
-            records = tuple(dict(r) for r in server.records)
+            records = tuple(r.to_json() for r in server.records)  # the observation's plain, versioned form
         obs = observe(item, profile, history=history, records=records, reader=reader, final=final,
                       log_path=driver.log_path, transcript=driver.transcript(), api_key=api_key,
                       canary_hits=secrets.scan_files(api_key, dirs.root, dirs.profile_files), failure=failure)
@@ -162,7 +162,9 @@ def _not_run(profile: Profile, item: WorkItem) -> TaskResult:
 def _result(profile: Profile, item: WorkItem, started: str, t0_ns: int, checks: tuple[CheckResult, ...],
             status: RunStatus, reason: str | None, obs: Observation | None, final: LogCapture | None,
             containment: dict[str, Any] | None = None) -> TaskResult:
-    evidence = _evidence(profile, item, obs, final) if obs is not None else {"reproduce": reproducer(profile, item)}
+    evidence: dict[str, object] = {"reproduce": reproducer(profile, item)}
+    if obs is not None:
+        evidence = _evidence(profile, item, obs, final, t0_ns)
     if containment is not None:
         evidence["containment"] = containment
     return TaskResult(
@@ -190,7 +192,8 @@ def reproducer(profile: Profile, item: WorkItem) -> str:
     return command + (f" --mutants --failpoint {item.mutant}" if item.mutant else "")
 
 
-def _evidence(profile: Profile, item: WorkItem, obs: Observation, final: LogCapture | None) -> dict[str, object]:
+def _evidence(profile: Profile, item: WorkItem, obs: Observation, final: LogCapture | None,
+              t0_ns: int) -> dict[str, object]:
     """What a profile author needs to act on a run: each process with its command line and
     output tails, the server's records outlined, and why the run ended early, if it did."""
 
@@ -201,7 +204,8 @@ def _evidence(profile: Profile, item: WorkItem, obs: Observation, final: LogCapt
     records = [{k: r.get(k) for k in ("index", "kind", "request", "chunk", "window", "status", "problem", "error")
                 if r.get(k) is not None} for r in obs.records]
     evidence: dict[str, object] = {"processes": [process(e) for e in obs.exits], "records": records,
-                                   "log_path": obs.log_path, "reproduce": reproducer(profile, item)}
+                                   "log_path": obs.log_path, "reproduce": reproducer(profile, item),
+                                   "start_ns": t0_ns}
     if final is not None and final.error:
         evidence["log_error"] = final.error
     if obs.failure is not None:

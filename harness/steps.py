@@ -25,6 +25,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from fake_server import records
 from harness.contract import TASK_STOP_SOURCES
 from harness.model import AgentFailure, AgentKill, ProcessExit, Restart, StopDelivery
 from harness.profiles import Budgets
@@ -141,18 +142,17 @@ def beacon_name(step: Step) -> str:
     return f"request {step.get('request')}"
 
 
-def _beacon_predicate(step: Step, streams: bool) -> Callable[[Mapping[str, Any]], bool]:
-    beacon = step.get("for")
+def _beacon_predicate(step: Step, streams: bool) -> Callable[[records.Record], bool]:
+    beacon, number = step.get("for"), step.get("request")
     if beacon == "request":
-        return lambda r: r.get("kind") == "request" and r.get("request") == step.get("request")
+        return lambda r: isinstance(r, records.Request) and r.request == number
     if beacon == "chunk" and not streams:  # an agent that does not stream gets the answer whole
-        return lambda r: r.get("kind") == "response" and r.get("request") == step.get("request")
+        return lambda r: isinstance(r, records.Response) and r.request == number
     if beacon == "chunk":
-        return lambda r: (r.get("kind") == "chunk" and r.get("request") == step.get("request")
-                          and r.get("chunk") == step.get("chunk"))
+        return lambda r: isinstance(r, records.Chunk) and r.request == number and r.chunk == step.get("chunk")
     if beacon == "disconnect":
-        return lambda r: r.get("kind") == "disconnect" and r.get("request") == step.get("request")
-    return lambda r: r.get("kind") == "window" and r.get("window") == step.get("window")
+        return lambda r: isinstance(r, records.Disconnect) and r.request == number
+    return lambda r: isinstance(r, records.Window) and r.window == step.get("window")
 
 
 async def _wait(run: TaskRun, step: Step) -> None:
@@ -160,8 +160,8 @@ async def _wait(run: TaskRun, step: Step) -> None:
     exited, or the server recorded an error it caused), the reason why not."""
     predicate = _beacon_predicate(step, run.profile.streams)
     record = await run.race_agent(run.server.records.wait_for(predicate, beacon_name(step)), step, beacon_name(step))
-    if step.get("for") == "window":
-        run.watch_tree(step.get("window"), record)
+    if isinstance(record, records.Window):
+        run.watch_tree(record)
     run.last_beacon = (step.get("for"), record)
 
 
@@ -227,7 +227,7 @@ async def _kill(run: TaskRun, step: Step) -> None:
     kill_ns, pid = await run.driver.kill()
     run.history.record(AgentKill(
         mono_ns=kill_ns, pid=pid, at=step.get("at", default_at.get(beacon, "chunk-flushed")),
-        request=record.get("request"), window=record.get("window") if beacon == "window" else None,
+        request=getattr(record, "request", None), window=record.window if isinstance(record, records.Window) else None,
         log=run.capture(f"after kill {len(run.history.of(AgentKill)) + 1}"),
     ))
 
