@@ -86,6 +86,8 @@ def build_parser() -> argparse.ArgumentParser:
     lst = sub.add_parser("list", help="show tasks, checks and agents")
     lst.add_argument("--tasks-dir", default=None, help="folder of task folders (default: the project's tasks/)")
     lst.set_defaults(func=cmd_list)
+    from harness.agents.cli import add_parser as add_agents_parser
+    add_agents_parser(sub)
     return parser
 
 
