@@ -1,45 +1,43 @@
-"""Session-log readers, by the name an agent profile gives (``log_reader = "contract-v1"``).
+"""Session-store readers, by the name an agent profile gives (``log_reader = "contract-v1"``).
 
-A reader turns an agent's session file (a path, or its bytes) into a ``SessionLog``, or
-raises ``LogDamaged`` naming the file and line. The ``none`` reader is for agents checked
-black-box only: it reads nothing and returns None, so log checks answer ``unknown``.
-Readers for other agents' native logs plug in here by adding an entry to ``READERS``.
+A reader owns its store's format (``harness.readers.base.Reader``). ``none`` is not a reader
+but its absence: the agent is judged black-box, and log checks answer ``unknown`` for want
+of a reader. A reader for another agent's store plugs in by adding an entry to ``READERS``;
+that registry is the one list of reader names (profiles validate against it).
 """
 
 from __future__ import annotations
 
-import os
-from typing import Callable
+from harness.readers.base import CannotDamage, Damage, LogDamaged, Reader, capture, parse_capture
+from harness.readers.contract_v1 import ContractV1Reader
 
-from harness.model import SessionLog
-from harness.readers.contract_v1 import LogDamaged, read_contract_v1
-
-Reader = Callable[[str | os.PathLike[str] | bytes], SessionLog | None]
-
-
-def read_nothing(source: str | os.PathLike[str] | bytes) -> None:
-    """The black-box reader: the harness does not know this agent's log format."""
-    return None
-
+NO_READER = "none"
 
 READERS: dict[str, Reader] = {
-    "contract-v1": read_contract_v1,
-    "none": read_nothing,
+    reader.name: reader
+    for reader in (ContractV1Reader(),)
 }
+
+
+def reader_names() -> list[str]:
+    return sorted([*READERS, NO_READER])
 
 
 class UnknownReader(LookupError):
     def __init__(self, name: str):
-        super().__init__(f"unknown log reader {name!r} (known: {', '.join(sorted(READERS))})")
+        super().__init__(f"unknown log reader {name!r} (known: {', '.join(reader_names())})")
         self.name = name
 
 
-def get_reader(name: str) -> Reader:
-    """The reader registered under ``name``; ``UnknownReader`` lists the known names."""
+def get_reader(name: str) -> Reader | None:
+    """The reader registered under ``name``; None for ``none``; ``UnknownReader`` otherwise."""
+    if name == NO_READER:
+        return None
     try:
         return READERS[name]
     except KeyError:
         raise UnknownReader(name) from None
 
 
-__all__ = ["LogDamaged", "READERS", "Reader", "UnknownReader", "get_reader", "read_contract_v1", "read_nothing"]
+__all__ = ["CannotDamage", "Damage", "LogDamaged", "NO_READER", "READERS", "Reader", "UnknownReader", "capture",
+           "get_reader", "parse_capture", "reader_names"]

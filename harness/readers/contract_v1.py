@@ -5,31 +5,112 @@ writer: a misreading of the page in one is caught by the other.
 
 The reader is strict about structure (header, one JSON object per line, known event types,
 contiguous ``seq``) because that is what rule 5 calls damage; it is lenient about the
-fields inside an event, which ``event_field_problems`` reports separately so the format
-check can name every bad field instead of refusing the whole log at the first one.
+fields inside an event, which ``format_problems`` reports separately so the format check
+can name every bad field instead of refusing the whole log at the first one. Everything the
+format says about continuing a log after a crash (cut a torn tail, record what was cut,
+never rewrite a complete line) lives here too, so C10 judges this format by these rules and
+another store by its own.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import os
-from typing import Any, Mapping
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
 
-from harness.model import EVENT_TYPES, SessionEvent, SessionHeader, SessionLog
+from harness.model import (
+    EVENT_TYPES,
+    Capability,
+    Change,
+    FormatProblem,
+    LogCapture,
+    SessionEvent,
+    SessionHeader,
+    SessionLog,
+    Snapshot,
+)
+from harness.readers.base import CannotDamage, Damage, LogDamaged, file_snapshot, first_byte_difference
 
 FORMAT = "contract-log"
 VERSION = 1
 HEADER_FIELDS = ("session_id", "created", "cwd", "model")
 
 
-class LogDamaged(Exception):
-    """The log cannot be read: damage before the last line, a bad header or a ``seq`` gap."""
+class ContractV1Reader:
+    """contract-log v1: one JSONL file, append-only, with every event the contract names."""
 
-    def __init__(self, path: str, line: int, problem: str):
-        super().__init__(f"{path}:{line}: {problem}")
-        self.path = path
-        self.line = line
-        self.problem = problem
+    name = "contract-v1"
+    capabilities = frozenset(Capability)
+    damage_kinds = frozenset({"torn-tail", "mid-file"})
+    agent_versions = "contract-log v1 writers"
+
+    def snapshot(self, path: str) -> Snapshot | None:
+        return file_snapshot(self.name, path)
+
+    def parse(self, snapshot: Snapshot) -> SessionLog:
+        return read_contract_v1(snapshot.data, path=snapshot.path)
+
+    def damage(self, path: str, kind: str) -> Damage:
+        data = Path(path).read_bytes()
+        if kind == "torn-tail":
+            # A write cut short: the start of one more event, no newline.
+            Path(path).write_bytes(data + b'{"seq": ' + str(data.count(b"\n")).encode() + b', "type": "tool_res')
+            line = data.count(b"\n") + 1
+            return Damage(kind, line, f"line {line}")
+        if kind != "mid-file":
+            raise CannotDamage(f"contract-v1 has no damage {kind!r} (known: {', '.join(sorted(self.damage_kinds))})")
+        lines = data.split(b"\n")
+        complete = len(lines) - 1  # the part after the last newline is not a line
+        if complete < 3:
+            raise CannotDamage(f"mid-file damage needs at least three lines in the log, it has {complete}")
+        target = (complete - 1) // 2  # 0-based: after the header, before the last line
+        lines[target] = b'{"seq": \x00 not json' + b"#" * max(0, len(lines[target]) - 20)
+        Path(path).write_bytes(b"\n".join(lines))
+        return Damage(kind, target + 1, f"line {target + 1}")
+
+    def changed(self, before: Snapshot, after: Snapshot) -> Change | None:
+        return first_byte_difference(before.data, after.data)
+
+    def lost(self, before: Snapshot, after: Snapshot) -> Change | None:
+        """Append-only: every complete line of ``before`` stays, byte for byte, at the start."""
+        kept = complete_prefix(before.data)
+        if after.data.startswith(kept):
+            return None
+        return first_byte_difference(kept, after.data[: len(kept)])
+
+    def format_problems(self, log: SessionLog) -> list[FormatProblem]:
+        return [FormatProblem(note=p, event=e, line=e.line) for e in log.events for p in event_field_problems(e)]
+
+    def continuation_problems(self, before: LogCapture, after: SessionLog) -> list[FormatProblem]:
+        """A restart on a torn tail must cut it (never append onto it) and record the cut
+        bytes and their offset in a ``torn_tail_dropped`` event first."""
+        prior = before.log
+        if prior is None or before.snapshot is None or prior.torn_tail is None:
+            return []
+        if after.torn_tail is not None and after.torn_tail != prior.torn_tail \
+                and after.torn_tail.startswith(prior.torn_tail.rstrip(b"\n")):
+            return [FormatProblem(note=f"{before.moment}: the restart appended onto the torn last line instead "
+                                       "of cutting it")]
+        if len(after.events) <= len(prior.events):
+            return []
+        follower = after.events[len(prior.events)]
+        offset = len(complete_prefix(before.snapshot.data))
+        if follower.type != "torn_tail_dropped":
+            return [FormatProblem(event=follower, line=follower.line,
+                                  note=f"{before.moment}: appended after a torn last line without a "
+                                       "torn_tail_dropped event first")]
+        try:
+            dropped: bytes | None = base64.b64decode(str(follower.get("dropped")), validate=True)
+        except ValueError:
+            dropped = None
+        if dropped != prior.torn_tail or follower.get("offset") != offset:
+            return [FormatProblem(event=follower, line=follower.line,
+                                  note=f"torn_tail_dropped should hold the {len(prior.torn_tail)} torn bytes "
+                                       f"cut at offset {offset}")]
+        return []
 
 
 def read_contract_v1(source: str | os.PathLike[str] | bytes, *, path: str | None = None) -> SessionLog:
@@ -123,12 +204,30 @@ def _parse_event(path: str, number: int, raw: bytes) -> SessionEvent:
         raise LogDamaged(path, number, f"unknown event type {kind!r}")
     mono = data.get("mono_ns")
     turn = data.get("turn")
+    if kind == "model_request":
+        request = data.get("request")
+        chat = request.get("messages") if isinstance(request, dict) else None
+        data = data | {"messages": [_canonical(m) for m in chat or [] if isinstance(m, dict)]}
     return SessionEvent(
         seq=seq, type=kind, line=number,
         mono_ns=mono if isinstance(mono, int) else None,
         turn=turn if isinstance(turn, int) else None,
         data=data,
     )
+
+
+def _canonical(message: Mapping[str, Any]) -> dict[str, Any]:
+    """A Chat Completions message (what contract-v1 keeps of a request) as a canonical one."""
+    content = message.get("content")
+    if isinstance(content, list):
+        text = "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    else:
+        text = content if isinstance(content, str) else ""
+    calls = [{"id": c.get("id"), "name": (c.get("function") or {}).get("name"),
+              "arguments": (c.get("function") or {}).get("arguments")}
+             for c in message.get("tool_calls") or [] if isinstance(c, dict)]
+    return {"role": message.get("role"), "text": text, "tool_calls": calls,
+            "tool_call_id": message.get("tool_call_id")}
 
 
 # Fields each event type must carry, with the JSON types they may have (None = null allowed).
