@@ -56,6 +56,7 @@ FOLLOW_UP = "follow-up: the last turn was cut off. What happened?"
 TURN_TIMEOUT_S = 240.0
 STOP_GRACE_S = 30.0
 STREAM_KILL_CHUNK = 4
+SQLITE_DUMP_ABOVE = 64 << 10  # bytes: a bigger database is kept as its SQL dump
 LONG_TEXT = ("Here is a long explanation streamed slowly, one small piece at a time, so that the "
              "recorder can interrupt it in the middle: first part, second part, third part, fourth "
              "part, fifth part, sixth part, seventh part, eighth part, and the end.")
@@ -370,6 +371,17 @@ def snapshot(recipe: Recipe, home: Path, dest: Path, scrub: Scrubber) -> list[st
         if path.suffix == ".db":
             sqlite_copy(path, target)
             scrub.sqlite(target)
+            if target.stat().st_size > SQLITE_DUMP_ABOVE:
+                # Mostly empty pages of a few dozen tables: keep the SQL text instead.
+                con = sqlite3.connect(target)
+                try:
+                    dump = "\n".join(con.iterdump()) + "\n"
+                finally:
+                    con.close()
+                target.unlink()
+                target = target.with_name(target.name + ".sql")
+                target.write_text(dump, encoding="utf-8")
+                rel = target.relative_to(dest)
         else:
             target.write_bytes(scrub.data(path.read_bytes()))
         kept.append(str(rel))
