@@ -4,8 +4,17 @@ Other code calls :func:`installed_path` and :func:`binary`; ``stopbench agents``
 """
 
 from harness.agents.catalog import AGENTS, Agent, UnknownAgent, get_agent
-from harness.agents.install import (InstallError, NotInstalled, PythonNotFound, RegistryUnreachable, binary,
-                                    cache_root, install, install_dir, installed_path)
+from harness.agents.install import (
+                                    InstallError,
+                                    NotInstalled,
+                                    PythonNotFound,
+                                    RegistryUnreachable,
+                                    binary,
+                                    cache_root,
+                                    install,
+                                    install_dir,
+                                    installed_path,
+)
 
 __all__ = ["AGENTS", "Agent", "InstallError", "NotInstalled", "PythonNotFound", "RegistryUnreachable",
            "UnknownAgent", "binary", "cache_root", "get_agent", "install", "install_dir", "installed_path"]

@@ -25,9 +25,9 @@ import sys
 import tempfile
 import urllib.error
 import urllib.request
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
 
 from harness.agents.catalog import AGENTS, Agent, get_agent, python_accepts
 
@@ -147,7 +147,7 @@ def candidate_pythons() -> list[Path]:
 def interpreter_version(path: Path) -> tuple[int, int, int] | None:
     try:
         out = subprocess.run([str(path), "-c", "import sys; print(*sys.version_info[:3])"],
-                             capture_output=True, text=True, timeout=20)
+                             capture_output=True, text=True, timeout=20, check=False)
     except (OSError, subprocess.TimeoutExpired):
         return None
     parts = out.stdout.split()
@@ -190,7 +190,7 @@ def npm_registry(explicit: str | None = None) -> str:
         if os.environ.get(key):
             return os.environ[key]
     try:
-        out = subprocess.run(["npm", "config", "get", "registry"], capture_output=True, text=True, timeout=30)
+        out = subprocess.run(["npm", "config", "get", "registry"], capture_output=True, text=True, timeout=30, check=False)
         if out.returncode == 0 and out.stdout.strip().startswith("http"):
             return out.stdout.strip()
     except (OSError, subprocess.TimeoutExpired):
@@ -237,7 +237,7 @@ def run_logged(argv: Sequence[str], log: Path, env: dict) -> None:
         out.flush()
         try:
             proc = subprocess.run(list(argv), stdout=out, stderr=subprocess.STDOUT, env=env,
-                                  stdin=subprocess.DEVNULL, timeout=1800)
+                                  stdin=subprocess.DEVNULL, timeout=1800, check=False)
         except FileNotFoundError:
             raise InstallError(f"cannot run {argv[0]!r}: not found on PATH") from None
         except subprocess.TimeoutExpired:
@@ -299,14 +299,14 @@ def install(name: str, version: str | None = None, *, registry: str | None = Non
             "name": agent.name, "registry": agent.registry, "package": agent.package, "version": version,
             "binary": str(found.relative_to(tmp)), "registry_url": url,
             "python": str(interpreter) if interpreter else None,
-            "installed": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+            "installed": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         }
         (tmp / MARKER).write_text(json.dumps(marker, indent=1) + "\n", encoding="utf-8")
         _swap_into_place(tmp, final)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    say(f"installed {agent.name} {version}: {final / marker['binary']}")
+    say(f"installed {agent.name} {version}: {final / str(marker['binary'])}")
     return final
 
 

@@ -39,9 +39,10 @@ import sys
 import textwrap
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import psutil
 
@@ -436,18 +437,20 @@ class Run:
 
 async def spawn(role: str, argv: list[str], env: dict, cwd: Path, logdir: Path) -> Run:
     log = logdir / f"{role}.log"
-    out = open(log, "wb")
-    proc = await asyncio.create_subprocess_exec(*argv, cwd=cwd, env=env, stdin=asyncio.subprocess.DEVNULL,
-                                                stdout=out, stderr=out, start_new_session=True,
-                                                preexec_fn=_default_sigint)
-    out.close()
+    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        proc = await asyncio.create_subprocess_exec(*argv, cwd=cwd, env=env, stdin=asyncio.subprocess.DEVNULL,
+                                                    stdout=fd, stderr=fd, start_new_session=True,
+                                                    preexec_fn=_default_sigint)
+    finally:
+        os.close(fd)
     return Run(role, argv, proc, time.monotonic_ns(), log)
 
 
 async def wait_exit(run: Run, timeout: float) -> bool:
     try:
         await asyncio.wait_for(run.proc.wait(), timeout)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         return False
     run.ended_ns = time.monotonic_ns()
     run.returncode = run.proc.returncode
@@ -555,7 +558,7 @@ async def record_case(name: str, case: str, out_root: Path, keep: bool = False) 
                     if case == "stop-tool":
                         stop_ns = time.monotonic_ns()
                         os.kill(first.proc.pid, signal.SIGINT)
-                        if await wait_exit(first, STOP_GRACE_S):
+                        if await wait_exit(first, STOP_GRACE_S) and first.ended_ns is not None:
                             report["stop_exit_after_s"] = round((first.ended_ns - stop_ns) / 1e9, 3)
                         else:
                             report["notes"].append(f"still running {STOP_GRACE_S:g} s after SIGINT; SIGKILLed")

@@ -31,11 +31,19 @@ requests, tool starts, partial text (a stream cut off leaves nothing), step sett
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
 
-from harness.model import Capability, FormatProblem, SessionEvent, SessionHeader, SessionLog, Snapshot
+from harness.model import (
+    Capability,
+    FormatProblem,
+    SessionEvent,
+    SessionHeader,
+    SessionLog,
+    Snapshot,
+)
 from harness.readers.base import LogDamaged
 from harness.readers.jsonl import Events, JsonlStore, Line, text_of
 
@@ -84,7 +92,7 @@ class ClaudeCodeReader(JsonlStore):
             if kind == "assistant":
                 mid = message.get("id") or rec["uuid"]
                 if open_message is not None and open_message[0] == mid:
-                    _extend(open_message[1], message, line, events, extra)
+                    open_message = (mid, _extend(open_message[1], message, line, events, extra))
                     continue
                 blocks = content if isinstance(content, list) else []
                 calls = [_call(b) for b in blocks if isinstance(b, dict) and b.get("type") == "tool_use"]
@@ -195,17 +203,22 @@ def _canonical(call: dict[str, Any]) -> dict[str, Any]:
     return {"id": call["id"], "name": call["name"], "arguments": call["arguments"]}
 
 
-def _extend(event: SessionEvent, message: dict, line: Line, events: Events, extra: dict[str, Any]) -> None:
-    """A further content block of the same assistant message: append its text and calls."""
-    blocks = message.get("content") if isinstance(message.get("content"), list) else []
-    data = event.data
+def _extend(event: SessionEvent, message: dict, line: Line, events: Events, extra: dict[str, Any]) -> SessionEvent:
+    """A further content block of the same assistant message: its text and calls join the
+    message's event (replaced in place, same seq), and each call gets its ``tool_call``."""
+    content = message.get("content")
+    blocks: list[Any] = content if isinstance(content, list) else []
     calls = [_call(b) for b in blocks if isinstance(b, dict) and b.get("type") == "tool_use"]
+    data = dict(event.data)
     data["text"] = data["text"] + text_of(blocks)
     data["tool_calls"] = [*data["tool_calls"], *(_canonical(c) for c in calls)]
     data["finish_reason"] = message.get("stop_reason") or data["finish_reason"]
+    grown = dataclasses.replace(event, data=data)
+    events.items[events.items.index(event)] = grown
     for call in calls:
         events.add("tool_call", line.number, step=data["step"], call_id=call["id"], name=call["name"],
                    arguments=call["input"], **extra)
+    return grown
 
 
 def _result(block: dict[str, Any], rec: dict[str, Any]) -> dict[str, Any]:

@@ -17,8 +17,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.model import Capability, Change, FormatProblem, LogCapture, SessionEvent, SessionLog, Snapshot
-from harness.readers.base import CannotDamage, Damage, LogDamaged, file_snapshot, first_byte_difference
+from harness.model import (
+    Capability,
+    Change,
+    FormatProblem,
+    LogCapture,
+    SessionEvent,
+    SessionLog,
+    Snapshot,
+)
+from harness.readers.base import (
+    CannotDamage,
+    Damage,
+    LogDamaged,
+    file_snapshot,
+    first_byte_difference,
+)
 
 
 @dataclass(frozen=True)

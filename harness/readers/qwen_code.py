@@ -91,7 +91,8 @@ class QwenCodeReader(JsonlStore):
                 response = part.get("functionResponse")
                 if not isinstance(response, dict):
                     continue
-                body = response.get("response") if isinstance(response.get("response"), dict) else {}
+                raw_body = response.get("response")
+                body: dict[str, Any] = raw_body if isinstance(raw_body, dict) else {}
                 output = body.get("output", body.get("error", ""))
                 events.add("tool_result", line.number, call_id=response.get("id"), name=response.get("name"),
                            output=output if isinstance(output, str) else json.dumps(output),
