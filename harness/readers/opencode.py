@@ -96,7 +96,8 @@ class OpenCodeReader:
             raise LogDamaged(db, None, f"cannot copy the database ({exc})") from None
         finally:
             source.close()
-        return Snapshot(reader=self.name, path=os.fspath(path), data=bytes(data), mono_ns=time.monotonic_ns())
+        return Snapshot(reader=self.name, path=os.fspath(path), data=_rollback_mode(bytes(data)),
+                        mono_ns=time.monotonic_ns())
 
     def parse(self, snapshot: Snapshot) -> SessionLog:
         db, wanted = _split(snapshot.path)
@@ -197,6 +198,14 @@ def _split(path: str) -> tuple[str, str | None]:
     return db, session or None
 
 
+def _rollback_mode(image: bytes) -> bytes:
+    """A copy of a WAL database still says "WAL" in its header (bytes 18-19 = 2), and an
+    in-memory image in WAL mode cannot be opened: mark it a rollback-journal database."""
+    if len(image) >= 20 and image[18:20] == b"\x02\x02":
+        return image[:18] + b"\x01\x01" + image[20:]
+    return image
+
+
 class _open:
     def __init__(self, snapshot: Snapshot):
         self.snapshot = snapshot
@@ -204,7 +213,7 @@ class _open:
     def __enter__(self) -> sqlite3.Connection:
         self.con = sqlite3.connect(":memory:")
         try:
-            self.con.deserialize(self.snapshot.data)
+            self.con.deserialize(_rollback_mode(self.snapshot.data))
             self.con.execute("select count(*) from sqlite_master").fetchone()
         except sqlite3.Error as exc:
             self.con.close()
