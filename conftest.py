@@ -1,8 +1,9 @@
 """pytest wiring for stopbench: options, fixtures, and the conformance suite as test items.
 
-``pytest tasks/ --agent reference`` collects every ``tasks/<name>/task.toml`` as one test
-item per task variant × adapter × repeat; an item fails with the evidence of every
-mandatory check that did not pass. Options: ``--agent NAME|PATH``, ``--adapter A`` (repeatable,
+``pytest harness/tasks --agent reference`` collects every ``harness/tasks/<name>/task.toml``
+as one test item per task variant × adapter × repeat; an item fails with the evidence of
+every mandatory check that did not pass, and one that does not apply to the agent (no
+driver for it) is skipped with the reason. Options: ``--agent NAME|PATH``, ``--adapter A`` (repeatable,
 default all of the agent's), ``--repeat N`` (default 1).
 """
 
@@ -26,7 +27,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector):
-    if file_path.name == "task.toml" and file_path.parent.parent == ROOT / "tasks":
+    if file_path.name == "task.toml" and file_path.parent.parent == ROOT / "harness" / "tasks":
         return TaskFile.from_parent(parent, path=file_path)
     return None
 
@@ -35,8 +36,8 @@ class TaskFile(pytest.File):
     """One task file: its work items for the chosen agent, adapters and repeats."""
 
     def collect(self):
-        from harness import runner
         from harness.checks import REGISTRY
+        from harness.planning import plan
         from harness.profiles import load_profile
         from harness.tasks import load_task
 
@@ -44,7 +45,7 @@ class TaskFile(pytest.File):
         profile = load_profile(config.getoption("--agent"))
         task = load_task(self.path, known_checks=set(REGISTRY))
         adapters = [a for value in config.getoption("--adapter") for a in value.split(",") if a] or None
-        for item in runner.plan(profile, [task], adapters=adapters, repeat=config.getoption("--repeat")):
+        for item in plan(profile, [task], adapters=adapters, repeat=config.getoption("--repeat")):
             yield TaskItem.from_parent(self, name=f"{item.variant}[{item.adapter}-{item.repeat}]",
                                        work=item, profile=profile)
 
@@ -59,9 +60,16 @@ class TaskItem(pytest.Item):
     def runtest(self) -> None:
         from harness.runner import run_item
 
+        from harness.model import RunStatus, task_verdict
+
+        if self.work.not_run is not None:
+            pytest.skip(f"not run: {self.work.not_run}")
         outcome = asyncio.run(run_item(self.profile, self.work))
         self.result = outcome.result
-        if not outcome.result.conformant:
+        if outcome.result.status is RunStatus.NOT_RUN:
+            pytest.skip(f"not run: {outcome.result.reason}")
+        verdict = task_verdict(outcome.result)
+        if verdict is None or not verdict.ok:
             raise TaskNotConformant(outcome.result)
 
     def repr_failure(self, excinfo, style=None):
@@ -77,9 +85,13 @@ class TaskNotConformant(AssertionError):
     """A task run in which a mandatory check did not pass; the message is the evidence."""
 
     def __init__(self, result):
-        lines = [f"{result.task} on {result.adapter} (agent {result.agent}, repeat {result.repeat}) is not conformant"]
-        if result.error:
-            lines.append(f"  error: {result.error}")
+        from harness.model import task_verdict
+
+        verdict = task_verdict(result)
+        lines = [f"{result.task} on {result.adapter} (agent {result.agent}, repeat {result.repeat}): "
+                 f"{verdict.value if verdict else result.status.value}"]
+        if result.reason:
+            lines.append(f"  {result.status.value}: {result.reason}")
         for c in result.checks:
             if c.tier is Tier.MANDATORY and c.outcome not in (Outcome.PASS, Outcome.SKIPPED):
                 lines.append(f"  {c.check} {c.name}: {c.outcome.value}: {c.evidence.summary}")
@@ -112,7 +124,7 @@ def run_dirs():
     """A fresh HOME / sessions / working folder, removed afterwards."""
     import shutil
 
-    from harness.runner import RunDirs
+    from harness.rundir import RunDirs
 
     dirs = RunDirs.create()
     yield dirs
@@ -127,15 +139,18 @@ def make_driver(agent_profile, run_dirs):
     from types import SimpleNamespace
 
     from harness.drivers import make_driver as build
+    from harness.history import History
+    from harness.planning import WorkItem
     from harness.procs import kill_all, leftovers
-    from harness.runner import WorkItem, agent_context, canary_key
+    from harness.rundir import agent_context, canary_key
 
     drivers = []
 
-    def factory(name, server, *, profile=None, adapter="http"):
+    def factory(name, server, *, profile=None, adapter="http", history=None):
         task = SimpleNamespace(scenario_path=ROOT / "fake_server" / "demo.toml", scenario=None)
-        ctx = agent_context(profile or agent_profile, WorkItem(task, name, adapter, 1), run_dirs, server, canary_key())
-        driver = build(name, ctx)
+        ctx = agent_context(profile or agent_profile, WorkItem(task, name, adapter, 1), run_dirs, server.url,
+                            server.base_url, canary_key())
+        driver = build(name, ctx, history if history is not None else History())
         drivers.append(driver)
         return driver
 

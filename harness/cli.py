@@ -1,8 +1,13 @@
 """The ``stopbench`` command: ``run``, ``list``, ``serve``, ``report`` (and ``report merge``), ``gate``.
 
-Exit codes of ``run``: 0 the agent is conformant (every mandatory check passed, and with
-``--mutants`` every mutant was caught), 1 it is not, 2 harness or usage error (a bad
-profile, task or option, with a message naming the file and the problem).
+Exit codes of ``run``: 0 the agent is conformant or conformant (black-box) (and with
+``--mutants`` every mutant was caught), 1 it is not conformant or the score is incomplete,
+2 a harness or usage error, or a run cut short (a bad profile, task or option, with a
+message naming the file and the problem; SIGINT, SIGTERM, a closed stdout).
+
+An interrupted run loses nothing: the results gathered so far are rewritten atomically
+after every task run, and on an interruption the run is marked incomplete with the reason
+and the reports are rendered from what it has; ``--resume RESULTS`` continues it.
 """
 
 from __future__ import annotations
@@ -10,84 +15,110 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime as dt
-import json
+import os
 import signal
 import sys
+import textwrap
 import traceback
+from collections.abc import Coroutine, Sequence
 from pathlib import Path
-from typing import Sequence
+from typing import Any, TypeVar
+
+from harness.checks import REGISTRY
+from harness.contract import Verdict
+from harness.model import RunResult, RunStatus, TaskResult
+from harness.mutants import FailpointsError, list_failpoints, mutation_summary
+from harness.planning import ShardError, WorkItem, parse_shard, plan, shard_items
+from harness.profiles import Profile, ProfileError, builtin_names, load_profile
+from harness.provenance import run_header
+from harness.report import format_written, gate_main, load_results, merge_main, report_main, write_reports
+from harness.report.load import ResultsError
+from harness.report.progress import Progress, item_label, latency_table, mutation_table, scoreboard
+from harness.report.writer import results_text, write_text
+from harness.runner import DEFAULT_RETRIES, HarnessError, ItemOutcome, run_item
+from harness.tasks import TASKS_DIR, Task, TaskError, load_all
 
 EXIT_OK, EXIT_NOT_CONFORMANT, EXIT_USAGE = 0, 1, 2
+T = TypeVar("T")
+
+COMMANDS = (
+    ("run", "score an agent on the tasks (scoreboard, latencies, reports)"),
+    ("list", "the tasks, the checks and the built-in agents"),
+    ("serve", "the fake model server on 127.0.0.1 (first stdout line: its base URL)"),
+    ("report", "render results files (several make a leaderboard); 'report merge' joins shards"),
+    ("gate", "compare a run with a baseline: exit 1 on pass→fail or a real latency regression"),
+)
 
 
 class UsageError(Exception):
     pass
 
 
+class Interrupted(Exception):
+    """The run was cut short; the reason goes into the results."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        return _main(argv)
+    except BrokenPipeError:  # `stopbench list | head`: the reader has what it wanted
+        _quiet_stdout()
+        return EXIT_OK
+
+
+def _main(argv: list[str]) -> int:
     # Subcommands owned by other parts parse their own arguments.
     if argv[:1] == ["serve"]:
-        try:
-            from fake_server.cli import main as serve_main
-        except ImportError as exc:
-            print(f"stopbench: serve is not available ({exc})", file=sys.stderr)
-            return EXIT_USAGE
+        from fake_server.cli import main as serve_main
+
         return serve_main(argv[1:])
     if argv[:1] == ["report"]:
-        return _delegate("merge_main" if argv[1:2] == ["merge"] else "report_main",
-                         argv[2:] if argv[1:2] == ["merge"] else argv[1:])
+        return merge_main(argv[2:]) if argv[1:2] == ["merge"] else report_main(argv[1:])
     if argv[:1] == ["gate"]:
-        return _delegate("gate_main", argv[1:])
+        return gate_main(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     args.argv = ["stopbench", *argv]
-    from harness.runner import HarnessError
-
     try:
-        return args.func(args)
+        code: int = args.func(args)
+        return code
     except (UsageError, HarnessError) as exc:
         print(f"stopbench: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except Exception:  # a harness bug: say so, and never let it read as "not conformant" (exit 1)
-        traceback.print_exc()
-        print("stopbench: internal error (above); the run's verdict is unknown", file=sys.stderr)
-        return EXIT_USAGE
-
-
-def _delegate(name: str, argv: list[str]) -> int:
-    try:
-        import harness.report as report
-    except ImportError as exc:
-        print(f"stopbench: reports are not available ({exc})", file=sys.stderr)
-        return EXIT_USAGE
-    return getattr(report, name)(argv)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="stopbench", description=(
-        "Conformance and evaluation harness for the interruption contract of coding agents. "
-        "Also: 'stopbench serve' (fake model server), 'stopbench report [merge]', 'stopbench gate'."))
-    sub = parser.add_subparsers(dest="command", required=True)
+    listing = "\n".join(f"  {name:<8} {what}" for name, what in COMMANDS)
+    parser = argparse.ArgumentParser(
+        prog="stopbench", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Conformance and evaluation harness for the interruption contract of coding agents.",
+        epilog=f"commands:\n{listing}\n\n'stopbench COMMAND --help' for each command's options.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    run = sub.add_parser("run", help="score an agent on the tasks")
+    run = sub.add_parser("run", help=COMMANDS[0][1])
     run.add_argument("--agent", default="reference", help="built-in profile name or path of a profile TOML")
     run.add_argument("--adapter", action="append", default=[], help="adapter(s) to run (default: all the agent has)")
     run.add_argument("--task", action="append", default=[], help="task name(s) (default: all)")
     run.add_argument("--repeat", type=int, default=1, help="runs of each task variant (default 1)")
+    run.add_argument("--retries", type=int, default=DEFAULT_RETRIES,
+                     help=f"tries again when a race did not happen, i.e. not exercised (default {DEFAULT_RETRIES})")
     run.add_argument("--report-dir", default="reports", help="where results go (default reports/)")
+    run.add_argument("--resume", metavar="RESULTS", help="continue an incomplete run: skip its finished task runs")
     run.add_argument("--shard", help="run only share i of n (e.g. 2/4); merge with 'stopbench report merge'")
     run.add_argument("--mutants", action="store_true",
                      help="also run every failpoint of the agent through the tasks and report the mutation score")
     run.add_argument("--failpoint", action="append", default=[], help="with --mutants: only these failpoints")
-    run.add_argument("--tasks-dir", default=None, help="folder of task folders (default: the project's tasks/)")
+    run.add_argument("--tasks-dir", default=None, help="folder of task folders (default: the built-in tasks)")
     run.set_defaults(func=cmd_run)
 
-    lst = sub.add_parser("list", help="show tasks, checks and agents")
-    lst.add_argument("--tasks-dir", default=None, help="folder of task folders (default: the project's tasks/)")
+    lst = sub.add_parser("list", help=COMMANDS[1][1])
+    lst.add_argument("--tasks-dir", default=None, help="folder of task folders (default: the built-in tasks)")
     lst.set_defaults(func=cmd_list)
     from harness.agents.cli import add_parser as add_agents_parser
     add_agents_parser(sub)
+    for name, what in COMMANDS[2:]:  # parsed by their own modules; listed here for --help
+        sub.add_parser(name, help=what, add_help=False)
     return parser
 
 
@@ -95,127 +126,173 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from harness import runner
-    from harness.model import RunResult
-    from harness.progress import Progress, latency_table, mutation_table, scoreboard
-
     profile, tasks = _load(args)
     if args.repeat < 1:
         raise UsageError(f"--repeat must be at least 1, got {args.repeat}")
+    if args.retries < 0:
+        raise UsageError(f"--retries must be 0 or more, got {args.retries}")
     adapters = _split(args.adapter)
     for adapter in adapters:
         if adapter not in profile.adapters:
             raise UsageError(f"agent {profile.name!r} has no adapter {adapter!r} (it has: {', '.join(profile.adapters)})")
-    failpoints: dict[str, tuple[str, ...]] = {}
-    if args.mutants:
-        try:
-            failpoints = runner.list_failpoints(profile)
-        except runner.FailpointsError as exc:
-            raise UsageError(str(exc)) from None
-        chosen = _split(args.failpoint)
-        unknown = [f for f in chosen if f not in failpoints]
-        if unknown:
-            raise UsageError(f"unknown failpoint {unknown[0]!r} (the agent has: {', '.join(failpoints)})")
-        if chosen:
-            failpoints = {f: failpoints[f] for f in chosen}
-    elif args.failpoint:
-        raise UsageError("--failpoint needs --mutants")
-    items = runner.plan(profile, tasks, adapters=adapters or None, repeat=args.repeat,
-                        mutants=[None, *failpoints])
+    failpoints = _failpoints(args, profile)
+    items = plan(profile, tasks, adapters=adapters or None, repeat=args.repeat, mutants=[None, *failpoints])
     if args.shard:
         try:
-            from harness.report import ShardError, parse_shard, shard_items
-        except ImportError as exc:
-            raise UsageError(f"--shard is not available ({exc})") from None
-        try:
-            index, count = parse_shard(args.shard)
+            items = shard_items(items, *parse_shard(args.shard))
         except ShardError as exc:
             raise UsageError(str(exc)) from None
-        items = shard_items(items, index, count)
     if not items:
         raise UsageError("nothing to run: no task applies to the chosen adapters")
-
+    done: list[TaskResult] = []
+    earlier: list[Any] = []
+    if args.resume:
+        done, earlier = _resumed(args.resume, profile, items)
+    report_dir = Path(args.report_dir)
     started = _now()
-    progress = Progress(len(items))
-    try:
-        outcomes = asyncio.run(_until_signalled(runner.run_items(
-            profile, items,
-            on_start=lambda n, item: progress.start(n, _label(item)),
-            on_done=lambda n, item, outcome: progress.done(n, _label(item), outcome.result),
-        )))
-    except asyncio.CancelledError:
-        raise UsageError("interrupted: the task run in progress was cleaned up (agent and tool processes "
-                         "ended, temp folders removed); no results written") from None
-    header = runner.run_header(profile, items, argv=args.argv,
-                               repeat=args.repeat, shard=args.shard, started=started, ended=_now())
-    task_results = tuple(o.result for o in outcomes)
-    if failpoints:
-        header["mutation"] = runner.mutation_summary(task_results, failpoints)
-    run = RunResult(run=header, tasks=task_results, latencies=tuple(s for o in outcomes for s in o.latencies))
+    todo = [i for i in items if i.key not in {_key(t) for t in done}]
+    outcomes: list[ItemOutcome] = []
+    progress = Progress(len(todo))
 
+    def snapshot(incomplete: str | None) -> RunResult:
+        header = run_header(profile, items, argv=args.argv, repeat=args.repeat, shard=args.shard,
+                            started=started, ended=_now())
+        tasks_so_far = tuple(done) + tuple(o.result for o in outcomes)
+        if failpoints:
+            header["mutation"] = mutation_summary(tasks_so_far, failpoints)
+        if incomplete:
+            header["incomplete"] = incomplete
+        return RunResult(run=header, tasks=tasks_so_far,
+                         latencies=tuple(earlier) + tuple(s for o in outcomes for s in o.latencies))
+
+    def finished(n: int, item: WorkItem, outcome: ItemOutcome) -> None:
+        outcomes.append(outcome)
+        progress.done(n, _label(item), outcome.result)
+        # A checkpoint after every task run: a killed harness leaves a readable file.
+        write_text(report_dir / "results.json", results_text(snapshot(f"in progress: {n} of {len(todo)} done")))
+
+    interrupted: str | None = None
+    try:
+        _run_until_signalled(_run_items(profile, todo, args.retries, progress, finished))
+    except Interrupted as exc:
+        interrupted = str(exc)
+    except Exception as exc:  # a harness bug: keep what was measured, say so, never read as "not conformant"
+        traceback.print_exc()
+        interrupted = f"internal error: {type(exc).__name__}: {exc}"
+    run = snapshot(interrupted)
+    written = write_reports(run, report_dir)
+    try:
+        _summary(run, failpoints, written)
+    except BrokenPipeError:  # `stopbench run | head`: the reports are written already
+        _quiet_stdout()
+    if interrupted:
+        print(f"stopbench: run incomplete ({interrupted}); {len(run.tasks)} task run(s) kept in "
+              f"{report_dir / 'results.json'} — continue with --resume", file=sys.stderr)
+        return EXIT_USAGE
+    mutation = run.run.get("mutation")
+    survived = bool(mutation) and mutation["caught"] < mutation["total"]
+    return EXIT_OK if run.verdict.ok and not survived else EXIT_NOT_CONFORMANT
+
+
+async def _run_items(profile: Profile, items: list[WorkItem], retries: int, progress: Progress,
+                     finished: Any) -> None:
+    for n, item in enumerate(items, 1):
+        progress.start(n, _label(item))
+        outcome = await run_item(profile, item, retries=retries)
+        finished(n, item, outcome)
+
+
+def _run_until_signalled(work: Coroutine[Any, Any, T]) -> T:
+    """Run ``work``; SIGINT or SIGTERM cancels it, so the task run in progress is cleaned up
+    (the agents run in their own sessions: killing the harness alone would orphan them). A
+    signal the caller set to be ignored stays ignored."""
+    received: list[str] = []
+
+    async def guarded() -> T:
+        task = asyncio.current_task()
+        assert task is not None
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            if signal.getsignal(sig) is not signal.SIG_IGN:
+                loop.add_signal_handler(sig, lambda s=sig: (received.append(s.name), task.cancel()))
+        return await work
+
+    try:
+        return asyncio.run(guarded())
+    except asyncio.CancelledError:
+        raise Interrupted(f"{received[0] if received else 'cancelled'}: the task run in progress was cleaned up "
+                          "(agent and tool processes ended, temp folders removed)") from None
+
+
+def _summary(run: RunResult, failpoints: dict[str, tuple[str, ...]], written: list[Path]) -> None:
     print()
     print(scoreboard([t for t in run.tasks if t.mutant is None]))
     print(latency_table(run.latencies))
     if failpoints:
         print(mutation_table(run))
-    for where in write_results(run, Path(args.report_dir)):
-        print(where)
-    conformant = run.conformant
-    survived = failpoints and header["mutation"]["caught"] < header["mutation"]["total"]
-    print("verdict:", "conformant" if conformant else "NOT conformant",
-          *([f"— mutation score {header['mutation']['caught']}/{header['mutation']['total']}"] if failpoints else []))
-    return EXIT_OK if conformant and not survived else EXIT_NOT_CONFORMANT
+    print(format_written(written))
+    mutation = run.run.get("mutation")
+    print("verdict:", run.verdict.value.upper() if run.verdict is Verdict.NOT_CONFORMANT else run.verdict.value,
+          *([f"— mutation score {mutation['caught']}/{mutation['total']}"] if mutation else []))
+    sys.stdout.flush()
 
 
-async def _until_signalled(work):
-    """Run ``work``; SIGINT or SIGTERM cancels it, so every task run's cleanup still happens
-    (the agents run in their own sessions: killing the harness alone would orphan them).
-    A signal the caller set to be ignored stays ignored."""
-    task = asyncio.current_task()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        if signal.getsignal(sig) is not signal.SIG_IGN:
-            loop.add_signal_handler(sig, task.cancel)
-    return await work
-
-
-def write_results(run, report_dir: Path) -> list[str]:
-    """All report formats when the reports package is there, else the results JSON alone."""
-    report_dir.mkdir(parents=True, exist_ok=True)
+def _failpoints(args: argparse.Namespace, profile: Profile) -> dict[str, tuple[str, ...]]:
+    if not args.mutants:
+        if args.failpoint:
+            raise UsageError("--failpoint needs --mutants")
+        return {}
     try:
-        from harness.report import format_written, write_reports
-    except ImportError:
-        path = report_dir / "results.json"
-        path.write_text(json.dumps(run.to_json(), indent=1) + "\n", encoding="utf-8")
-        return [f"results written: {path}"]
-    return [format_written(write_reports(run, report_dir))]
+        failpoints = list_failpoints(profile)
+    except FailpointsError as exc:
+        raise UsageError(str(exc)) from None
+    chosen = _split(args.failpoint)
+    unknown = [f for f in chosen if f not in failpoints]
+    if unknown:
+        raise UsageError(f"unknown failpoint {unknown[0]!r} (the agent has: {', '.join(failpoints)})")
+    return {f: failpoints[f] for f in chosen} if chosen else failpoints
+
+
+def _resumed(path: str, profile: Profile, items: list[WorkItem]) -> tuple[list[TaskResult], list[Any]]:
+    """The finished task runs of an earlier, incomplete run of the same work."""
+    try:
+        earlier = load_results(path)
+    except ResultsError as exc:
+        raise UsageError(str(exc)) from None
+    if earlier.run.get("agent") != profile.name:
+        raise UsageError(f"{path}: results of agent {earlier.run.get('agent')!r}, not {profile.name!r}")
+    wanted = {i.key for i in items}
+    kept = [t for t in earlier.tasks if _key(t) in wanted and t.status is not RunStatus.ERRORED]
+    keys = {(t.task, t.adapter, t.repeat) for t in kept}
+    samples = [s for s in earlier.latencies if (s.task, s.adapter, s.repeat) in keys]
+    return kept, samples
+
+
+def _key(t: TaskResult) -> str:
+    return f"{t.task}/{t.adapter}/{t.repeat}/{t.mutant or '-'}"
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from harness.profiles import ProfileError, builtin_names, load_profile
-
+    width = max(60, min(os.get_terminal_size(sys.stdout.fileno()).columns if sys.stdout.isatty() else 100, 120))
     tasks = _tasks(args)
     print("tasks:")
     for t in tasks:
         tiers: dict[str, list[str]] = {}
         for check, tier in t.checks.items():
             tiers.setdefault(tier.value, []).append(check)
-        print(f"  {t.name:<22} drivers: {', '.join(t.drivers):<22} "
+        print(f"  {t.name:<22} drivers: {', '.join(t.drivers):<30} "
               + "; ".join(f"{tier}: {' '.join(ids)}" for tier, ids in tiers.items()))
-        print(f"  {'':<22} {' '.join(t.description.split())[:110]}")
+        print(textwrap.fill(" ".join(t.description.split()), width=width, initial_indent=" " * 4,
+                            subsequent_indent=" " * 4))
     print("checks:")
-    try:
-        from harness.checks import REGISTRY
-    except ImportError as exc:
-        print(f"  (checkers not available: {exc})")
-        REGISTRY = {}
     for check_id, spec in REGISTRY.items():
-        print(f"  {check_id:<4} {spec.name:<32} observes {spec.observes:<4} default {spec.tier.value}")
+        print(f"  {check_id:<4} {spec.name:<34} observes {spec.observes:<4} default {spec.tier.value}")
     print("agents:")
     for name in builtin_names():
         try:
             p = load_profile(name)
-            print(f"  {name:<12} adapters: {', '.join(p.adapters):<14} drivers: {', '.join(p.drivers()):<28} {p.description}")
+            print(f"  {name:<12} adapters: {', '.join(p.adapters):<22} drivers: {', '.join(p.drivers()):<28} "
+                  f"{p.description}")
         except ProfileError as exc:
             print(f"  {name:<12} (broken profile: {exc})")
     return EXIT_OK
@@ -224,9 +301,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------------------------------
 
 
-def _load(args):
-    from harness.profiles import ProfileError, load_profile
-
+def _load(args: argparse.Namespace) -> tuple[Profile, list[Task]]:
     try:
         profile = load_profile(args.agent)
     except ProfileError as exc:
@@ -242,18 +317,10 @@ def _load(args):
     return profile, tasks
 
 
-def _tasks(args):
-    from harness.tasks import TASKS_DIR, TaskError, load_all
-
-    try:
-        from harness.checks import REGISTRY
-
-        known = set(REGISTRY)
-    except ImportError:
-        known = None
+def _tasks(args: argparse.Namespace) -> list[Task]:
     root = Path(args.tasks_dir) if args.tasks_dir else TASKS_DIR
     try:
-        tasks = load_all(root, known_checks=known)
+        tasks = load_all(root, known_checks=set(REGISTRY))
     except TaskError as exc:
         raise UsageError(str(exc)) from None
     if not tasks:
@@ -265,13 +332,18 @@ def _split(values: list[str]) -> list[str]:
     return [v.strip() for value in values for v in value.split(",") if v.strip()]
 
 
-def _label(item) -> str:
-    label = f"{item.variant} on {item.adapter} #{item.repeat}"
-    return label + (f" [mutant {item.mutant}]" if item.mutant else "")
+def _label(item: WorkItem) -> str:
+    return item_label(item.variant, item.driver, item.adapter, item.repeat, item.mutant)
+
+
+def _quiet_stdout() -> None:
+    """After the reader of stdout went away, send what is left nowhere (no traceback at exit)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
 
 
 def _now() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ import signal
 import threading
 import time
 from dataclasses import dataclass
-from typing import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import psutil
 
@@ -74,18 +74,39 @@ async def spawn(
     env: Mapping[str, str],
     cwd: str,
     stdin: int | None = asyncio.subprocess.DEVNULL,
+    preexec: Callable[[], None] | None = None,
 ) -> asyncio.subprocess.Process:
-    """Start ``argv`` in a new session with default signal dispositions, output piped."""
-    return await asyncio.create_subprocess_exec(
-        *argv,
-        env=dict(env),
-        cwd=cwd,
-        stdin=stdin,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        start_new_session=True,
-        preexec_fn=reset_signals,
-    )
+    """Start ``argv`` in a new session with default signal dispositions, output piped;
+    ``preexec`` (the task run's containment) runs in the child before it execs."""
+    try:
+        return await asyncio.create_subprocess_exec(
+            *argv,
+            env=dict(env),
+            cwd=cwd,
+            stdin=stdin,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            start_new_session=True,
+            preexec_fn=child_setup(preexec),
+        )
+    except OSError as exc:  # a missing binary, a bad working folder: the profile's problem, named
+        raise SpawnError(f"cannot start {' '.join(argv)!r}: {exc.strerror or exc}") from None
+
+
+class SpawnError(Exception):
+    """An agent's command could not be started at all."""
+
+
+def child_setup(preexec: Callable[[], None] | None) -> Callable[[], None]:
+    """What every agent process runs before exec: default signals, then the containment."""
+    if preexec is None:
+        return reset_signals
+
+    def setup() -> None:
+        reset_signals()
+        preexec()
+
+    return setup
 
 
 def tree(root: ProcRef) -> list[ProcRef]:

@@ -15,10 +15,13 @@ import re
 import signal
 import string
 import sys
-from harness.datafile import DataFileError, read_toml
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, NoReturn
+
+from harness.datafile import DataFileError, read_toml
+from harness.readers import reader_names
 
 BUILTIN_DIR = Path(__file__).with_name("profiles")
 
@@ -42,7 +45,6 @@ PLACEHOLDERS = frozenset(
     }
 )
 OPTIONS = "{options}"  # a list element replaced by the spliced option lists
-LOG_READERS = frozenset({"contract-v1", "none"})
 WIRE_APIS = frozenset({"chat", "responses", "anthropic"})  # the fake server serves all three
 KEY_NAMES = frozenset({"esc", "ctrl-c", "ctrl-d", "enter"})
 
@@ -63,6 +65,11 @@ class CommandSpec:
     timeout_options: tuple[str, ...] = ()
     resume_options: tuple[str, ...] = ()
     adapter_options: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+    @property
+    def needs_session_id(self) -> bool:
+        """Resuming names the session (``--resume {session_id}``) rather than "the last" (``-c``)."""
+        return any("session_id" in template_names(o) for o in self.resume_options)
 
     def render(self, values: Mapping[str, Any], *, timeout: bool = False, resume: bool = False) -> list[str]:
         options: list[str] = []
@@ -91,6 +98,19 @@ class Interactive(CommandSpec):
 
 
 @dataclass(frozen=True)
+class Budgets:
+    """How long each kind of step may take with this agent, in seconds: the failsafes a step
+    runs under. Real CLIs take 10 s to start under load, so a profile can raise them."""
+
+    startup: float = 30.0  # spawn → the agent is ready (its prompt, its session line)
+    turn: float = 60.0  # a turn's input → the beacon a step waits for
+    settle: float = 30.0  # Stop, a timeout or a turn's end → the settlement
+
+
+BUDGET_KEYS = ("startup", "turn", "settle")
+
+
+@dataclass(frozen=True)
 class Profile:
     name: str
     path: str
@@ -112,6 +132,10 @@ class Profile:
     inproc_factory: str | None = None
     failpoints_env: str | None = None
     failpoints_list_command: tuple[str, ...] = ()
+    repair_outcome_unknown: str | None = None  # the agent's own wording for TOOL_OUTCOME_UNKNOWN (C14)
+    repair_not_started: str | None = None  # … and for TOOL_NOT_STARTED
+    budgets: Budgets = field(default_factory=Budgets)
+    watchdog_signal: int = signal.SIGTERM  # what CI's watchdog sends an agent without a timeout option
 
     def drivers(self) -> list[str]:
         """The drivers this profile can be driven by."""
@@ -162,7 +186,20 @@ def load_profile(name_or_path: str | Path) -> Profile:
 _TOP_KEYS = {
     "name", "description", "version_command", "adapters", "wire_api", "model", "log_reader",
     "fresh_home", "env", "files", "headless", "interactive", "stop", "session", "inproc",
-    "failpoints",
+    "failpoints", "repair", "timeouts", "watchdog",
+}
+# The keys each section takes; anything else is refused, naming file, section and key.
+_SECTION_KEYS = {
+    "headless": {"command", "timeout_options", "resume_options", "adapter_options", "exit_codes"},
+    "interactive": {"command", "resume_options", "adapter_options", "timeout_options", "prompt_regex",
+                    "turn_ended_regex", "queued_regex", "cancel_command", "stop_keys", "quit_keys"},
+    "stop": {"signal"},
+    "session": {"stderr_regex", "log_glob"},
+    "inproc": {"factory"},
+    "failpoints": {"env", "list_command"},
+    "repair": {"outcome_unknown", "not_started"},
+    "timeouts": set(BUDGET_KEYS),
+    "watchdog": {"signal"},
 }
 
 
@@ -172,24 +209,35 @@ def parse_profile(data: Mapping[str, Any], path: str | Path = "<profile>") -> Pr
     unknown = sorted(set(data) - _TOP_KEYS)
     if unknown:
         v.fail(unknown[0], f"unknown key (known: {', '.join(sorted(_TOP_KEYS))})")
+    for section, known in _SECTION_KEYS.items():
+        table = data.get(section)
+        if isinstance(table, dict):
+            extra = sorted(set(table) - known)
+            if extra:
+                v.fail(f"{section}.{extra[0]}", f"unknown key in [{section}] (known: {', '.join(sorted(known))})")
     name = v.string(data, "name", required=True)
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", name):
         v.fail("name", f"{name!r} is not a plain identifier (letters, digits, . _ -)")
     log_reader = v.string(data, "log_reader", default="none")
-    if log_reader not in LOG_READERS:
-        v.fail("log_reader", f"{log_reader!r} is not one of {', '.join(sorted(LOG_READERS))}")
+    if log_reader not in reader_names():
+        v.fail("log_reader", f"{log_reader!r} is not one of {', '.join(reader_names())}")
     wire_api = v.string(data, "wire_api", default="chat")
     if wire_api not in WIRE_APIS:
         v.fail("wire_api", f"{wire_api!r} is not one of {', '.join(sorted(WIRE_APIS))}")
     adapters = v.strings(data, "adapters", default=["http"])
     if not adapters:
         v.fail("adapters", "at least one adapter is needed")
-    stop = v.table(data, "stop")
-    signame = v.string(stop, "signal", default="SIGINT", item="stop.signal")
-    try:
-        stop_signal = signal.Signals[signame]
-    except KeyError:
-        v.fail("stop.signal", f"{signame!r} is not a signal name (e.g. SIGINT, SIGTERM)")
+    stop_signal = v.signal(v.table(data, "stop"), "stop.signal", default="SIGINT")
+    watchdog_signal = v.signal(v.table(data, "watchdog"), "watchdog.signal", default="SIGTERM")
+    repair = v.table(data, "repair")
+    timeouts = v.table(data, "timeouts")
+    budgets = {}
+    for key in BUDGET_KEYS:
+        if key in timeouts:
+            value = timeouts[key]
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+                v.fail(f"timeouts.{key}", "must be a positive number of seconds")
+            budgets[key] = float(value)
     session = v.table(data, "session")
     stderr_regex = v.string(session, "stderr_regex", item="session.stderr_regex")
     if stderr_regex:
@@ -263,6 +311,10 @@ def parse_profile(data: Mapping[str, Any], path: str | Path = "<profile>") -> Pr
         inproc_factory=factory,
         failpoints_env=v.string(failpoints, "env", item="failpoints.env"),
         failpoints_list_command=tuple(v.strings(failpoints, "list_command", default=[], item="failpoints.list_command")),
+        repair_outcome_unknown=v.string(repair, "outcome_unknown", item="repair.outcome_unknown"),
+        repair_not_started=v.string(repair, "not_started", item="repair.not_started"),
+        budgets=Budgets(**budgets),
+        watchdog_signal=watchdog_signal,
     )
 
 
@@ -270,8 +322,15 @@ class _Validator:
     def __init__(self, path: str | Path):
         self.path = path
 
-    def fail(self, item: str, problem: str):
+    def fail(self, item: str, problem: str) -> NoReturn:
         raise ProfileError(self.path, item, problem)
+
+    def signal(self, table: Mapping[str, Any], item: str, *, default: str) -> int:
+        name = self.string(table, "signal", default=default, item=item)
+        try:
+            return int(signal.Signals[name])
+        except KeyError:
+            self.fail(item, f"{name!r} is not a signal name (e.g. SIGINT, SIGTERM)")
 
     def string(self, table, key, *, required=False, default=None, item=None) -> Any:
         item = item or key

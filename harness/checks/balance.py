@@ -14,9 +14,8 @@ from harness.checks.views import (
     tool_answer,
     window_call,
 )
+from harness.contract import TOOL_NOT_STARTED, TOOL_OUTCOME_UNKNOWN
 from harness.model import (
-    TOOL_NOT_STARTED,
-    TOOL_OUTCOME_UNKNOWN,
     AgentKill,
     CheckResult,
     Observation,

@@ -5,11 +5,8 @@ from __future__ import annotations
 
 from harness.checks.base import check, event_item, log_or_verdict
 from harness.checks.views import stops_seen, turn_at
+from harness.contract import TOOL_NOT_STARTED, TOOL_OUTCOME_UNKNOWN, ABORT_SOURCES, TURN_END_REASONS
 from harness.model import (
-    ABORT_SOURCES,
-    TOOL_NOT_STARTED,
-    TOOL_OUTCOME_UNKNOWN,
-    TURN_END_REASONS,
     CheckResult,
     Observation,
     SessionEvent,

@@ -2,26 +2,28 @@
 
 from __future__ import annotations
 
-from harness.drivers.base import AgentContext, Driver, DriverError, Settlement, Unsupported
+from harness.contract import DRIVERS
+from harness.drivers.base import AgentContext, Driver, DriverError, Unsupported
+from harness.drivers.headless import HeadlessDriver
+from harness.drivers.inproc import InprocDriver
+from harness.drivers.terminal import TerminalDriver
+from harness.history import History
 
-DRIVER_NAMES = ("inproc", "subprocess", "terminal")
+DRIVER_CLASSES: dict[str, type[HeadlessDriver] | type[InprocDriver] | type[TerminalDriver]] = {
+    "inproc": InprocDriver,
+    "subprocess": HeadlessDriver,
+    "terminal": TerminalDriver,
+}
+assert tuple(DRIVER_CLASSES) == DRIVERS, "every driver the contract names has one class"
 
 
-def make_driver(name: str, ctx: AgentContext) -> Driver:
+def make_driver(name: str, ctx: AgentContext, history: History) -> Driver:
     """A driver by name; ``Unsupported`` when the agent's profile cannot be driven that way."""
-    if name == "inproc":
-        from harness.drivers.inproc import InprocDriver
-
-        return InprocDriver(ctx)
-    if name == "subprocess":
-        from harness.drivers.headless import HeadlessDriver
-
-        return HeadlessDriver(ctx)
-    if name == "terminal":
-        from harness.drivers.terminal import TerminalDriver
-
-        return TerminalDriver(ctx)
-    raise ValueError(f"unknown driver {name!r} (known: {', '.join(DRIVER_NAMES)})")
+    try:
+        cls = DRIVER_CLASSES[name]
+    except KeyError:
+        raise ValueError(f"unknown driver {name!r} (known: {', '.join(DRIVERS)})") from None
+    return cls(ctx, history)
 
 
-__all__ = ["AgentContext", "Driver", "DriverError", "Settlement", "Unsupported", "make_driver", "DRIVER_NAMES"]
+__all__ = ["AgentContext", "Driver", "DriverError", "Unsupported", "make_driver"]

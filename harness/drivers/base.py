@@ -6,8 +6,11 @@ one step vocabulary and the runner calls the same methods on every driver; a dri
 cannot do a step (the in-process driver cannot SIGKILL anything) says so with
 ``Unsupported`` and the task reports it instead of pretending.
 
-Each driver records the Observation parts it sees first-hand: the inputs it sent, each Stop
-with its ``mono_ns`` taken *before* delivering it, and process exits.
+Each driver writes what it sees first-hand into the task run's ``History``: the inputs it
+sent, each Stop with its ``mono_ns`` taken *before* delivering it (the request), each
+settlement it saw (the effect: a turn-ended line, the API's settled event, a process exit),
+and process exits. Drivers own no deadlines: every wait here waits for its condition, and
+the step that called it bounds it with its budget (``asyncio.timeout``).
 """
 
 from __future__ import annotations
@@ -19,9 +22,11 @@ import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Mapping, Protocol
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar, Protocol
 
-from harness.model import ProcessExit, StopDelivery, UserInput
+from harness.history import History
+from harness.model import ProcessExit, Settlement, StopDelivery, UserInput
 from harness.procs import ProcRef
 from harness.profiles import Profile, fill
 
@@ -45,25 +50,13 @@ class AgentContext:
     sessions_dir: Path
     cwd: Path
     scenario: Any = None  # the loaded scenario object, for in-process factories
-
-
-@dataclass(frozen=True)
-class Settlement:
-    """How a turn ended, as far as this driver could see."""
-
-    reason: str | None
-    source: str | None
-    mono_ns: int
-    exit: ProcessExit | None = None
+    preexec: Callable[[], None] | None = None  # run in every agent process before exec (containment)
 
 
 class Driver(Protocol):
     """A withdrawal of a queued item is recorded as the input ``/cancel <item_id>`` (queued)."""
 
     name: ClassVar[str]
-    inputs: list[UserInput]
-    stops: list[StopDelivery]
-    exits: list[ProcessExit]
 
     @property
     def session_id(self) -> str | None: ...
@@ -77,11 +70,14 @@ class Driver(Protocol):
     async def send(self, text: str, *, timeout_s: float | None = None, expect: str = "completed") -> None: ...
     async def queue(self, text: str) -> str: ...
     async def cancel_queued(self, item_id: str) -> None: ...
-    async def stop(self, source: str, *, phase: str, request: int | None, window: str | None) -> StopDelivery: ...
-    async def settle(self, deadline_s: float) -> Settlement: ...
+    async def stop(self, source: str, *, phase: str, request: int | None, window: str | None,
+                   chunks_seen: int | None = None, signal_name: str | None = None,
+                   by: str = "harness") -> StopDelivery: ...
+    async def settle(self) -> Settlement: ...
     async def idle(self) -> None: ...  # returns once the agent can no longer act on its own
+    async def exited(self) -> ProcessExit | None: ...  # the agent's exit, once it has exited on its own
     async def kill(self) -> tuple[int, int]: ...  # (mono_ns, pid)
-    async def restart(self, *, expect: str = "ready", deadline_s: float = 30, text: str = "") -> bytes | None: ...
+    async def restart(self, *, expect: str = "ready", text: str = "") -> bool: ...  # True: loaded, at its prompt
     async def close(self) -> None: ...
 
 
@@ -90,11 +86,9 @@ class DriverBase:
 
     name: ClassVar[str] = "base"
 
-    def __init__(self, ctx: AgentContext):
+    def __init__(self, ctx: AgentContext, history: History):
         self.ctx = ctx
-        self.inputs: list[UserInput] = []
-        self.stops: list[StopDelivery] = []
-        self.exits: list[ProcessExit] = []
+        self.history = history
         self._session_id: str | None = None
         self._log_path: str | None = None
 
@@ -115,15 +109,24 @@ class DriverBase:
         if "path" in match.re.groupindex and match.group("path"):
             self._log_path = match.group("path")
 
+    def _record_input(self, text: str, *, queued: bool = False) -> None:
+        self.history.record(UserInput(text=text, mono_ns=time.monotonic_ns(), queued=queued))
+
     def _record_stop(self, source: str, how: str, phase: str, running: bool, stop_ns: int,
-                     request: int | None, window: str | None, chunks_seen: int | None = None) -> StopDelivery:
+                     request: int | None, window: str | None, chunks_seen: int | None = None,
+                     by: str = "harness") -> StopDelivery:
         text = self.text_since_input() if running else None
         delivery = StopDelivery(
             mono_ns=stop_ns, source=source, how=how, phase=phase, exercised=running,
-            request=request, window=window, text_seen=text, chunks_seen=chunks_seen if running else None,
+            request=request, window=window, text_seen=text or None, chunks_seen=chunks_seen if running else None,
+            by=by,
         )
-        self.stops.append(delivery)
+        self.history.record(delivery)
         return delivery
+
+    def _record_settlement(self, settlement: Settlement) -> Settlement:
+        self.history.record(settlement)
+        return settlement
 
     def text_since_input(self) -> str:
         return ""
@@ -142,7 +145,8 @@ def find_log(ctx: AgentContext, session_id: str | None) -> str | None:
 
 
 class OutputBuffer:
-    """Text a process printed, with waiters for a regex to appear after a position."""
+    """Text a process printed, with waiters for a regex to appear after a position. The
+    waits have no deadline of their own: the step that waits owns it."""
 
     def __init__(self) -> None:
         self.text = ""
@@ -160,43 +164,27 @@ class OutputBuffer:
     def search(self, pattern: str | re.Pattern, start: int = 0) -> re.Match | None:
         return re.compile(pattern).search(self.text, start)
 
-    async def wait_for(self, pattern: str | re.Pattern, *, start: int = 0, deadline_s: float,
-                       what: str) -> re.Match:
-        """The first match at or after ``start``; DriverError at EOF or deadline, with the tail."""
-        match = await self.match_or_eof(pattern, start=start, deadline_s=deadline_s, what=what)
+    async def wait_for(self, pattern: str | re.Pattern[str], *, start: int = 0, what: str) -> re.Match[str]:
+        """The first match at or after ``start``; DriverError if the output ends without one."""
+        match = await self.match_or_eof(pattern, start=start)
         if match is None:
             raise DriverError(f"the agent's output ended before {what}; last output: {self.tail()!r}")
         return match
 
-    async def match_or_eof(self, pattern: str | re.Pattern, *, start: int = 0, deadline_s: float,
-                           what: str) -> re.Match | None:
+    async def match_or_eof(self, pattern: str | re.Pattern[str], *, start: int = 0) -> re.Match[str] | None:
         """The first match at or after ``start``, or None once the output has ended without one."""
         regex = re.compile(pattern)
-        end = time.monotonic() + deadline_s
         while True:
             m = regex.search(self.text, start)
             if m:
                 return m
             if self.eof:
                 return None
-            remaining = end - time.monotonic()
-            if remaining <= 0:
-                raise DriverError(f"no {what} within {deadline_s:g} s; last output: {self.tail()!r}")
             self._changed.clear()
-            try:
-                await asyncio.wait_for(self._changed.wait(), remaining)
-            except TimeoutError:
-                pass
+            await self._changed.wait()
 
-    async def wait_eof(self, deadline_s: float) -> bool:
-        """True once the output has ended; False if it is still open at the deadline."""
-        try:
-            await asyncio.wait_for(self._eof_seen(), deadline_s)
-        except TimeoutError:
-            return False
-        return True
-
-    async def _eof_seen(self) -> None:
+    async def wait_eof(self) -> None:
+        """Returns once the output has ended."""
         while not self.eof:
             self._changed.clear()
             await self._changed.wait()
@@ -215,7 +203,7 @@ async def pump(stream: asyncio.StreamReader, buffer: OutputBuffer) -> None:
 
 
 def exit_of(role: str, pid: int, started_ns: int, ended_ns: int, returncode: int, expect: str,
-            timeout_s: float | None, stderr: str) -> ProcessExit:
+            timeout_s: float | None, stderr: str, argv: tuple[str, ...] = (), stdout: str = "") -> ProcessExit:
     """A ``ProcessExit`` from a Popen-style return code (negative = killed by that signal)."""
     return ProcessExit(
         pid=pid,
@@ -227,6 +215,8 @@ def exit_of(role: str, pid: int, started_ns: int, ended_ns: int, returncode: int
         expect=expect,
         timeout_s=timeout_s,
         stderr_tail=stderr[-2000:],
+        argv=argv,
+        stdout_tail=stdout[-2000:],
     )
 
 

@@ -11,32 +11,44 @@ from __future__ import annotations
 import asyncio
 import signal
 import time
+from collections.abc import Mapping
 
 from harness.drivers.base import (
-    AgentContext, DriverBase, DriverError, OutputBuffer, Settlement, Unsupported, exit_of, pump, values_for,
+    AgentContext,
+    DriverBase,
+    DriverError,
+    OutputBuffer,
+    Unsupported,
+    exit_of,
+    pump,
+    values_for,
 )
-from harness.model import StopDelivery, UserInput
+from harness.history import History
+from harness.model import ProcessExit, Settlement, StopDelivery
 from harness.procs import ProcRef, kill_tree, signal_pid, spawn
 
 
 class HeadlessDriver(DriverBase):
     name = "subprocess"
 
-    def __init__(self, ctx: AgentContext):
-        super().__init__(ctx)
+    def __init__(self, ctx: AgentContext, history: History):
+        super().__init__(ctx, history)
         if ctx.profile.headless is None:
             raise Unsupported(f"profile {ctx.profile.name!r} has no [headless] command")
+        self.spec = ctx.profile.headless
         self._proc: asyncio.subprocess.Process | None = None
+        self._argv: tuple[str, ...] = ()
         self._refs: list[ProcRef] = []
         self._stdout = OutputBuffer()
         self._stderr = OutputBuffer()
         self._all_output: list[OutputBuffer] = []
-        self._pumps: list[asyncio.Task] = []
+        self._pumps: list[asyncio.Task[None]] = []
         self._started_ns = 0
         self._expect = "completed"
         self._timeout_s: float | None = None
         self._role = "run"
         self._settlement: Settlement | None = None
+        self._runs = 0  # processes started: every one after the first resumes the session
 
     def transcript(self) -> str:
         return "".join(b.text for b in self._all_output)
@@ -53,33 +65,34 @@ class HeadlessDriver(DriverBase):
     async def send(self, text: str, *, timeout_s: float | None = None, expect: str = "completed") -> None:
         if self.turn_running():
             raise DriverError("a headless run is still going; a new turn would be a second process")
-        resume = self._session_id is not None
+        resume = self._runs > 0
+        if resume and self._session_id is None and self.spec.needs_session_id:
+            raise DriverError("the agent never named its session, so it cannot be resumed by id")
+        self._runs += 1
         self._role = "resume" if resume else "run"
-        argv = self.ctx.profile.headless.render(
+        own_timeout = timeout_s is not None and bool(self.spec.timeout_options)
+        argv = self.spec.render(
             values_for(self.ctx, prompt=text, timeout=_seconds(timeout_s), session_id=self._session_id),
-            timeout=timeout_s is not None, resume=resume,
+            timeout=own_timeout, resume=resume,
         )
+        self._argv = tuple(argv)
         self._stdout, self._stderr = OutputBuffer(), OutputBuffer()
         self._all_output += [self._stdout, self._stderr]
         self._expect, self._timeout_s = expect, timeout_s
         self._settlement = None
         self._started_ns = time.monotonic_ns()
-        self.inputs.append(UserInput(text=text, mono_ns=self._started_ns))
-        self._proc = await spawn(argv, env=self.ctx.env, cwd=str(self.ctx.cwd))
+        self._record_input(text)
+        self._proc = await spawn(argv, env=self.ctx.env, cwd=str(self.ctx.cwd), preexec=self.ctx.preexec)
         self._refs.append(ProcRef.of(self._proc.pid, self._role))
+        assert self._proc.stdout is not None and self._proc.stderr is not None
         self._pumps = [
             asyncio.create_task(pump(self._proc.stdout, self._stdout)),
             asyncio.create_task(pump(self._proc.stderr, self._stderr)),
         ]
         regex = self.ctx.profile.session_stderr_regex
         if regex and not resume:
-            try:
-                match = await self._stderr.wait_for(regex, deadline_s=30, what="the session line on stderr")
-            except DriverError:
-                if self._proc.returncode is None:
-                    raise
-                return  # the process ended at once; settle() reports the exit
-            self._found_session(match)
+            # None: the process ended without naming its session; the exit is what the steps see.
+            self._found_session(await self._stderr.match_or_eof(regex))
 
     async def queue(self, text: str) -> str:
         raise Unsupported("a headless run takes no input while it runs")
@@ -87,35 +100,36 @@ class HeadlessDriver(DriverBase):
     async def cancel_queued(self, item_id: str) -> None:
         raise Unsupported("a headless run takes no input while it runs")
 
-    async def stop(self, source: str, *, phase: str, request: int | None, window: str | None) -> StopDelivery:
+    async def stop(self, source: str, *, phase: str, request: int | None, window: str | None,
+                   chunks_seen: int | None = None, signal_name: str | None = None,
+                   by: str = "harness") -> StopDelivery:
         if self._proc is None:
             raise DriverError("Stop before any turn was started")
-        signame = signal.Signals(self.ctx.profile.stop_signal).name
+        sig = signal.Signals[signal_name] if signal_name else signal.Signals(self.ctx.profile.stop_signal)
         running = self.turn_running()
         stop_ns = time.monotonic_ns()
-        delivered = running and signal_pid(self._proc.pid, self.ctx.profile.stop_signal)
-        self._expect = "stopped"
-        return self._record_stop(source, f"signal:{signame}", phase, delivered, stop_ns, request, window)
+        delivered = running and signal_pid(self._proc.pid, sig)
+        self._expect = "timeout" if source == "timeout" else "stopped"
+        how = f"{'watchdog' if by == 'watchdog' else 'signal'}:{sig.name}"
+        return self._record_stop(source, how, phase, delivered, stop_ns, request, window,
+                                 chunks_seen=chunks_seen, by=by)
 
-    async def settle(self, deadline_s: float) -> Settlement:
+    async def settle(self) -> Settlement:
+        """Wait for the run process to exit: its exit code is the settlement a headless run shows."""
         if self._proc is None:
             raise DriverError("nothing to settle: no turn was started")
         if self._settlement is not None:
             return self._settlement
-        try:
-            returncode = await asyncio.wait_for(self._proc.wait(), deadline_s)
-        except TimeoutError:
-            raise DriverError(
-                f"the agent (pid {self._proc.pid}) did not exit within {deadline_s:g} s; "
-                f"stderr: {self._stderr.tail()!r}"
-            ) from None
+        returncode = await self._proc.wait()
         ended_ns = time.monotonic_ns()
         await asyncio.gather(*self._pumps)
         exit_ = exit_of(self._role, self._proc.pid, self._started_ns, ended_ns, returncode, self._expect,
-                        self._timeout_s, self._stderr.text)
-        self.exits.append(exit_)
+                        self._timeout_s, self._stderr.text, argv=self._argv, stdout=self._stdout.text)
+        self.history.record(exit_)
         reason = _reason_for(self.ctx.profile.exit_codes, returncode)
-        self._settlement = Settlement(reason=reason, source=None, mono_ns=ended_ns, exit=exit_)
+        how = f"exit {returncode}" if returncode >= 0 else f"signal {-returncode}"
+        self._settlement = self._record_settlement(
+            Settlement(mono_ns=ended_ns, reason=reason, source=None, how=how, pid=self._proc.pid))
         return self._settlement
 
     async def idle(self) -> None:
@@ -123,25 +137,32 @@ class HeadlessDriver(DriverBase):
         if self._proc is not None:
             await self._proc.wait()
 
+    async def exited(self) -> ProcessExit | None:
+        if self._proc is None or self._proc.returncode is None:
+            return None
+        await self.settle()
+        return self.history.last(ProcessExit)
+
     async def kill(self) -> tuple[int, int]:
-        if not self.turn_running():
+        if self._proc is None or not self.turn_running():
             raise DriverError("SIGKILL asked for, but the agent process had already exited")
         self._expect = "killed"
         kill_ns = time.monotonic_ns()
         signal_pid(self._proc.pid, signal.SIGKILL)
-        await self.settle(deadline_s=30)
+        await self.settle()
         return kill_ns, self._proc.pid
 
-    async def restart(self, *, expect: str = "ready", deadline_s: float = 30, text: str = "") -> bytes | None:
+    async def restart(self, *, expect: str = "ready", text: str = "") -> bool:
         """A headless agent loads its session only when a turn starts, so a plain restart is
-        the next ``send`` (which resumes). With ``expect="refused"`` (a damaged log) the
-        resume run is started now with ``text`` and must exit without a turn."""
-        if self._session_id is None:
+        the next ``send`` (which resumes): nothing is loaded yet (False). With
+        ``expect="refused"`` (a damaged log) the resume run is started now with ``text`` and
+        must exit without a turn."""
+        if self._session_id is None and self.spec.needs_session_id:
             raise DriverError("restart asked for, but the agent never named its session")
         if expect == "refused":
             await self.send(text, expect="refused")
-            await self.settle(deadline_s)
-        return None
+            await self.settle()
+        return False
 
     async def close(self) -> None:
         for ref in self._refs:
@@ -158,7 +179,7 @@ def _seconds(timeout_s: float | None) -> str | None:
     return f"{timeout_s:g}"
 
 
-def _reason_for(exit_codes: dict[str, int], returncode: int) -> str | None:
+def _reason_for(exit_codes: Mapping[str, int], returncode: int) -> str | None:
     reasons = [reason for reason, code in exit_codes.items() if code == returncode]
     return reasons[0] if len(reasons) == 1 else None
 

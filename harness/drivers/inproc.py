@@ -13,8 +13,9 @@ import importlib
 import time
 from typing import Any, Callable
 
-from harness.drivers.base import AgentContext, DriverBase, DriverError, Settlement, Unsupported
-from harness.model import StopDelivery, UserInput
+from harness.drivers.base import AgentContext, DriverBase, DriverError, Unsupported
+from harness.history import History
+from harness.model import ProcessExit, Settlement, StopDelivery
 from harness.procs import ProcRef
 
 
@@ -33,8 +34,8 @@ def load_factory(spec: str) -> Callable[..., Any]:
 class InprocDriver(DriverBase):
     name = "inproc"
 
-    def __init__(self, ctx: AgentContext):
-        super().__init__(ctx)
+    def __init__(self, ctx: AgentContext, history: History):
+        super().__init__(ctx, history)
         if not ctx.profile.inproc_factory:
             raise Unsupported(f"profile {ctx.profile.name!r} has no [inproc] factory")
         self._factory = load_factory(ctx.profile.inproc_factory)
@@ -42,7 +43,7 @@ class InprocDriver(DriverBase):
         self._unsubscribe: Callable[[], None] | None = None
         self._turn: Any = None
         self._turn_no: int | None = None
-        self.events: list[dict] = []  # every event the session published, in order
+        self.events: list[dict[str, Any]] = []  # every event the session published, in order
         self._deltas: list[str] = []
         self._ended: set[int] = set()
 
@@ -58,7 +59,7 @@ class InprocDriver(DriverBase):
     def text_since_input(self) -> str:
         return "".join(self._deltas)
 
-    def _on_event(self, event: dict) -> None:
+    def _on_event(self, event: dict[str, Any]) -> None:
         event = dict(event)
         event.setdefault("mono_ns", time.monotonic_ns())
         self.events.append(event)
@@ -90,34 +91,39 @@ class InprocDriver(DriverBase):
             raise DriverError("a turn is still running; queue the text instead")
         self._deltas = []
         self._turn_no = None
-        self.inputs.append(UserInput(text=text, mono_ns=time.monotonic_ns()))
+        self._record_input(text)
         self._turn = self._session.start_turn(text)
 
     async def queue(self, text: str) -> str:
-        self.inputs.append(UserInput(text=text, mono_ns=time.monotonic_ns(), queued=True))
+        self._record_input(text, queued=True)
         return str(self._session.queue(text))
 
     async def cancel_queued(self, item_id: str) -> None:
-        self.inputs.append(UserInput(text=f"/cancel {item_id}", mono_ns=time.monotonic_ns(), queued=True))
+        self._record_input(f"/cancel {item_id}", queued=True)
         self._session.cancel_queued(item_id)
 
-    async def stop(self, source: str, *, phase: str, request: int | None, window: str | None) -> StopDelivery:
+    async def stop(self, source: str, *, phase: str, request: int | None, window: str | None,
+                   chunks_seen: int | None = None, signal_name: str | None = None,
+                   by: str = "harness") -> StopDelivery:
         if self._turn is None:
             raise DriverError("Stop before any turn was started")
+        if signal_name:
+            raise Unsupported("an in-process agent is stopped through its API, not by signal")
         running = self.turn_running()
-        chunks = len(self._deltas)  # text deltas delivered to this process before Stop
+        chunks = len(self._deltas)  # text deltas delivered to this process before Stop: known exactly
         stop_ns = time.monotonic_ns()
         self._turn.stop(source=source)
-        return self._record_stop(source, "api", phase, running, stop_ns, request, window, chunks_seen=chunks)
+        return self._record_stop(source, "api", phase, running, stop_ns, request, window, chunks_seen=chunks, by=by)
 
-    async def settle(self, deadline_s: float) -> Settlement:
+    async def settle(self) -> Settlement:
         if self._turn is None:
             raise DriverError("nothing to settle: no turn was started")
-        try:
-            ended = await asyncio.wait_for(self._turn.settled(), deadline_s)
-        except TimeoutError:
-            raise DriverError(f"the turn did not settle within {deadline_s:g} s") from None
-        return Settlement(reason=ended.get("reason"), source=ended.get("source"), mono_ns=ended.get("mono_ns", 0))
+        ended = await self._turn.settled()
+        return self._record_settlement(Settlement(
+            mono_ns=ended.get("mono_ns", 0), reason=ended.get("reason"), source=ended.get("source"), how="api"))
+
+    async def exited(self) -> ProcessExit | None:
+        return None  # the agent lives in this process
 
     async def idle(self) -> None:
         """The current turn has settled."""
@@ -127,7 +133,7 @@ class InprocDriver(DriverBase):
     async def kill(self) -> tuple[int, int]:
         raise Unsupported("the in-process driver cannot SIGKILL the agent (it is this process)")
 
-    async def restart(self, *, expect: str = "ready", deadline_s: float = 30, text: str = "") -> bytes | None:
+    async def restart(self, *, expect: str = "ready", text: str = "") -> bool:
         raise Unsupported("the in-process driver cannot restart the agent after a kill")
 
     async def close(self) -> None:

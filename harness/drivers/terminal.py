@@ -16,13 +16,11 @@ import time
 
 import pexpect
 
-from harness.drivers.base import (
-    AgentContext, DriverBase, DriverError, OutputBuffer, Settlement, Unsupported, values_for,
-)
-from harness.model import ProcessExit, StopDelivery, UserInput
-from harness.procs import ProcRef, kill_tree, reset_signals, signal_pid
+from harness.drivers.base import AgentContext, DriverBase, DriverError, OutputBuffer, Unsupported, values_for
+from harness.history import History
+from harness.model import ProcessExit, Settlement, StopDelivery
+from harness.procs import ProcRef, SpawnError, child_setup, kill_tree, signal_pid
 
-IDLE_WATCH_S = 600.0
 QUIT_GRACE_S = 5.0  # failsafe: an agent that ignores the quit keys is killed after this
 KEYS = {"esc": "\x1b", "ctrl-c": "\x03", "ctrl-d": "\x04", "enter": "\r"}
 ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[@-Z\\-_]|\r")
@@ -31,8 +29,8 @@ ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[@-Z\\-_]|\r")
 class TerminalDriver(DriverBase):
     name = "terminal"
 
-    def __init__(self, ctx: AgentContext):
-        super().__init__(ctx)
+    def __init__(self, ctx: AgentContext, history: History):
+        super().__init__(ctx, history)
         if ctx.profile.interactive is None:
             raise Unsupported(f"profile {ctx.profile.name!r} has no [interactive] command")
         self.spec = ctx.profile.interactive
@@ -44,6 +42,7 @@ class TerminalDriver(DriverBase):
         self._input_at = 0  # screen position right after the last typed turn input
         self._settle_from = 0  # where the current turn's settlement line is looked for
         self._running = False
+        self._argv: tuple[str, ...] = ()
 
     # -- observation ---------------------------------------------------------------------
     def transcript(self) -> str:
@@ -68,10 +67,14 @@ class TerminalDriver(DriverBase):
         self._screen = OutputBuffer()
         self._screens.append(self._screen)
         self._started_ns = time.monotonic_ns()
-        self._child = pexpect.spawn(
-            argv[0], argv[1:], env=self.ctx.env, cwd=str(self.ctx.cwd), encoding=None,
-            dimensions=(40, 200), preexec_fn=reset_signals, echo=False,
-        )
+        try:
+            self._child = pexpect.spawn(
+                argv[0], argv[1:], env=self.ctx.env, cwd=str(self.ctx.cwd), encoding=None,
+                dimensions=(40, 200), preexec_fn=child_setup(self.ctx.preexec), echo=False,
+            )
+        except pexpect.ExceptionPexpect as exc:  # e.g. the binary is not on PATH
+            raise SpawnError(f"cannot start {' '.join(argv)!r}: {exc}") from None
+        self._argv = tuple(argv)
         # pexpect sleeps 50 ms in every send() by default: a blocking sleep on the event loop
         # that would also land inside every Stop latency measured through keys.
         self._child.delaybeforesend = None
@@ -93,17 +96,18 @@ class TerminalDriver(DriverBase):
         asyncio.get_running_loop().remove_reader(child.child_fd)
         screen.close()
 
-    async def _ready(self, deadline_s: float = 30) -> None:
+    async def _ready(self) -> None:
         """Wait for the prompt after the last settlement (or start), and the session line."""
         if self._child is None:
             await self._spawn(resume=False)
         start = self._settle_from if not self._running else self._input_at
-        await self._screen.wait_for(self.spec.prompt_regex, start=start, deadline_s=deadline_s, what="the prompt")
+        await self._screen.wait_for(self.spec.prompt_regex, start=start, what="the prompt")
         regex = self.ctx.profile.session_stderr_regex
         if regex:
             self._found_session(self._screen.search(regex))
 
     def _type(self, text: str) -> None:
+        assert self._child is not None
         self._child.send(text.encode("utf-8"))
 
     # -- steps -------------------------------------------------------------------------------
@@ -114,47 +118,60 @@ class TerminalDriver(DriverBase):
         self._input_at = len(self._screen.text)
         self._settle_from = self._input_at
         self._running = True
-        self.inputs.append(UserInput(text=text, mono_ns=time.monotonic_ns()))
+        self._record_input(text)
         self._type(text + KEYS["enter"])
 
     async def queue(self, text: str) -> str:
         if not self.spec.queued_regex:
             raise Unsupported("the profile names no queued_regex: queueing cannot be observed")
         start = len(self._screen.text)
-        self.inputs.append(UserInput(text=text, mono_ns=time.monotonic_ns(), queued=True))
+        self._record_input(text, queued=True)
         self._type(text + KEYS["enter"])
-        match = await self._screen.wait_for(self.spec.queued_regex, start=start, deadline_s=30, what="the queued acknowledgement")
+        match = await self._screen.wait_for(self.spec.queued_regex, start=start, what="the queued acknowledgement")
         return match.group("item_id")
 
     async def cancel_queued(self, item_id: str) -> None:
         if not self.spec.cancel_command:
             raise Unsupported("the profile names no cancel_command")
-        self.inputs.append(UserInput(text=f"/cancel {item_id}", mono_ns=time.monotonic_ns(), queued=True))
+        self._record_input(f"/cancel {item_id}", queued=True)
         self._type(self.spec.cancel_command.format(item_id=item_id) + KEYS["enter"])
 
-    async def stop(self, source: str, *, phase: str, request: int | None, window: str | None) -> StopDelivery:
+    async def stop(self, source: str, *, phase: str, request: int | None, window: str | None,
+                   chunks_seen: int | None = None, signal_name: str | None = None,
+                   by: str = "harness") -> StopDelivery:
         if self._child is None:
             raise DriverError("Stop before the agent was started")
+        if signal_name:
+            raise Unsupported("a terminal is stopped by keys, not signals")
         keys = "".join(KEYS[k] for k in self.spec.stop_keys)
         running = self.turn_running()
         stop_ns = time.monotonic_ns()
         self._type(keys)
-        return self._record_stop(source, "key:" + "+".join(self.spec.stop_keys), phase, running, stop_ns, request, window)
+        return self._record_stop(source, "key:" + "+".join(self.spec.stop_keys), phase, running, stop_ns,
+                                 request, window, chunks_seen=chunks_seen, by=by)
 
-    async def settle(self, deadline_s: float) -> Settlement:
-        match = await self._screen.wait_for(
-            self.spec.turn_ended_regex, start=self._settle_from, deadline_s=deadline_s, what="the turn-ended line",
-        )
+    async def settle(self) -> Settlement:
+        match = await self._screen.wait_for(self.spec.turn_ended_regex, start=self._settle_from,
+                                            what="the turn-ended line")
         self._running = False
         self._settle_from = match.end()
         groups = match.groupdict()
-        return Settlement(reason=groups.get("reason"), source=groups.get("source"), mono_ns=time.monotonic_ns())
+        line = ANSI.sub("", match.group(0))
+        return self._record_settlement(Settlement(
+            mono_ns=time.monotonic_ns(), reason=groups.get("reason"), source=groups.get("source"),
+            how=f"screen: {line}", pid=self._child.pid if self._child else None))
 
     async def idle(self) -> None:
         """The current turn's settlement line is on screen, or the terminal closed."""
         if self._running:
-            await self._screen.match_or_eof(self.spec.turn_ended_regex, start=self._settle_from,
-                                            deadline_s=IDLE_WATCH_S, what="the turn-ended line")
+            await self._screen.match_or_eof(self.spec.turn_ended_regex, start=self._settle_from)
+
+    async def exited(self) -> ProcessExit | None:
+        if self._child is None or self._child.isalive():
+            return None
+        if self._refs and not any(e.pid == self._child.pid for e in self.history.of(ProcessExit)):
+            await self._reap("completed")
+        return self.history.last(ProcessExit)
 
     async def kill(self) -> tuple[int, int]:
         if self._child is None or not self._child.isalive():
@@ -166,11 +183,12 @@ class TerminalDriver(DriverBase):
         self._running = False
         return kill_ns, pid
 
-    async def restart(self, *, expect: str = "ready", deadline_s: float = 30, text: str = "") -> bytes | None:
-        """Start the interactive mode again on the same session; the log bytes once it is ready.
+    async def restart(self, *, expect: str = "ready", text: str = "") -> bool:
+        """Start the interactive mode again on the same session; True once it has loaded it
+        and shows its prompt (the moment the store is captured "after load").
 
         With ``expect="refused"`` the agent must exit instead (a damaged log); its exit is
-        recorded and None returned.
+        recorded and False returned.
         """
         if self._session_id is None:
             raise DriverError("restart asked for, but the agent never named its session")
@@ -180,26 +198,26 @@ class TerminalDriver(DriverBase):
         self._settle_from = 0
         await self._spawn(resume=True)
         if expect == "refused":
-            prompt = await self._screen.match_or_eof(
-                self.spec.prompt_regex, deadline_s=deadline_s, what="the agent's exit on a damaged log")
+            assert self._child is not None
+            prompt = await self._screen.match_or_eof(self.spec.prompt_regex)
             if prompt is not None:  # it accepted the damaged log: end it, the checks judge the exit
                 signal_pid(self._child.pid, signal.SIGKILL)
             await self._reap("refused")
-            return None
-        await self._ready(deadline_s)
-        path = self.log_path
-        return open(path, "rb").read() if path else None
+            return False
+        await self._ready()
+        return True
 
     async def _reap(self, expect: str) -> ProcessExit:
         child = self._child
+        assert child is not None
         await asyncio.to_thread(child.wait)
         ended_ns = time.monotonic_ns()
         exit_ = ProcessExit(
             pid=child.pid, role=self._refs[-1].role, started_ns=self._started_ns, ended_ns=ended_ns,
             returncode=child.exitstatus, signal=child.signalstatus, expect=expect,
-            stderr_tail=ANSI.sub("", self._screen.tail(2000)),
+            stderr_tail=ANSI.sub("", self._screen.tail(2000)), argv=self._argv,
         )
-        self.exits.append(exit_)
+        self.history.record(exit_)
         return exit_
 
     async def close(self) -> None:
@@ -207,7 +225,10 @@ class TerminalDriver(DriverBase):
         child = self._child
         if child is not None and child.isalive() and not self.turn_running() and self.spec.quit_keys:
             self._type("".join(KEYS[k] for k in self.spec.quit_keys))
-            await self._screen.wait_eof(QUIT_GRACE_S)  # if it did not quit, it is killed below
+            try:  # a failsafe: an agent that does not quit is killed below
+                await asyncio.wait_for(self._screen.wait_eof(), QUIT_GRACE_S)
+            except TimeoutError:
+                pass
         if child is not None:
             try:
                 asyncio.get_running_loop().remove_reader(child.child_fd)

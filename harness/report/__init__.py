@@ -11,12 +11,11 @@ from harness.report.html import render_html
 from harness.report.junit import render_junit
 from harness.report.load import ResultsError, load_results, parse_results
 from harness.report.markdown import render_markdown
-from harness.report.shard import ShardError, comparable, merge, parse_shard, shard_items
+from harness.report.shard import comparable, merge
 from harness.report.writer import format_written, write_reports
 
 __all__ = [
     "ResultsError",
-    "ShardError",
     "comparable",
     "compare",
     "format_gate",
@@ -27,11 +26,9 @@ __all__ = [
     "merge",
     "merge_main",
     "parse_results",
-    "parse_shard",
     "render_html",
     "render_junit",
     "render_markdown",
     "report_main",
-    "shard_items",
     "write_reports",
 ]

@@ -15,8 +15,8 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
-from harness.latency import Summary, percentile
-from harness.model import CheckResult, Outcome, RunResult, TaskResult, Tier
+from harness.report.latency import Summary, percentile
+from harness.model import CheckResult, Outcome, RunResult, TaskResult, Tier, combine_verdicts, task_verdict
 
 STATUS_ORDER = ("fail", "unknown", "pass", "skipped")
 
@@ -82,12 +82,18 @@ class Scoreboard:
         ]
 
     @property
+    def ran(self) -> tuple[TaskResult, ...]:
+        """The task runs that count: not the ones that do not apply to the agent."""
+        return tuple(t for t in self.tasks if task_verdict(t) is not None)
+
+    @property
     def conformant(self) -> int:
-        return sum(t.conformant for t in self.tasks)
+        return sum(v.ok for t in self.ran if (v := task_verdict(t)) is not None)
 
     @property
     def verdict(self) -> str:
-        return "conformant" if self.tasks and self.conformant == len(self.tasks) else "NOT conformant"
+        verdicts = [v for t in self.tasks if (v := task_verdict(t)) is not None]
+        return combine_verdicts(verdicts).value if verdicts else "nothing ran"
 
     @property
     def mandatory(self) -> tuple[int, int]:
@@ -127,7 +133,7 @@ class Scoreboard:
     @property
     def rank_key(self) -> tuple:
         passed, decided = self.mandatory
-        return (-_ratio(self.conformant, len(self.tasks)), -_ratio(passed, decided), self.label, self.adapter)
+        return (-_ratio(self.conformant, len(self.ran)), -_ratio(passed, decided), self.label, self.adapter)
 
 
 def _ratio(num: int, den: int) -> float:
@@ -231,7 +237,7 @@ def is_leaderboard(boards: Sequence[Scoreboard]) -> bool:
 def verdict(runs: Sequence[RunResult]) -> str:
     if not any(t.mutant is None for r in runs for t in r.tasks):
         return "no task results"
-    return "conformant" if all(r.conformant for r in runs) else "NOT conformant"
+    return combine_verdicts([r.verdict for r in runs]).value
 
 
 def headline(runs: Sequence[RunResult], boards: Sequence[Scoreboard]) -> str:

@@ -28,11 +28,11 @@ import statistics
 from dataclasses import dataclass
 from typing import Sequence
 
-from harness.latency import format_ns
+from harness.report.latency import format_ns
 from harness.model import Outcome, RunResult
 from harness.report.aggregate import fold
 from harness.report.text import md_cell
-from harness.stats import RatioInterval, bootstrap_median_ratio, mann_whitney_greater, median_ratio
+from harness.report.stats import RatioInterval, bootstrap_median_ratio, mann_whitney_greater, median_ratio
 
 FLOOR_NS = 1_000  # below a microsecond, differences are compared against this instead of the median
 TASK_ROW = "(task)"  # the pseudo-check that stands for "the task ran without a harness error"

@@ -14,7 +14,7 @@ import re
 from html import escape
 from typing import Iterable, Sequence
 
-from harness.latency import format_ns
+from harness.report.latency import format_ns
 from harness.model import RunResult
 from harness.report.aggregate import (
     Failure,
@@ -99,7 +99,7 @@ def _scoreboard(boards: Sequence[Scoreboard]) -> list[str]:
         o = b.outcomes
         cls = "pass" if b.verdict == "conformant" else "fail"
         row = [escape(b.label), escape(b.version), escape(b.adapter), f'<span class="{cls}">{b.verdict}</span>',
-               f"{b.conformant}/{len(b.tasks)}", f"{passed}/{decided}",
+               f"{b.conformant}/{len(b.ran)}", f"{passed}/{decided}",
                str(o["pass"]), str(o["fail"]), str(o["unknown"]), str(o["skipped"]),
                *(escape(format_ns(m)) if (m := b.median(latency)) is not None else "-" for latency in latencies)]
         rows.append([str(rank), *row] if ranked else row)

@@ -19,7 +19,7 @@ from harness.model import (
     RunResult,
     TaskResult,
 )
-from harness.report.redact import redact
+from harness.secrets import redact
 
 
 class ResultsError(Exception):

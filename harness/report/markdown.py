@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from harness.latency import format_ns
+from harness.report.latency import format_ns
 from harness.model import RunResult
 from harness.report.aggregate import (
     Scoreboard,
@@ -61,7 +61,7 @@ def _scoreboard(boards: Sequence[Scoreboard]) -> list[str]:
     for rank, b in enumerate(leaderboard(boards) if ranked else boards, 1):
         passed, decided = b.mandatory
         o = b.outcomes
-        row = [b.label, b.adapter, b.verdict, f"{b.conformant}/{len(b.tasks)}", f"{passed}/{decided}",
+        row = [b.label, b.adapter, b.verdict, f"{b.conformant}/{len(b.ran)}", f"{passed}/{decided}",
                o["pass"], o["fail"], o["unknown"], o["skipped"],
                *(_maybe_ns(b.median(latency)) for latency in latencies)]
         rows.append([rank, *row] if ranked else row)

@@ -1,9 +1,4 @@
-"""Splitting a run's task × repeat work across machines, and joining the pieces again.
-
-``stopbench run --shard i/n`` runs the i-th of n shares (1-based, like ``--shard 1/3`` …
-``3/3``). The split must be the same on every machine and every run, so it does not use
-``hash()`` (salted per process): items are ordered by a canonical JSON text of their value
-and dealt round-robin, which also keeps the shares within one item of each other.
+"""Joining the shards of one run again (the split itself is ``harness.planning``'s).
 
 ``merge`` joins the shard files of one run into the result the unsharded run would have
 produced, apart from timings: tasks and latency samples in a canonical order, run info of
@@ -13,15 +8,11 @@ the whole run (``shard`` null, ``started``/``ended`` spanning all shards, ``argv
 
 from __future__ import annotations
 
-import dataclasses
-import enum
-import json
-import re
-from typing import Any, Mapping, Sequence, TypeVar
+from collections.abc import Sequence
+from typing import Any
 
 from harness.model import RunResult, TaskResult
-
-T = TypeVar("T")
+from harness.planning import ShardError, item_key, parse_shard
 
 # Run info that must agree between shards of one run (when present).
 SAME_IN_EVERY_SHARD = ("agent", "agent_version", "profile", "stopbench_version", "repeat")
@@ -31,61 +22,6 @@ UNION_IN_MERGE = ("adapters", "tasks", "mutants")
 TIMING_KEYS = frozenset({"started", "ended", "time", "created", "duration_s", "value_ns", "argv", "shard",
                          "host", "merged_from"})
 TIMING_SUFFIXES = ("_ns", "_ms")
-
-
-class ShardError(ValueError):
-    """A bad ``--shard`` spec, or shard files that do not make one run.
-
-    ``index`` is the position of the offending file among the inputs, when there is one.
-    """
-
-    def __init__(self, problem: str, index: int | None = None):
-        self.problem, self.index = problem, index
-        super().__init__(problem)
-
-
-def parse_shard(spec: str) -> tuple[int, int]:
-    """``"2/3"`` -> ``(2, 3)``; the index is 1-based."""
-    m = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", spec or "")
-    if not m:
-        raise ShardError(f"shard must look like i/n (e.g. 1/3), got {spec!r}")
-    index, count = int(m.group(1)), int(m.group(2))
-    if count < 1 or not 1 <= index <= count:
-        raise ShardError(f"shard {spec!r}: need 1 <= i <= n")
-    return index, count
-
-
-def item_key(item: Any) -> str:
-    """A text that identifies an item the same way on every machine and Python process:
-    the item's own ``key`` string when it has one (a work item names itself without paths
-    that differ between machines), else a canonical JSON text of its value."""
-    own = getattr(item, "key", None)
-    if isinstance(own, str):
-        return own
-    return json.dumps(_plain(item), sort_keys=True, ensure_ascii=True, separators=(",", ":"))
-
-
-def _plain(value: Any) -> Any:
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, enum.Enum):
-        return _plain(value.value)
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    return str(value)
-
-
-def shard_items(items: Sequence[T], index: int, count: int) -> list[T]:
-    """The items of shard ``index`` of ``count`` (1-based), in their original order."""
-    if count < 1 or not 1 <= index <= count:
-        raise ShardError(f"shard {index}/{count}: need 1 <= i <= n")
-    ranked = sorted(range(len(items)), key=lambda i: (item_key(items[i]), i))
-    mine = {pos for rank, pos in enumerate(ranked) if rank % count == index - 1}
-    return [item for pos, item in enumerate(items) if pos in mine]
 
 
 def _task_identity(t: TaskResult) -> tuple:
@@ -142,7 +78,7 @@ def merge(results: Sequence[RunResult]) -> RunResult:
 def _merged_mutation(ordered: Sequence[RunResult], tasks: Sequence[TaskResult]) -> dict[str, Any]:
     """The mutation score of the whole run, recomputed from all tasks by the runner's own
     function (each shard's score only counts the mutant runs it made)."""
-    from harness.runner import mutation_summary
+    from harness.mutants import mutation_summary
 
     targets: dict[str, list[str]] = {}
     for r in ordered:
@@ -201,12 +137,14 @@ def _without_shard(argv: Any) -> Any:
 
 def comparable(run: RunResult) -> Any:
     """What a run found, without what differs between two runs of the same work: timings
-    (``TIMING_KEYS``, ``*_ns``, ``*_ms`` at any depth), and evidence and error texts (they
+    (``TIMING_KEYS``, ``*_ns``, ``*_ms`` at any depth), and evidence, timelines and reasons (they
     quote process IDs, call IDs and temporary paths). Tasks and samples are sorted. A merged
     sharded run and the unsharded run compare equal when every verdict and sample agree."""
     data = _drop_timings(run.to_json())
     for task in data["tasks"]:
-        task["error"] = task["error"] is not None
+        task["reason"] = task["reason"] is not None
+        for key in ("timeline", "evidence", "attempts"):  # moments, PIDs and paths of one machine's run
+            task.pop(key, None)
         for check in task["checks"]:
             del check["evidence"]
     data["tasks"].sort(key=item_key)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from html import escape
 from typing import Sequence
 
-from harness.latency import PERCENTILES, format_ns, percentile
+from harness.report.latency import PERCENTILES, format_ns, percentile
 
 WIDTH, HEIGHT = 360, 200
 LEFT, RIGHT, TOP, BOTTOM = 64, 12, 26, 34

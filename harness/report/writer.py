@@ -12,7 +12,7 @@ from harness.report.html import render_html
 from harness.report.junit import render_junit
 from harness.report.load import parse_results
 from harness.report.markdown import render_markdown
-from harness.report.redact import redact
+from harness.secrets import redact
 
 
 def write_text(path: Path, text: str) -> Path:

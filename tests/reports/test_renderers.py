@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.latency import PERCENTILES, percentile
+from harness.report.latency import PERCENTILES, percentile
 from harness.model import Outcome, Tier
 from harness.report import render_html, render_junit, render_markdown
 from harness.report.load import parse_results

@@ -10,7 +10,8 @@ import jsonschema
 import pytest
 
 from harness.model import LATENCY_IDS, RESULTS_FORMAT, RESULTS_VERSION, Outcome, Tier
-from harness.report.shard import merge, shard_items
+from harness.planning import shard_items
+from harness.report.shard import merge
 from harness.report.writer import results_text
 
 ROOT = Path(__file__).resolve().parents[2]

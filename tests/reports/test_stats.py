@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from harness.stats import (
+from harness.report.stats import (
     _enumerated_tail,
     _exact_tail,
     _normal_tail,

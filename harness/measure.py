@@ -1,0 +1,55 @@
+"""Latencies L1–L4 and L7 from one task run's observation (contract.md: one clock,
+``time.monotonic_ns``, shared by every process on the host).
+
+A mutant's timings measure a broken agent, so the runner measures only unmutated runs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.model import LatencySample, Observation
+from harness.planning import WorkItem
+
+
+def latencies(item: WorkItem, agent: str, obs: Observation) -> list[LatencySample]:
+    samples: list[LatencySample] = []
+
+    def add(lid: str, value: int, **detail: Any) -> None:
+        samples.append(LatencySample(lid, int(value), agent, item.adapter, item.variant, item.repeat,
+                                     {"driver": item.driver, **detail}))
+
+    ended = [e for e in (obs.log.events if obs.log else ()) if e.type == "turn_ended" and e.mono_ns]
+    records = obs.records
+    # L1 and L2 are aborts mid-stream; a Stop inside a tool is timed by L3 (the tree kill).
+    for stop in (s for s in obs.stops if s.exercised and s.phase == "stream"):
+        if item.driver == "inproc":
+            after = [e.mono_ns for e in ended if e.mono_ns is not None and e.mono_ns >= stop.mono_ns]
+            if after:
+                add("L1", after[0] - stop.mono_ns)
+        if stop.request is not None:  # L2 needs a real connection: the server's own record
+            gone = [r["mono_ns"] for r in records if r.get("kind") == "disconnect" and r.get("source") == "server"
+                    and r.get("request") == stop.request and r["mono_ns"] >= stop.mono_ns]
+            if gone:
+                add("L2", gone[0] - stop.mono_ns, request=stop.request)
+    for w in obs.windows:
+        if w.stop_ns is not None and w.gone_ns is not None:
+            add("L3", w.gone_ns - w.stop_ns, window=w.window, processes=len(w.pids))
+    for e in obs.exits:
+        if e.timeout_s is not None and e.expect == "timeout":
+            add("L4", e.ended_ns - (e.started_ns + int(e.timeout_s * 1e9)), timeout_s=e.timeout_s,
+                returncode=e.returncode)
+    for restart in obs.restarts:
+        if restart.damage == "mid-file":
+            continue
+        # From the process that resumes: spawned by the restart (terminal) or by the follow-up (headless).
+        spawned = restart.mono_ns
+        if item.driver == "subprocess":
+            follow = next((i.mono_ns for i in obs.inputs if i.mono_ns > restart.mono_ns and not i.queued), None)
+            if follow is None:
+                continue
+            spawned = follow
+        first = next((r for r in records if r.get("kind") == "request" and r["mono_ns"] > spawned), None)
+        if first is not None:
+            add("L7", first["mono_ns"] - spawned, request=first.get("request"))
+    return samples

@@ -1,0 +1,74 @@
+"""Mutants: the agent with one failpoint on, run through the same tasks.
+
+The profile lists the agent's failpoints (each with the checks it targets); a mutant is
+caught when a scored check fails on it, and the mutation score says how many were.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from harness.contract import check_order
+from harness.model import Outcome, RunStatus, TaskResult, Tier
+from harness.profiles import Profile, base_values, fill
+
+LIST_TIMEOUT_S = 60.0  # failsafe for a listing command that hangs
+
+
+class FailpointsError(Exception):
+    pass
+
+
+def list_failpoints(profile: Profile) -> dict[str, tuple[str, ...]]:
+    """Failpoint name → the check IDs it targets, from the profile's listing command.
+
+    Accepts ``{name: {"checks": [...], ...}}`` or ``{name: [[checks], description]}``.
+    """
+    if not profile.failpoints_env or not profile.failpoints_list_command:
+        raise FailpointsError(f"profile {profile.name!r} declares no failpoints ([failpoints] env and list_command)")
+    argv = [fill(a, base_values()) for a in profile.failpoints_list_command]
+    try:
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=LIST_TIMEOUT_S, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise FailpointsError(f"{' '.join(argv)}: {exc}") from None
+    if out.returncode != 0:
+        raise FailpointsError(f"{' '.join(argv)} exited {out.returncode}: {out.stderr.strip()[:300]}")
+    try:
+        data = json.loads(out.stdout)
+    except json.JSONDecodeError as exc:
+        raise FailpointsError(f"{' '.join(argv)} did not print JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise FailpointsError(f"{' '.join(argv)} printed {type(data).__name__}, expected an object name → checks")
+    failpoints = {}
+    for name, value in data.items():
+        checks = value.get("checks", []) if isinstance(value, dict) else (value[0] if isinstance(value, list) and value else [])
+        failpoints[str(name)] = tuple(str(c) for c in checks)
+    return failpoints
+
+
+def mutation_summary(tasks: Sequence[TaskResult], failpoints: Mapping[str, Sequence[str]]) -> dict[str, Any]:
+    """Per mutant: which checks failed on any task (caught it), and the mutation score.
+
+    A mutant is caught when at least one scored (mandatory) check failed or a task could not
+    complete with it on; it should fail the checks it targets, and the table says if it did.
+    """
+    mutants: dict[str, Any] = {}
+    for name, targets in failpoints.items():
+        runs = [t for t in tasks if t.mutant == name]
+        failed_checks = sorted({c.check for t in runs for c in t.checks
+                                if c.outcome is Outcome.FAIL and c.tier is Tier.MANDATORY}, key=check_order)
+        errors = sorted({t.task for t in runs if t.status is RunStatus.ERRORED})
+        mutants[name] = {
+            "targets": list(targets),
+            "failed": failed_checks,
+            "task_errors": errors,
+            "targets_caught": bool(set(targets) & set(failed_checks)),
+            "caught": bool(failed_checks or errors),
+            "runs": len(runs),
+        }
+    caught = sum(m["caught"] for m in mutants.values())
+    return {"caught": caught, "total": len(mutants), "score": caught / len(mutants) if mutants else None,
+            "mutants": mutants}

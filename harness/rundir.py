@@ -1,0 +1,81 @@
+"""Where one task run happens and what the agent is given: a fresh folder tree (HOME,
+sessions, working folder), a unique canary API key, the environment, and the files the
+profile writes into the fresh HOME.
+
+The files the profile writes are remembered with their exact contents: a key that one of
+them holds on purpose (a config file the agent needs) is the harness's own doing, not a
+leak, as long as the file is unchanged; a copy anywhere else is the agent's (C13).
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness.drivers import AgentContext, Unsupported
+from harness.planning import WorkItem
+from harness.profiles import Profile, base_values, fill
+
+ENV_PASSTHROUGH = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR")
+
+
+@dataclass
+class RunDirs:
+    root: Path
+    home: Path
+    sessions: Path
+    cwd: Path
+    profile_files: dict[str, bytes] = field(default_factory=dict)  # path under root → what the profile wrote
+
+    @classmethod
+    def create(cls) -> RunDirs:
+        root = Path(tempfile.mkdtemp(prefix="stopbench-"))
+        dirs = cls(root, root / "home", root / "sessions", root / "work")
+        for d in (dirs.home, dirs.sessions, dirs.cwd):
+            d.mkdir()
+        return dirs
+
+
+def canary_key() -> str:
+    """A unique fake API key: finding it anywhere the agent wrote is a leak (C13)."""
+    return f"sk-stopbench-{secrets.token_hex(16)}"
+
+
+def agent_context(profile: Profile, item: WorkItem, dirs: RunDirs, server_url: str, server_base_url: str,
+                  api_key: str, *, env_extra: dict[str, str] | None = None,
+                  preexec: Callable[[], None] | None = None) -> AgentContext:
+    """Placeholder values, environment and HOME files for one run of the agent."""
+    values = {
+        **base_values(),
+        "base_url": server_url if item.adapter == "inproc" else server_base_url,
+        "url": server_url,
+        "api_key": api_key,
+        "model": profile.model,
+        "sessions_dir": str(dirs.sessions),
+        "cwd": str(dirs.cwd),
+        "home": str(dirs.home) if profile.fresh_home else os.environ.get("HOME", str(dirs.home)),
+        "scenario": str(item.task.scenario_path),
+        "adapter": item.adapter,
+        "profile_dir": str(Path(profile.path).resolve().parent),
+    }
+    env = {k: os.environ[k] for k in ENV_PASSTHROUGH if k in os.environ}
+    env.update(HOME=values["home"], TERM="xterm", COLUMNS="200", LINES="40")
+    env.update({k: fill(v, values) for k, v in profile.env.items()})
+    env.update(env_extra or {})
+    if item.mutant:
+        if not profile.failpoints_env:
+            raise Unsupported(f"profile {profile.name!r} has no failpoints; cannot run mutant {item.mutant!r}")
+        env[profile.failpoints_env] = item.mutant
+    for f in profile.files:
+        path = Path(fill(f["path"], values))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        content = fill(f["content"], values).encode("utf-8")
+        path.write_bytes(content)
+        if path.is_relative_to(dirs.root):
+            dirs.profile_files[str(path.relative_to(dirs.root))] = content
+    return AgentContext(profile=profile, adapter=item.adapter, values=values, env=env,
+                        sessions_dir=dirs.sessions, cwd=dirs.cwd, scenario=item.task.scenario, preexec=preexec)

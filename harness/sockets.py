@@ -1,0 +1,30 @@
+"""What the agent has read off its connections to the fake server, from the kernel's tables.
+
+"Text the agent surely received before Stop" must not be guessed from timing: a chunk the
+server flushed may still sit unread in the agent's socket buffer when Stop lands, and the
+agent may rightly drop it. The kernel knows: ``/proc/net/tcp`` lists every loopback
+connection with its receive queue, so once no client socket to the server's port holds
+unread bytes, everything flushed before that moment was read by the agent process.
+"""
+
+from __future__ import annotations
+
+TCP_TABLES = ("/proc/net/tcp", "/proc/net/tcp6")
+
+
+def unread_bytes(server_port: int) -> int:
+    """Bytes received but not yet read by the clients of ``server_port`` (all connections)."""
+    total = 0
+    for table in TCP_TABLES:
+        try:
+            with open(table, encoding="ascii") as f:
+                lines = f.read().splitlines()[1:]
+        except FileNotFoundError:
+            continue
+        for line in lines:
+            fields = line.split()
+            # sl local_address rem_address st tx_queue:rx_queue …; addresses are HEXIP:HEXPORT
+            remote_port = int(fields[2].rsplit(":", 1)[1], 16)
+            if remote_port == server_port:
+                total += int(fields[4].split(":")[1], 16)
+    return total

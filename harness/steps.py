@@ -1,0 +1,367 @@
+"""The step vocabulary of tasks: each kind owns its schema, its validation and its execution.
+
+A task is a list of steps (``send``, ``wait``, ``stop``, ``settle``, ``kill``, ``damage``,
+``restart``, ``queue``, ``cancel-queued``). Every interrupt follows a ``wait`` on a beacon —
+a request received, a chunk flushed, a window opened — so nothing depends on timing. Each
+step runs under a budget from the agent's profile (``[timeouts]``): an overrun names the
+step, the budget and what was last seen.
+
+What can go wrong while steps play is told apart here, because it decides the verdict:
+
+- ``AgentFailed`` — the agent did not do what the step waited for: it exited or settled
+  early, or the server recorded an error the agent caused, or a budget ran out. The run's
+  checks still run and the ones the missing behaviour belongs to fail.
+- ``NotExercised`` — a race: the moment the task meant to interrupt never came (the agent's
+  own timeout fell before the window opened, the turn ended before Stop arrived). The run
+  is retried.
+- anything else (``DriverError`` included) is the harness's own fault.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from harness.contract import TASK_STOP_SOURCES
+from harness.model import AgentFailure, AgentKill, ProcessExit, Restart, StopDelivery
+from harness.profiles import Budgets
+
+if TYPE_CHECKING:
+    from harness.taskrun import TaskRun
+
+BEACONS = ("request", "chunk", "window", "disconnect")
+KILL_POINTS = ("request-received", "chunk-flushed", "window-opened", "next-request")
+SEND_EXPECT = ("completed", "error", "stopped", "timeout")
+DAMAGE_KINDS = ("torn-tail", "mid-file")
+IDLE_GRACE_S = 1.0  # failsafe: a beacon posted just before the agent went idle may still be in flight
+DRAIN_BUDGET_S = 2.0  # failsafe: how long a Stop mid-stream waits for the agent to read what was flushed
+
+
+class AgentFailed(Exception):
+    def __init__(self, failure: AgentFailure):
+        super().__init__(failure.what)
+        self.failure = failure
+
+
+class NotExercised(Exception):
+    """The race the task meant to run did not happen; the message gives the timing."""
+
+
+@dataclass(frozen=True)
+class Step:
+    do: str
+    args: Mapping[str, Any]
+    index: int  # 1-based position in the task, for messages
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.args.get(key, default)
+
+    def describe(self) -> str:
+        extra = ", ".join(f"{k}={v!r}" for k, v in self.args.items())
+        return f"step {self.index} ({self.do}{': ' + extra if extra else ''})"
+
+
+Fail = Callable[[str, str], Any]
+
+
+@dataclass
+class ParseState:
+    """What validation of a step needs to know about the steps before it."""
+
+    drivers: tuple[str, ...]
+    queued_names: set[str] = field(default_factory=set)
+    last_wait: Step | None = None
+    sent: bool = False
+
+
+@dataclass(frozen=True)
+class StepKind:
+    """One kind of step: its fields, its extra validation, its budget and what it does."""
+
+    name: str
+    required: Mapping[str, type | tuple[type, ...]]
+    optional: Mapping[str, type | tuple[type, ...]]
+    validate: Callable[[Step, str, Fail, ParseState], None]
+    budget: Callable[[Budgets], float]
+    execute: Callable[[TaskRun, Step], Awaitable[None]]
+    needs_agent: bool = True  # may only follow a send (there is an agent to act on)
+
+
+# --- send --------------------------------------------------------------------------------
+
+
+def _validate_send(step: Step, item: str, fail: Fail, state: ParseState) -> None:
+    if step.get("expect", "completed") not in SEND_EXPECT:
+        fail(f"{item}.expect", f"one of {', '.join(SEND_EXPECT)}")
+    if "timeout" in step.args:
+        if step.args["timeout"] <= 0:
+            fail(f"{item}.timeout", "must be positive")
+        if state.drivers != ("subprocess",):
+            fail(f"{item}.timeout", 'a per-turn timeout needs the subprocess driver only (drivers = ["subprocess"])')
+
+
+async def _send(run: TaskRun, step: Step) -> None:
+    timeout_s = step.get("timeout")
+    own_timeout = timeout_s is not None and bool(run.headless_timeout_options)
+    await run.driver.send(step.get("text"), timeout_s=timeout_s if own_timeout else None,
+                          expect=step.get("expect", "completed"))
+    run.turn_started()
+    if timeout_s is not None:
+        run.arm_timeout(float(timeout_s), watchdog=not own_timeout)
+
+
+# --- wait --------------------------------------------------------------------------------
+
+
+def _validate_wait(step: Step, item: str, fail: Fail, state: ParseState) -> None:
+    beacon = step.args["for"]
+    if beacon not in BEACONS:
+        fail(f"{item}.for", f"{beacon!r} is not a beacon ({', '.join(BEACONS)})")
+    needs = {"request": ["request"], "chunk": ["request", "chunk"], "window": ["window"],
+             "disconnect": ["request"]}[beacon]
+    for key in needs:
+        if key not in step.args:
+            fail(f"{item}.{key}", f"required when waiting for {beacon!r}")
+    for key in ("request", "chunk"):
+        if key in step.args and step.args[key] < 1:
+            fail(f"{item}.{key}", "numbers start at 1")
+
+
+def beacon_name(step: Step) -> str:
+    beacon = step.get("for")
+    if beacon == "chunk":
+        return f"chunk {step.get('chunk')} of request {step.get('request')}"
+    if beacon == "window":
+        return f"window {step.get('window')}"
+    if beacon == "disconnect":
+        return f"the disconnect of request {step.get('request')}"
+    return f"request {step.get('request')}"
+
+
+def _beacon_predicate(step: Step) -> Callable[[Mapping[str, Any]], bool]:
+    beacon = step.get("for")
+    if beacon == "request":
+        return lambda r: r.get("kind") == "request" and r.get("request") == step.get("request")
+    if beacon == "chunk":
+        return lambda r: (r.get("kind") == "chunk" and r.get("request") == step.get("request")
+                          and r.get("chunk") == step.get("chunk"))
+    if beacon == "disconnect":
+        return lambda r: r.get("kind") == "disconnect" and r.get("request") == step.get("request")
+    return lambda r: r.get("kind") == "window" and r.get("window") == step.get("window")
+
+
+async def _wait(run: TaskRun, step: Step) -> None:
+    """The beacon's record — or, as soon as the agent can no longer produce it (it settled or
+    exited, or the server recorded an error it caused), the reason why not."""
+    record = await run.race_agent(run.server.records.wait_for(_beacon_predicate(step), beacon_name(step)),
+                                  step, beacon_name(step))
+    if step.get("for") == "window":
+        run.watch_tree(step.get("window"), record)
+    run.last_beacon = (step.get("for"), record)
+
+
+# --- stop --------------------------------------------------------------------------------
+
+
+def _validate_interrupt(step: Step, item: str, fail: Fail, state: ParseState) -> None:
+    if state.last_wait is None:
+        fail(item, f"'{step.do}' must follow a 'wait' on a beacon of the current turn: "
+                   "interrupts are triggered by beacons, never by time")
+    if step.do == "stop":
+        if step.get("source", "user") not in TASK_STOP_SOURCES:
+            fail(f"{item}.source", f"one of {', '.join(TASK_STOP_SOURCES)}")
+        if step.get("phase", "tool") not in ("tool", "stream", "other"):
+            fail(f"{item}.phase", "one of tool, stream, other")
+    else:
+        if "inproc" in state.drivers:
+            fail(item, "the in-process driver cannot SIGKILL the agent; use subprocess or terminal")
+        if step.get("at", "request-received") not in KILL_POINTS:
+            fail(f"{item}.at", f"one of {', '.join(KILL_POINTS)}")
+
+
+async def _stop(run: TaskRun, step: Step) -> None:
+    phase, request, window = run.beacon_context()
+    phase = step.get("phase", phase)
+    chunks_seen = None
+    if phase == "stream" and request is not None and run.driver.name != "inproc":
+        chunks_seen = await run.chunks_read_by_agent(request, DRAIN_BUDGET_S)
+    delivery = await run.driver.stop(step.get("source", "user"), phase=phase, request=request, window=window,
+                                     chunks_seen=chunks_seen)
+    if not delivery.exercised:
+        raise NotExercised(f"{step.describe()}: the turn had already ended when Stop arrived "
+                           f"({delivery.how}, phase {phase})")
+    if window:
+        run.window_stops[window] = delivery.mono_ns
+
+
+# --- settle ------------------------------------------------------------------------------
+
+
+async def _settle(run: TaskRun, step: Step) -> None:
+    settlement = await run.driver.settle()
+    run.disarm_timeout()
+    exit_ = run.history.last(ProcessExit)
+    if (exit_ is not None and exit_.timeout_s is not None and exit_.ended_ns == settlement.mono_ns
+            and run.timeout_by_agent):
+        # The run's own timeout is a Stop the harness asked for with the command line: it fell
+        # due at start + T, and was exercised if the run was still going then.
+        due_ns = exit_.started_ns + int(exit_.timeout_s * 1e9)
+        phase, request, window = run.beacon_context()
+        run.history.record(StopDelivery(mono_ns=due_ns, source="timeout", how="timeout", phase=phase,
+                                        exercised=exit_.ended_ns > due_ns, request=request, window=window,
+                                        by="agent-timeout"))
+
+
+# --- kill --------------------------------------------------------------------------------
+
+
+async def _kill(run: TaskRun, step: Step) -> None:
+    assert run.last_beacon is not None
+    beacon, record = run.last_beacon
+    default_at = {"request": "request-received", "chunk": "chunk-flushed", "window": "window-opened"}
+    kill_ns, pid = await run.driver.kill()
+    run.history.record(AgentKill(
+        mono_ns=kill_ns, pid=pid, at=step.get("at", default_at.get(beacon, "chunk-flushed")),
+        request=record.get("request"), window=record.get("window") if beacon == "window" else None,
+        log=run.capture(f"after kill {len(run.history.of(AgentKill)) + 1}"),
+    ))
+
+
+# --- damage and restart ------------------------------------------------------------------
+
+
+def _validate_damage(step: Step, item: str, fail: Fail, state: ParseState) -> None:
+    if step.args["kind"] not in DAMAGE_KINDS:
+        fail(f"{item}.kind", f"one of {', '.join(DAMAGE_KINDS)}")
+
+
+async def _damage(run: TaskRun, step: Step) -> None:
+    run.damage_store(step.get("kind"))
+
+
+def _validate_restart(step: Step, item: str, fail: Fail, state: ParseState) -> None:
+    if step.get("expect", "ready") not in ("ready", "refused"):
+        fail(f"{item}.expect", "one of ready, refused")
+    if "inproc" in state.drivers:
+        fail(item, "the in-process driver cannot restart the agent")
+
+
+async def _restart(run: TaskRun, step: Step) -> None:
+    number = len(run.history.of(Restart)) + 1
+    before = run.capture(f"before restart {number}")
+    restart_ns = time.monotonic_ns()
+    run.restarted = True
+    loaded = await run.race_agent(run.driver.restart(expect=step.get("expect", "ready"),
+                                                     text=step.get("text", "Carry on.")),
+                                  step, "the restarted agent at its prompt")
+    after = run.capture(f"after restart {number} loaded") if loaded else None
+    damage = run.pending_damage
+    run.pending_damage = None
+    run.history.record(Restart(mono_ns=restart_ns, before=before, after_load=after,
+                               damage=damage.kind if damage else None, damage_line=damage.line if damage else None,
+                               damage_where=damage.where if damage else None))
+
+
+# --- inbox -------------------------------------------------------------------------------
+
+
+def _validate_queue(step: Step, item: str, fail: Fail, state: ParseState) -> None:
+    if "subprocess" in state.drivers:
+        fail(item, "a headless run takes no input while it runs; queue needs terminal or inproc")
+
+
+async def _queue(run: TaskRun, step: Step) -> None:
+    item_id = await run.driver.queue(step.get("text"))
+    run.queued[step.get("as", f"q{len(run.queued) + 1}")] = item_id
+
+
+def _validate_cancel(step: Step, item: str, fail: Fail, state: ParseState) -> None:
+    if step.args["item"] not in state.queued_names:
+        fail(f"{item}.item", f"{step.args['item']!r} names no earlier queue step (as = …)")
+
+
+async def _cancel_queued(run: TaskRun, step: Step) -> None:
+    await run.driver.cancel_queued(run.queued[step.get("item")])
+
+
+def _no_validation(step: Step, item: str, fail: Fail, state: ParseState) -> None:
+    return None
+
+
+STEPS: dict[str, StepKind] = {kind.name: kind for kind in (
+    StepKind("send", {"text": str}, {"timeout": (int, float), "expect": str}, _validate_send,
+             lambda b: b.startup, _send, needs_agent=False),
+    StepKind("wait", {"for": str}, {"request": int, "chunk": int, "window": str}, _validate_wait,
+             lambda b: b.turn, _wait, needs_agent=False),
+    StepKind("stop", {}, {"source": str, "phase": str}, _validate_interrupt, lambda b: b.settle, _stop),
+    StepKind("settle", {}, {}, _no_validation, lambda b: b.settle, _settle),
+    StepKind("kill", {}, {"at": str}, _validate_interrupt, lambda b: b.settle, _kill),
+    StepKind("damage", {"kind": str}, {}, _validate_damage, lambda b: b.settle, _damage, needs_agent=False),
+    StepKind("restart", {}, {"expect": str, "text": str}, _validate_restart, lambda b: b.startup, _restart),
+    StepKind("queue", {"text": str}, {"as": str}, _validate_queue, lambda b: b.turn, _queue),
+    StepKind("cancel-queued", {"item": str}, {}, _validate_cancel, lambda b: b.turn, _cancel_queued),
+)}
+
+
+def parse_steps(steps: Any, fail: Fail, drivers: tuple[str, ...]) -> tuple[Step, ...]:
+    """Validate a task's ``[[steps]]``; ``fail(item, problem)`` raises the task's error."""
+    if not isinstance(steps, list) or not steps:
+        fail("steps", "required: at least one [[steps]] table")
+    state = ParseState(drivers=drivers)
+    out: list[Step] = []
+    for n, raw in enumerate(steps, 1):
+        item = f"steps[{n}]"
+        if not isinstance(raw, dict) or not isinstance(raw.get("do"), str):
+            fail(item, f"each step needs do = one of {', '.join(STEPS)}")
+        kind = STEPS.get(raw["do"])
+        if kind is None:
+            fail(f"{item}.do", f"{raw['do']!r} is not a step (known: {', '.join(STEPS)})")
+            continue
+        args = {k: v for k, v in raw.items() if k != "do"}
+        for key in kind.required:
+            if key not in args:
+                fail(f"{item}.{key}", f"required by '{kind.name}'")
+        for key, value in args.items():
+            typ = kind.required.get(key) or kind.optional.get(key)
+            if typ is None:
+                takes = ", ".join([*kind.required, *kind.optional]) or "nothing"
+                fail(f"{item}.{key}", f"'{kind.name}' takes no {key!r} (takes: {takes})")
+            elif isinstance(value, bool) or not isinstance(value, typ):
+                fail(f"{item}.{key}", f"wrong type {type(value).__name__}")
+        step = Step(do=kind.name, args=args, index=n)
+        if kind.needs_agent and not state.sent:
+            fail(item, f"'{kind.name}' before any 'send': there is no agent to act on yet")
+        kind.validate(step, item, fail, state)
+        if kind.name == "wait":
+            state.last_wait = step
+        if kind.name in ("send", "restart"):  # a new turn (or process): earlier beacons are stale
+            state.sent = True
+            state.last_wait = None
+        if kind.name == "queue" and "as" in args:
+            state.queued_names.add(args["as"])
+        out.append(step)
+    return tuple(out)
+
+
+async def play(run: TaskRun, steps: tuple[Step, ...], budgets: Budgets) -> None:
+    """Each step in order, each under its budget."""
+    for step in steps:
+        kind = STEPS[step.do]
+        budget = kind.budget(budgets)
+        try:
+            async with asyncio.timeout(budget):
+                await kind.execute(run, step)
+        except TimeoutError:
+            raise AgentFailed(run.failure(
+                step, _awaited(step), f"the agent did not get there within the {budget:g} s budget of "
+                f"{step.do!r} steps ([timeouts] in its profile); last seen: {run.last_seen()}")) from None
+
+
+def _awaited(step: Step) -> str:
+    if step.do == "wait":
+        return beacon_name(step)
+    return {"send": "the agent to start", "settle": "the turn's settlement", "restart": "the restarted agent",
+            "stop": "Stop to be delivered", "kill": "the killed agent to exit"}.get(step.do, step.do)

@@ -1,0 +1,195 @@
+"""The state of one task run while its steps play, and the services steps ask of it.
+
+A ``TaskRun`` owns what the steps share: the driver, the fake server, the recorded
+``History``, the profile's reader (to capture the store at a kill or a restart), the last
+beacon, the bash windows being watched, a pending timeout or CI watchdog. Steps
+(``harness.steps``) act through it; it never decides a verdict.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import threading
+import time
+from collections.abc import Awaitable, Mapping
+from typing import Any, TypeVar
+
+from harness.drivers import Driver, DriverError
+from harness.history import History
+from harness.model import AgentFailure, LogCapture, ProcessExit, StopDelivery, WindowObservation
+from harness.procs import ProcRef, leftovers, wait_gone
+from harness.profiles import Profile
+from harness.readers import CannotDamage, Damage, Reader, capture
+from harness.sockets import unread_bytes
+from harness.steps import IDLE_GRACE_S, AgentFailed, NotExercised, Step
+
+T = TypeVar("T")
+WINDOW_WATCH_S = 600.0  # windows hold at most 600 s; the watch is cancelled at the task's end
+RECORDS_IN_FAILURE = 8
+
+
+class TaskRun:
+    def __init__(self, *, profile: Profile, driver: Driver, server: Any, history: History, reader: Reader | None):
+        self.profile = profile
+        self.driver = driver
+        self.server = server
+        self.history = history
+        self.reader = reader
+        self.last_beacon: tuple[str, Mapping[str, Any]] | None = None
+        self.window_stops: dict[str, int] = {}
+        self.queued: dict[str, str] = {}
+        self.pending_damage: Damage | None = None
+        self.restarted = False
+        self.timeout_by_agent = False
+        self._timeout_due_ns: int | None = None
+        self._watchdog: asyncio.TimerHandle | None = None
+        self._watchdog_task: asyncio.Task[StopDelivery] | None = None
+        self._tree_watch: dict[str, asyncio.Task[int | None]] = {}
+        self._watch_cancel = threading.Event()
+        self._turn_started_ns = 0
+
+    @property
+    def headless_timeout_options(self) -> tuple[str, ...]:
+        return self.profile.headless.timeout_options if self.profile.headless else ()
+
+    # -- the turn and its deadline -----------------------------------------------------------
+    def turn_started(self) -> None:
+        self._turn_started_ns = time.monotonic_ns()
+        self.last_beacon = None
+
+    def arm_timeout(self, timeout_s: float, *, watchdog: bool) -> None:
+        """A turn with timeout T: the agent's own ``--timeout`` when its profile has one,
+        else the harness plays CI's watchdog and sends the profile's watchdog signal at T."""
+        self._timeout_due_ns = self._turn_started_ns + int(timeout_s * 1e9)
+        self.timeout_by_agent = not watchdog
+        if watchdog:
+            loop = asyncio.get_running_loop()
+            delay = max(0.0, (self._timeout_due_ns - time.monotonic_ns()) / 1e9)
+            self._watchdog = loop.call_later(delay, self._fire_watchdog)
+
+    def _fire_watchdog(self) -> None:
+        phase, request, window = self.beacon_context()
+        self._watchdog_task = asyncio.ensure_future(self.driver.stop(
+            "timeout", phase=phase, request=request, window=window,
+            signal_name=signal.Signals(self.profile.watchdog_signal).name, by="watchdog"))
+
+    def disarm_timeout(self) -> None:
+        if self._watchdog is not None:
+            self._watchdog.cancel()
+            self._watchdog = None
+
+    # -- waiting on the agent ------------------------------------------------------------------
+    async def race_agent(self, waiting: Awaitable[T], step: Step, awaited: str) -> T:
+        """``waiting``'s result — unless the agent can no longer produce it first: it went
+        idle (settled, exited) or the server refused one of its requests. Then the run ends
+        as the agent's failure, or as not exercised when its timeout fell due before."""
+        seen = len(self.server.records)
+        target = asyncio.ensure_future(waiting)
+        idle = asyncio.ensure_future(self.driver.idle())
+        refused = asyncio.ensure_future(self.server.records.wait_for(
+            lambda r: r.get("kind") == "error" and r.get("request") is not None and r.get("index", 0) > seen,
+            "an error record"))
+        try:
+            await asyncio.wait({target, idle, refused}, return_when=asyncio.FIRST_COMPLETED)
+            if target.done():
+                return target.result()
+            if refused.done():
+                record = refused.result()
+                raise AgentFailed(self.failure(step, awaited, f"the server refused request {record.get('request')} "
+                                               f"of the agent: {record.get('problem')}"))
+            # A record posted just before the agent went idle may still be in flight.
+            await asyncio.wait({target}, timeout=IDLE_GRACE_S)
+            if target.done():
+                return target.result()
+            exit_ = await self.driver.exited()
+            if self._timeout_due_ns is not None and (exit_ is None or exit_.ended_ns >= self._timeout_due_ns):
+                due_ms = (self._timeout_due_ns - self._turn_started_ns) / 1e6
+                raise NotExercised(f"{step.describe()}: the turn's timeout fell due at +{due_ms:.0f} ms, before "
+                                   f"{awaited} (the agent went idle at "
+                                   f"+{((exit_.ended_ns if exit_ else time.monotonic_ns()) - self._turn_started_ns) / 1e6:.0f} ms)")
+            what = (f"the agent exited {exit_.returncode if exit_.returncode is not None else f'by signal {exit_.signal}'}"
+                    if exit_ else "the agent's turn ended") + f" before {awaited}"
+            raise AgentFailed(self.failure(step, awaited, what, exit_))
+        finally:
+            for task in (target, idle, refused):
+                task.cancel()
+
+    def failure(self, step: Step, awaited: str, what: str, exit_: ProcessExit | None = None) -> AgentFailure:
+        records = tuple(dict(r) for r in list(self.server.records)[-RECORDS_IN_FAILURE:])
+        return AgentFailure(step=step.describe(), awaited=awaited, what=what, after_restart=self.restarted,
+                            exit=exit_ or self.history.last(ProcessExit), records=records)
+
+    def last_seen(self) -> str:
+        records = list(self.server.records)
+        last = records[-1] if records else None
+        seen = f"record #{last.get('index')} {last.get('kind')}" if last else "no server record"
+        return f"{seen}; agent output: {self.driver.transcript()[-200:]!r}"
+
+    def beacon_context(self) -> tuple[str, int | None, str | None]:
+        if self.last_beacon is None:
+            return "other", None, None
+        beacon, record = self.last_beacon
+        if beacon == "window":
+            return "tool", None, record.get("window")
+        return "stream", record.get("request"), None
+
+    async def chunks_read_by_agent(self, request: int, budget_s: float) -> int | None:
+        """How many chunks of ``request`` the agent has provably read off its socket: those
+        flushed before now, once no client socket to the server holds unread bytes. None
+        when that cannot be shown within the budget (the agent stopped reading)."""
+        cutoff = time.monotonic_ns()
+        flushed = [r for r in self.server.records if r.get("kind") == "chunk" and r.get("request") == request
+                   and r["mono_ns"] <= cutoff]
+        port = int(self.server.port)
+        end = time.monotonic() + budget_s
+        while unread_bytes(port) > 0:
+            if time.monotonic() > end:
+                return None
+            await asyncio.sleep(0.0005)
+        return len(flushed)
+
+    # -- the agent's store -------------------------------------------------------------------
+    def capture(self, moment: str) -> LogCapture | None:
+        """The store now, through the profile's reader; None for an agent without a reader."""
+        if self.reader is None:
+            return None
+        return capture(self.reader, self.driver.log_path, moment)
+
+    def damage_store(self, kind: str) -> None:
+        if self.reader is None:
+            raise DriverError("damage asked for, but the agent has no log reader (the task should not have run)")
+        path = self.driver.log_path
+        if not path:
+            raise DriverError("damage asked for, but the agent's session store was not found")
+        try:
+            self.pending_damage = self.reader.damage(path, kind)
+        except CannotDamage as exc:
+            raise DriverError(str(exc)) from None
+
+    # -- windows -------------------------------------------------------------------------------
+    def watch_tree(self, window: str, record: Mapping[str, Any]) -> None:
+        """Watch a window's tree from the moment it opened until it is gone (a tight psutil
+        loop in a thread): whatever ends it — Stop, a timeout, a kill, a restart's reaping —
+        the moment is known, and L3 is that moment minus the Stop."""
+        refs = [ProcRef.from_record(p) for p in record.get("pids", [])]
+        self._tree_watch[window] = asyncio.create_task(asyncio.to_thread(
+            wait_gone, refs, deadline_s=WINDOW_WATCH_S, cancel=self._watch_cancel))
+
+    async def record_windows(self) -> list[ProcRef]:
+        """Every window the server saw, into the history: its tree, when Stop hit it, when it
+        was gone, survivors. Returns the windows' processes (for the final cleanup)."""
+        if self._watchdog_task is not None:
+            await asyncio.gather(self._watchdog_task, return_exceptions=True)
+        self._watch_cancel.set()
+        refs: list[ProcRef] = []
+        for record in [r for r in self.server.records if r.get("kind") == "window"]:
+            wid = record.get("window")
+            tree = [ProcRef.from_record(p) for p in record.get("pids", [])]
+            gone_ns = await self._tree_watch[wid] if wid in self._tree_watch else None
+            survivors = tuple(r.to_json() for r in leftovers(tree))
+            self.history.record(WindowObservation(window=wid, pids=tuple(record.get("pids", [])),
+                                                  stop_ns=self.window_stops.get(wid), gone_ns=gone_ns,
+                                                  survivors=survivors))
+            refs += tree
+        return refs

@@ -1,0 +1,134 @@
+"""Tasks as data: ``<name>/task.toml`` plus the fake server's ``scenario.toml``, shipped in
+this package (found with ``importlib.resources``, so an installed wheel has them too).
+
+A task is a scenario (what the fake model answers, when each chunk flushes, which bash
+windows open), a short list of steps in a small vocabulary (``harness.steps``, which owns
+each step's schema, validation and execution), and the checks that apply with their tier.
+Every interrupt in a task follows a ``wait`` on a beacon — a request received, a chunk
+flushed, a window opened — so nothing depends on timing. The format is documented in
+``docs/tasks.md``; every problem found names the file, the item and what is wrong.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from importlib.resources import files
+from pathlib import Path
+from typing import Any, NoReturn
+
+from fake_server import ScenarioError
+from fake_server import load_scenario as read_scenario
+from harness.contract import DRIVERS
+from harness.datafile import DataFileError, read_toml
+from harness.model import Tier
+from harness.steps import Step, parse_steps
+
+TASKS_DIR = Path(str(files(__name__)))
+
+
+class TaskError(DataFileError):
+    """A task that cannot be run, naming the file, the item and the problem."""
+
+
+@dataclass(frozen=True)
+class Task:
+    name: str
+    path: Path  # the task.toml
+    description: str
+    scenario_path: Path
+    drivers: tuple[str, ...]
+    steps: tuple[Step, ...]
+    checks: Mapping[str, Tier]  # check ID → tier
+    adapters: tuple[str, ...] = ()  # empty: every adapter of the agent
+    scenario: Any = None  # the loaded fake-server scenario
+    notes: Mapping[str, str] = field(default_factory=dict)  # check ID → why it applies here
+
+    def variant(self, driver: str) -> str:
+        """The name a result carries: the task, plus the driver when there are several."""
+        return self.name if len(self.drivers) == 1 else f"{self.name}[{driver}]"
+
+
+def discover(root: Path = TASKS_DIR) -> list[Path]:
+    return sorted(root.glob("*/task.toml"))
+
+
+def load_all(root: Path = TASKS_DIR, *, known_checks: set[str] | None = None) -> list[Task]:
+    return [load_task(p, known_checks=known_checks) for p in discover(root)]
+
+
+def load_task(path: str | Path, *, known_checks: set[str] | None = None, load_scenario: bool = True) -> Task:
+    path = Path(path)
+    if path.is_dir():
+        path = path / "task.toml"
+    if not path.is_file():
+        raise TaskError(path, "task", "file not found")
+    return parse_task(read_toml(path, TaskError), path, known_checks=known_checks, load_scenario=load_scenario)
+
+
+def parse_task(data: Mapping[str, Any], path: Path, *, known_checks: set[str] | None = None,
+               load_scenario: bool = True) -> Task:
+    def fail(item: str, problem: str) -> NoReturn:
+        raise TaskError(path, item, problem)
+
+    known_top = {"name", "description", "scenario", "drivers", "adapters", "checks", "steps", "notes"}
+    for key in data:
+        if key not in known_top:
+            fail(key, f"unknown key (known: {', '.join(sorted(known_top))})")
+    name = data.get("name")
+    if not isinstance(name, str) or not re.fullmatch(r"[a-z0-9][a-z0-9-]*", name):
+        fail("name", "required: lower-case letters, digits and '-'")
+    if name != path.parent.name:
+        fail("name", f"{name!r} differs from its folder name {path.parent.name!r}")
+    drivers = data.get("drivers")
+    if not isinstance(drivers, list) or not drivers or not all(isinstance(d, str) for d in drivers):
+        fail("drivers", f"required: a non-empty list of driver names ({', '.join(DRIVERS)})")
+    for d in drivers:
+        if d not in DRIVERS:
+            fail("drivers", f"{d!r} is not a driver ({', '.join(DRIVERS)})")
+    adapters = data.get("adapters", [])
+    if not isinstance(adapters, list) or not all(isinstance(a, str) for a in adapters):
+        fail("adapters", "must be a list of adapter names")
+    scenario_name = data.get("scenario", "scenario.toml")
+    if not isinstance(scenario_name, str):
+        fail("scenario", "must be a file name")
+    scenario_path = (path.parent / scenario_name).resolve()
+    if not scenario_path.is_file():
+        fail("scenario", f"{scenario_path} not found")
+    checks = _parse_checks(data.get("checks"), fail, known_checks)
+    steps = parse_steps(data.get("steps"), fail, tuple(drivers))
+    notes = data.get("notes", {})
+    if not isinstance(notes, dict):
+        fail("notes", "must be a table of check ID = text")
+    scenario = None
+    if load_scenario:
+        try:
+            scenario = read_scenario(str(scenario_path))
+        except ScenarioError as exc:
+            fail("scenario", str(exc))
+    return Task(
+        name=name, path=path, description=str(data.get("description", "")), scenario_path=scenario_path,
+        drivers=tuple(drivers), steps=steps, checks=checks, adapters=tuple(adapters), scenario=scenario,
+        notes=notes,
+    )
+
+
+def _parse_checks(table: Any, fail: Any, known_checks: set[str] | None) -> dict[str, Tier]:
+    if not isinstance(table, dict) or not table:
+        fail("checks", "required: a table with mandatory / advisory / informational lists of check IDs")
+    checks: dict[str, Tier] = {}
+    for tier_name, ids in table.items():
+        try:
+            tier = Tier(tier_name)
+        except ValueError:
+            fail(f"checks.{tier_name}", "not a tier (mandatory, advisory, informational)")
+        if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+            fail(f"checks.{tier_name}", "must be a list of check IDs")
+        for check_id in ids:
+            if check_id in checks:
+                fail(f"checks.{tier_name}", f"{check_id} is listed twice")
+            if known_checks is not None and check_id not in known_checks:
+                fail(f"checks.{tier_name}", f"unknown check {check_id!r} (known: {', '.join(sorted(known_checks))})")
+            checks[check_id] = tier
+    return checks

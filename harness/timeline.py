@@ -1,0 +1,74 @@
+"""A task run as a picture's data: what happened on each lane, in ms from the task's start.
+
+Lanes are the actors: the harness (inputs, Stops, kills, restarts), the model (each request
+as a span to its stream's end, with its chunks), the agent (each process's life, each
+settlement it showed), and one lane per bash window (open → its last process gone). The
+results JSON carries the marks so any tool can draw them; the HTML report draws them.
+"""
+
+from __future__ import annotations
+
+from harness.model import Observation, TimelineMark
+
+MAX_CHUNK_MARKS = 60  # per request: a long stream is drawn as its span plus the first chunks
+
+
+def timeline(obs: Observation, start_ns: int) -> tuple[TimelineMark, ...]:
+    def ms(ns: int) -> float:
+        return round((ns - start_ns) / 1e6, 3)
+
+    marks: list[TimelineMark] = []
+    add = marks.append
+    for i in obs.inputs:
+        add(TimelineMark("harness", "input", ms(i.mono_ns), ("queued: " if i.queued else "") + i.text[:60]))
+    for s in obs.stops:
+        label = f"Stop ({s.how}, {s.source}, {s.phase})" + ("" if s.exercised else " — turn had ended")
+        add(TimelineMark("harness", "stop", ms(s.mono_ns), label,
+                         ref=f"request {s.request}" if s.request else (f"window {s.window}" if s.window else None)))
+    for n, k in enumerate(obs.kills, 1):
+        add(TimelineMark("harness", "kill", ms(k.mono_ns), f"SIGKILL {n} of pid {k.pid} at {k.at}", ref=f"pid {k.pid}"))
+    for n, r in enumerate(obs.restarts, 1):
+        add(TimelineMark("harness", "restart", ms(r.mono_ns), f"restart {n}" + (f" on {r.damage} damage" if r.damage else "")))
+    requests = {r.get("request"): r for r in obs.records if r.get("kind") == "request"}
+    ends: dict[object, int] = {}
+    for r in obs.records:
+        if r.get("kind") in ("stream_end", "disconnect") and r.get("request") not in ends:
+            ends[r.get("request")] = r["mono_ns"]
+    for number, r in requests.items():
+        status = r.get("status")
+        label = f"request {number}" + (f" → {status}" if status and status != 200 else "")
+        end = ends.get(number)
+        add(TimelineMark("model", "request", ms(r["mono_ns"]), label, end_ms=ms(end) if end else None,
+                         ref=f"request {number}"))
+    chunks: dict[object, int] = {}
+    for r in obs.records:
+        kind = r.get("kind")
+        if kind == "chunk":
+            chunks[r.get("request")] = chunks.get(r.get("request"), 0) + 1
+            if chunks[r.get("request")] <= MAX_CHUNK_MARKS:
+                add(TimelineMark("model", "chunk", ms(r["mono_ns"]), f"chunk {r.get('chunk')} of request "
+                                 f"{r.get('request')}: {str(r.get('text') or '')[:30]!r}", ref=f"request {r.get('request')}"))
+        elif kind == "disconnect":
+            add(TimelineMark("model", "disconnect", ms(r["mono_ns"]), f"request {r.get('request')}: client closed "
+                             f"after chunk {r.get('after_chunk')}", ref=f"request {r.get('request')}"))
+        elif kind == "side":
+            add(TimelineMark("model", "side", ms(r["mono_ns"]), "side request (answered, not scripted)"))
+        elif kind == "error":
+            add(TimelineMark("model", "error", ms(r["mono_ns"]), f"refused: {str(r.get('problem'))[:80]}"))
+    for e in obs.exits:
+        code = f"exit {e.returncode}" if e.returncode is not None else f"signal {e.signal}"
+        add(TimelineMark("agent", "process", ms(e.started_ns), f"{e.role} pid {e.pid}: {code}", end_ms=ms(e.ended_ns),
+                         ref=f"pid {e.pid}"))
+    for s in obs.settlements:
+        add(TimelineMark("agent", "settled", ms(s.mono_ns), f"settled: {s.reason or '?'}"
+                         + (f" ({s.source})" if s.source else "") + f" — {s.how}"))
+    for w in obs.windows:
+        opened = next((r["mono_ns"] for r in obs.records if r.get("kind") == "window" and r.get("window") == w.window),
+                      None)
+        if opened is None:
+            continue
+        pids = ", ".join(f"{p.get('pid')} {p.get('role')}" for p in w.pids)
+        survived = f"; {len(w.survivors)} survived" if w.survivors else ""
+        add(TimelineMark(f"window {w.window}", "window", ms(opened), f"window {w.window}: {pids}{survived}",
+                         end_ms=ms(w.gone_ns) if w.gone_ns else None, ref=f"window {w.window}"))
+    return tuple(sorted(marks, key=lambda m: (m.at_ms, m.lane)))
