@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.stopbench-installed
 
-.PHONY: eval test bench clean
+.PHONY: eval test lint typecheck bench stress clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -16,12 +16,24 @@ $(STAMP): pyproject.toml
 eval: $(STAMP)
 	$(VENV)/bin/stopbench run --agent reference --report-dir reports
 
-test: $(STAMP)
+test: lint typecheck $(STAMP)
 	$(PY) -m pytest -q
+	PYTHON=$(PYTHON) bash scripts/wheel_check.sh
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check harness fake_server reference_agent tests benchmarks conftest.py
+
+typecheck: $(STAMP)
+	$(VENV)/bin/mypy
 
 bench: $(STAMP)
 	$(PY) benchmarks/fake_server_bench.py
 	$(PY) benchmarks/refagent_bench.py
+
+# The tests and a repeated conformance run under CPU hogs (cores + 1): failures and verdict
+# flips that only show under load. STRESS_ARGS="--quick" for a short run, "--repeat N" for N.
+stress: $(STAMP)
+	$(PY) benchmarks/stress.py $(STRESS_ARGS)
 
 clean:
 	rm -rf $(VENV) reports/*.json reports/*.html reports/*.xml reports/summary.md

@@ -25,13 +25,15 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from harness.checks import REGISTRY
-from harness.contract import Verdict
+from harness.contract import DRIVERS
+from harness.machine import null_agent_costs
 from harness.model import RunResult, RunStatus, TaskResult
 from harness.mutants import FailpointsError, list_failpoints, mutation_summary
 from harness.planning import ShardError, WorkItem, parse_shard, plan, shard_items
 from harness.profiles import Profile, ProfileError, builtin_names, load_profile
 from harness.provenance import run_header
 from harness.report import format_written, gate_main, load_results, merge_main, report_main, write_reports
+from harness.report.writer import write_leaderboard
 from harness.report.load import ResultsError
 from harness.report.progress import Progress, item_label, latency_table, mutation_table, scoreboard
 from harness.report.writer import results_text, write_text
@@ -97,9 +99,13 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     run = sub.add_parser("run", help=COMMANDS[0][1])
-    run.add_argument("--agent", default="reference", help="built-in profile name or path of a profile TOML")
+    run.add_argument("--agent", action="append", default=[],
+                     help="built-in profile name or path of a profile TOML (default reference); "
+                          "several run in turn, with a leaderboard")
     run.add_argument("--adapter", action="append", default=[], help="adapter(s) to run (default: all the agent has)")
     run.add_argument("--task", action="append", default=[], help="task name(s) (default: all)")
+    run.add_argument("--driver", action="append", default=[],
+                     help="driver(s) to run the tasks on: inproc, subprocess, terminal (default: every one they have)")
     run.add_argument("--repeat", type=int, default=1, help="runs of each task variant (default 1)")
     run.add_argument("--retries", type=int, default=DEFAULT_RETRIES,
                      help=f"tries again when a race did not happen, i.e. not exercised (default {DEFAULT_RETRIES})")
@@ -126,7 +132,30 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    profile, tasks = _load(args)
+    """One agent into ``--report-dir``; several (``--agent A --agent B``) in turn, each into
+    its own folder below it, and a leaderboard of them all in it."""
+    names = _split(args.agent) or ["reference"]
+    if len(names) == 1:
+        return run_agent(args, names[0], Path(args.report_dir))
+    if args.resume:
+        raise UsageError("--resume continues one agent's run; name one --agent")
+    codes, runs = [], []
+    for name in names:
+        folder = Path(args.report_dir) / _folder_name(name)
+        codes.append(run_agent(args, name, folder))
+        runs.append(load_results(folder / "results.json"))
+        if codes[-1] == EXIT_USAGE and runs[-1].run.get("incomplete", "").startswith(("SIGINT", "SIGTERM")):
+            break  # the person asked the whole run to stop
+    print(format_written(write_leaderboard(runs, Path(args.report_dir))))
+    return max(codes)
+
+
+def _folder_name(agent: str) -> str:
+    return Path(agent).stem if agent.endswith(".toml") else agent
+
+
+def run_agent(args: argparse.Namespace, agent: str, report_dir: Path) -> int:
+    profile, tasks = _load(args, agent)
     if args.repeat < 1:
         raise UsageError(f"--repeat must be at least 1, got {args.repeat}")
     if args.retries < 0:
@@ -134,9 +163,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     adapters = _split(args.adapter)
     for adapter in adapters:
         if adapter not in profile.adapters:
-            raise UsageError(f"agent {profile.name!r} has no adapter {adapter!r} (it has: {', '.join(profile.adapters)})")
+            raise UsageError(f"agent {profile.name!r} has no adapter {adapter!r} "
+                             f"(it has: {', '.join(profile.adapters)})")
     failpoints = _failpoints(args, profile)
     items = plan(profile, tasks, adapters=adapters or None, repeat=args.repeat, mutants=[None, *failpoints])
+    drivers = _split(args.driver)
+    unknown_drivers = [d for d in drivers if d not in DRIVERS]
+    if unknown_drivers:
+        raise UsageError(f"unknown driver {unknown_drivers[0]!r} (drivers: {', '.join(DRIVERS)})")
+    if drivers:
+        items = [i for i in items if i.driver in drivers]
     if args.shard:
         try:
             items = shard_items(items, *parse_shard(args.shard))
@@ -148,8 +184,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     earlier: list[Any] = []
     if args.resume:
         done, earlier = _resumed(args.resume, profile, items)
-    report_dir = Path(args.report_dir)
     started = _now()
+    machine = null_agent_costs()
     todo = [i for i in items if i.key not in {_key(t) for t in done}]
     outcomes: list[ItemOutcome] = []
     progress = Progress(len(todo))
@@ -160,6 +196,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         tasks_so_far = tuple(done) + tuple(o.result for o in outcomes)
         if failpoints:
             header["mutation"] = mutation_summary(tasks_so_far, failpoints)
+        header["machine"] = machine
         if incomplete:
             header["incomplete"] = incomplete
         return RunResult(run=header, tasks=tasks_so_far,
@@ -190,7 +227,7 @@ def cmd_run(args: argparse.Namespace) -> int:
               f"{report_dir / 'results.json'} — continue with --resume", file=sys.stderr)
         return EXIT_USAGE
     mutation = run.run.get("mutation")
-    survived = bool(mutation) and mutation["caught"] < mutation["total"]
+    survived = mutation is not None and mutation["caught"] < mutation["total"]
     return EXIT_OK if run.verdict.ok and not survived else EXIT_NOT_CONFORMANT
 
 
@@ -212,9 +249,13 @@ def _run_until_signalled(work: Coroutine[Any, Any, T]) -> T:
         task = asyncio.current_task()
         assert task is not None
         loop = asyncio.get_running_loop()
+        def on_signal(sig: signal.Signals) -> None:
+            received.append(sig.name)
+            task.cancel()
+
         for sig in (signal.SIGINT, signal.SIGTERM):
             if signal.getsignal(sig) is not signal.SIG_IGN:
-                loop.add_signal_handler(sig, lambda s=sig: (received.append(s.name), task.cancel()))
+                loop.add_signal_handler(sig, on_signal, sig)
         return await work
 
     try:
@@ -232,7 +273,7 @@ def _summary(run: RunResult, failpoints: dict[str, tuple[str, ...]], written: li
         print(mutation_table(run))
     print(format_written(written))
     mutation = run.run.get("mutation")
-    print("verdict:", run.verdict.value.upper() if run.verdict is Verdict.NOT_CONFORMANT else run.verdict.value,
+    print("verdict:", run.verdict.value,
           *([f"— mutation score {mutation['caught']}/{mutation['total']}"] if mutation else []))
     sys.stdout.flush()
 
@@ -301,9 +342,9 @@ def cmd_list(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------------------------------
 
 
-def _load(args: argparse.Namespace) -> tuple[Profile, list[Task]]:
+def _load(args: argparse.Namespace, agent: str) -> tuple[Profile, list[Task]]:
     try:
-        profile = load_profile(args.agent)
+        profile = load_profile(agent)
     except ProfileError as exc:
         raise UsageError(str(exc)) from None
     tasks = _tasks(args)

@@ -67,7 +67,7 @@ DRIVERS = ("inproc", "subprocess", "terminal")
 # --- checks ----------------------------------------------------------------------------
 
 
-class Observes(str, enum.Enum):
+class Observes(enum.StrEnum):
     """How a check sees the agent: from outside, through its log, or both halves."""
 
     BLACK_BOX = "B"
@@ -173,7 +173,7 @@ LATENCY_IDS: tuple[str, ...] = tuple(latency.id for latency in LATENCIES)
 # --- verdicts --------------------------------------------------------------------------
 
 
-class Verdict(str, enum.Enum):
+class Verdict(enum.StrEnum):
     """What a run (or an agent's whole score) amounts to, exactly as the contract defines it."""
 
     CONFORMANT = "conformant"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.model import LatencySample, Observation
+from harness.model import LatencySample, Observation, Settlement
 from harness.planning import WorkItem
 
 
@@ -19,12 +19,11 @@ def latencies(item: WorkItem, agent: str, obs: Observation) -> list[LatencySampl
         samples.append(LatencySample(lid, int(value), agent, item.adapter, item.variant, item.repeat,
                                      {"driver": item.driver, **detail}))
 
-    ended = [e for e in (obs.log.events if obs.log else ()) if e.type == "turn_ended" and e.mono_ns]
     records = obs.records
     # L1 and L2 are aborts mid-stream; a Stop inside a tool is timed by L3 (the tree kill).
     for stop in (s for s in obs.stops if s.exercised and s.phase == "stream"):
-        if item.driver == "inproc":
-            after = [e.mono_ns for e in ended if e.mono_ns is not None and e.mono_ns >= stop.mono_ns]
+        if item.driver == "inproc":  # the settlement the API reported, stamped when the agent settled
+            after = [s.mono_ns for s in obs.settlements if s.mono_ns >= stop.mono_ns]
             if after:
                 add("L1", after[0] - stop.mono_ns)
         if stop.request is not None:  # L2 needs a real connection: the server's own record

@@ -82,14 +82,14 @@ EVENT_TYPES = frozenset(
 )
 
 
-class Outcome(str, enum.Enum):
+class Outcome(enum.StrEnum):
     PASS = "pass"
     FAIL = "fail"
     UNKNOWN = "unknown"
     SKIPPED = "skipped"
 
 
-class Tier(str, enum.Enum):
+class Tier(enum.StrEnum):
     """How much a check counts: mandatory checks decide conformance."""
 
     MANDATORY = "mandatory"
@@ -101,7 +101,7 @@ class Tier(str, enum.Enum):
 # Session logs and the readers that make them
 
 
-class Capability(str, enum.Enum):
+class Capability(enum.StrEnum):
     """What an agent's session store records. A log check needs some of these; where the
     store lacks one, the check answers ``unknown`` naming it."""
 
@@ -252,7 +252,7 @@ class Evidence:
         return cls(summary=data["summary"], items=tuple(data.get("items", ())))
 
 
-class DecidedBy(str, enum.Enum):
+class DecidedBy(enum.StrEnum):
     """Which half of a check decided it."""
 
     BLACK_BOX = "black-box"
@@ -336,7 +336,7 @@ class LatencySample:
                    repeat=data.get("repeat", 0), detail=data.get("detail", {}))
 
 
-class RunStatus(str, enum.Enum):
+class RunStatus(enum.StrEnum):
     """What became of one work item."""
 
     RAN = "ran"  # the task played; its checks are verdicts

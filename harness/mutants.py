@@ -29,7 +29,7 @@ def list_failpoints(profile: Profile) -> dict[str, tuple[str, ...]]:
     """
     if not profile.failpoints_env or not profile.failpoints_list_command:
         raise FailpointsError(f"profile {profile.name!r} declares no failpoints ([failpoints] env and list_command)")
-    argv = [fill(a, base_values()) for a in profile.failpoints_list_command]
+    argv = [fill(a, base_values(profile)) for a in profile.failpoints_list_command]
     try:
         out = subprocess.run(argv, capture_output=True, text=True, timeout=LIST_TIMEOUT_S, stdin=subprocess.DEVNULL)
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -44,7 +44,10 @@ def list_failpoints(profile: Profile) -> dict[str, tuple[str, ...]]:
         raise FailpointsError(f"{' '.join(argv)} printed {type(data).__name__}, expected an object name → checks")
     failpoints = {}
     for name, value in data.items():
-        checks = value.get("checks", []) if isinstance(value, dict) else (value[0] if isinstance(value, list) and value else [])
+        if isinstance(value, dict):
+            checks = value.get("checks", [])
+        else:
+            checks = value[0] if isinstance(value, list) and value else []
         failpoints[str(name)] = tuple(str(c) for c in checks)
     return failpoints
 

@@ -15,8 +15,8 @@ import os
 import signal
 import threading
 import time
-from dataclasses import dataclass
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
 import psutil
 
@@ -39,14 +39,14 @@ class ProcRef:
     role: str = ""
 
     @classmethod
-    def of(cls, pid: int, role: str = "") -> "ProcRef":
+    def of(cls, pid: int, role: str = "") -> ProcRef:
         try:
             return cls(pid, psutil.Process(pid).create_time(), role)
         except psutil.Error:
             return cls(pid, None, role)
 
     @classmethod
-    def from_record(cls, item: Mapping) -> "ProcRef":
+    def from_record(cls, item: Mapping) -> ProcRef:
         return cls(int(item["pid"]), item.get("create_time"), str(item.get("role", "")))
 
     def process(self) -> psutil.Process | None:

@@ -41,7 +41,8 @@ PLACEHOLDERS = frozenset(
         "adapter",
         "bindir",  # directory of the running Python's scripts (the venv's bin/)
         "python",  # the running interpreter
-        "profile_dir",  # the folder of the profile file (helpers shipped beside it)
+        "profile_dir",  # the folder of the profile file (helpers shipped beside it), absolute
+        "session_uuid",  # a session id the harness chooses and hands to the agent (--session-id …)
     }
 )
 OPTIONS = "{options}"  # a list element replaced by the spliced option lists
@@ -65,6 +66,7 @@ class CommandSpec:
     timeout_options: tuple[str, ...] = ()
     resume_options: tuple[str, ...] = ()
     adapter_options: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    stdin: str | None = None  # what a headless run is given on stdin (then closed); None: /dev/null
 
     @property
     def needs_session_id(self) -> bool:
@@ -111,6 +113,17 @@ BUDGET_KEYS = ("startup", "turn", "settle")
 
 
 @dataclass(frozen=True)
+class SessionSpec:
+    """Where the agent's session id and store are found (each agent shows them differently)."""
+
+    stderr_regex: str | None = None  # (?P<id>…) and optionally (?P<path>…), printed any time, even at exit
+    stdout_regex: str | None = None
+    path_regex: str | None = None  # (?P<id>…) over the path of the file log_glob finds
+    log_glob: str | None = None
+    chosen: bool = False  # the harness picks the id and hands it over ({session_uuid})
+
+
+@dataclass(frozen=True)
 class Profile:
     name: str
     path: str
@@ -127,8 +140,8 @@ class Profile:
     exit_codes: Mapping[str, int] = field(default_factory=dict)
     interactive: Interactive | None = None
     stop_signal: int = signal.SIGINT
-    session_stderr_regex: str | None = None
-    session_log_glob: str | None = None
+    session: SessionSpec = field(default_factory=SessionSpec)
+    streams: bool = True  # False: the agent's model requests are not streamed (waits for chunks wait for the answer)
     inproc_factory: str | None = None
     failpoints_env: str | None = None
     failpoints_list_command: tuple[str, ...] = ()
@@ -152,7 +165,7 @@ class Profile:
 def fill(template: str, values: Mapping[str, Any]) -> str:
     """Substitute ``{name}`` placeholders; a placeholder without a value is an error."""
     out = []
-    for literal, name, spec, conv in string.Formatter().parse(template):
+    for literal, name, spec, _ in string.Formatter().parse(template):
         out.append(literal)
         if name is None:
             continue
@@ -177,7 +190,8 @@ def load_profile(name_or_path: str | Path) -> Profile:
     if not (text.endswith(".toml") or "/" in text):
         path = BUILTIN_DIR / f"{text}.toml"
         if not path.is_file():
-            raise ProfileError(text, "agent", f"no built-in profile of that name (built-in: {', '.join(builtin_names())})")
+            raise ProfileError(text, "agent",
+                               f"no built-in profile of that name (built-in: {', '.join(builtin_names())})")
     if not path.is_file():
         raise ProfileError(path, "agent", "file not found")
     return parse_profile(read_toml(path, ProfileError), path)
@@ -186,15 +200,15 @@ def load_profile(name_or_path: str | Path) -> Profile:
 _TOP_KEYS = {
     "name", "description", "version_command", "adapters", "wire_api", "model", "log_reader",
     "fresh_home", "env", "files", "headless", "interactive", "stop", "session", "inproc",
-    "failpoints", "repair", "timeouts", "watchdog",
+    "failpoints", "repair", "timeouts", "watchdog", "streams",
 }
 # The keys each section takes; anything else is refused, naming file, section and key.
 _SECTION_KEYS = {
-    "headless": {"command", "timeout_options", "resume_options", "adapter_options", "exit_codes"},
+    "headless": {"command", "timeout_options", "resume_options", "adapter_options", "exit_codes", "stdin"},
     "interactive": {"command", "resume_options", "adapter_options", "timeout_options", "prompt_regex",
                     "turn_ended_regex", "queued_regex", "cancel_command", "stop_keys", "quit_keys"},
     "stop": {"signal"},
-    "session": {"stderr_regex", "log_glob"},
+    "session": {"stderr_regex", "stdout_regex", "path_regex", "log_glob"},
     "inproc": {"factory"},
     "failpoints": {"env", "list_command"},
     "repair": {"outcome_unknown", "not_started"},
@@ -212,9 +226,9 @@ def parse_profile(data: Mapping[str, Any], path: str | Path = "<profile>") -> Pr
     for section, known in _SECTION_KEYS.items():
         table = data.get(section)
         if isinstance(table, dict):
-            extra = sorted(set(table) - known)
-            if extra:
-                v.fail(f"{section}.{extra[0]}", f"unknown key in [{section}] (known: {', '.join(sorted(known))})")
+            strange = sorted(set(table) - known)
+            if strange:
+                v.fail(f"{section}.{strange[0]}", f"unknown key in [{section}] (known: {', '.join(sorted(known))})")
     name = v.string(data, "name", required=True)
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", name):
         v.fail("name", f"{name!r} is not a plain identifier (letters, digits, . _ -)")
@@ -239,9 +253,11 @@ def parse_profile(data: Mapping[str, Any], path: str | Path = "<profile>") -> Pr
                 v.fail(f"timeouts.{key}", "must be a positive number of seconds")
             budgets[key] = float(value)
     session = v.table(data, "session")
-    stderr_regex = v.string(session, "stderr_regex", item="session.stderr_regex")
-    if stderr_regex:
-        v.regex("session.stderr_regex", stderr_regex, groups={"id"})
+    regexes = {}
+    for key in ("stderr_regex", "stdout_regex", "path_regex"):
+        regexes[key] = v.string(session, key, item=f"session.{key}")
+        if regexes[key]:
+            v.regex(f"session.{key}", regexes[key], groups={"id"})
     headless = None
     exit_codes: dict[str, int] = {}
     if "headless" in data:
@@ -254,7 +270,7 @@ def parse_profile(data: Mapping[str, Any], path: str | Path = "<profile>") -> Pr
     interactive = None
     if "interactive" in data:
         i = v.table(data, "interactive")
-        extra = {
+        extra: dict[str, Any] = {
             "prompt_regex": v.string(i, "prompt_regex", required=True, item="interactive.prompt_regex"),
             "turn_ended_regex": v.string(i, "turn_ended_regex", required=True, item="interactive.turn_ended_regex"),
             "queued_regex": v.string(i, "queued_regex", default="", item="interactive.queued_regex"),
@@ -306,11 +322,13 @@ def parse_profile(data: Mapping[str, Any], path: str | Path = "<profile>") -> Pr
         exit_codes=exit_codes,
         interactive=interactive,
         stop_signal=stop_signal,
-        session_stderr_regex=stderr_regex,
-        session_log_glob=v.string(session, "log_glob", item="session.log_glob"),
+        session=SessionSpec(**regexes, log_glob=v.string(session, "log_glob", item="session.log_glob"),
+                            chosen=_uses(data, "session_uuid")),
+        streams=v.boolean(data, "streams", default=True),
         inproc_factory=factory,
         failpoints_env=v.string(failpoints, "env", item="failpoints.env"),
-        failpoints_list_command=tuple(v.strings(failpoints, "list_command", default=[], item="failpoints.list_command")),
+        failpoints_list_command=tuple(v.strings(failpoints, "list_command", default=[],
+                                                item="failpoints.list_command")),
         repair_outcome_unknown=v.string(repair, "outcome_unknown", item="repair.outcome_unknown"),
         repair_not_started=v.string(repair, "not_started", item="repair.not_started"),
         budgets=Budgets(**budgets),
@@ -382,23 +400,47 @@ class _Validator:
             self.fail(item, f"unknown placeholder {{{sorted(unknown)[0]}}} (known: {', '.join(sorted(PLACEHOLDERS))})")
 
     def command_spec(self, table, section: str, cls, extra=None):
-        command = self.strings(table, "command", default=None, item=f"{section}.command") if "command" in table else None
+        command = self.strings(table, "command", default=[], item=f"{section}.command")
         if not command:
             self.fail(f"{section}.command", "required: the command as a list of strings")
         if section == "headless" and not any("{prompt}" in c for c in command):
             self.fail(f"{section}.command", "must pass {prompt}")
         adapter_options = {}
         for adapter, opts in self.table(table, "adapter_options", item=f"{section}.adapter_options").items():
-            adapter_options[adapter] = tuple(self.strings({"o": opts}, "o", default=[], item=f"{section}.adapter_options.{adapter}"))
+            item = f"{section}.adapter_options.{adapter}"
+            adapter_options[adapter] = tuple(self.strings({"o": opts}, "o", default=[], item=item))
         return cls(
             command=tuple(command),
-            timeout_options=tuple(self.strings(table, "timeout_options", default=[], item=f"{section}.timeout_options")),
+            timeout_options=tuple(self.strings(table, "timeout_options", default=[],
+                                               item=f"{section}.timeout_options")),
             resume_options=tuple(self.strings(table, "resume_options", default=[], item=f"{section}.resume_options")),
             adapter_options=adapter_options,
+            stdin=self.string(table, "stdin", item=f"{section}.stdin"),
             **(extra or {}),
         )
 
 
-def base_values() -> dict[str, str]:
+def base_values(profile: Profile) -> dict[str, str]:
     """Placeholder values that do not depend on the run."""
-    return {"bindir": str(Path(sys.executable).parent), "python": sys.executable}
+    return {"bindir": str(Path(sys.executable).parent), "python": sys.executable,
+            "profile_dir": str(Path(profile.path).resolve().parent)}
+
+
+def _uses(data: Mapping[str, Any], placeholder: str) -> bool:
+    """Whether any command template of the profile names ``{placeholder}``."""
+    found = False
+
+    def walk(value: Any) -> None:
+        nonlocal found
+        if isinstance(value, str):
+            found = found or placeholder in template_names(value)
+        elif isinstance(value, list):
+            for v in value:
+                walk(v)
+        elif isinstance(value, dict):
+            for v in value.values():
+                walk(v)
+
+    for section in ("headless", "interactive"):
+        walk(data.get(section, {}))
+    return found

@@ -53,7 +53,7 @@ def agent_version(profile: Profile) -> str:
     """What the profile's version command prints (first line), or "unknown" with the reason."""
     if not profile.version_command:
         return "unknown"
-    argv = [fill(a, base_values()) for a in profile.version_command]
+    argv = [fill(a, base_values(profile)) for a in profile.version_command]
     try:
         out = subprocess.run(argv, capture_output=True, text=True, timeout=VERSION_TIMEOUT_S, stdin=subprocess.DEVNULL)
     except (OSError, subprocess.TimeoutExpired) as exc:

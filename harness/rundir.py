@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import uuid
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -50,7 +51,8 @@ def agent_context(profile: Profile, item: WorkItem, dirs: RunDirs, server_url: s
                   preexec: Callable[[], None] | None = None) -> AgentContext:
     """Placeholder values, environment and HOME files for one run of the agent."""
     values = {
-        **base_values(),
+        **base_values(profile),
+        "session_uuid": str(uuid.uuid4()),
         "base_url": server_url if item.adapter == "inproc" else server_base_url,
         "url": server_url,
         "api_key": api_key,
@@ -60,7 +62,6 @@ def agent_context(profile: Profile, item: WorkItem, dirs: RunDirs, server_url: s
         "home": str(dirs.home) if profile.fresh_home else os.environ.get("HOME", str(dirs.home)),
         "scenario": str(item.task.scenario_path),
         "adapter": item.adapter,
-        "profile_dir": str(Path(profile.path).resolve().parent),
     }
     env = {k: os.environ[k] for k in ENV_PASSTHROUGH if k in os.environ}
     env.update(HOME=values["home"], TERM="xterm", COLUMNS="200", LINES="40")

@@ -18,6 +18,7 @@ import time
 import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from fake_server import FakeServer
 from harness import secrets
@@ -40,7 +41,7 @@ from harness.model import (
 from harness.observe import observe
 from harness.planning import WorkItem
 from harness.procs import ProcRef, SpawnError, kill_all, leftovers
-from harness.profiles import Profile
+from harness.profiles import BUILTIN_DIR, Profile
 from harness.readers import get_reader
 from harness.rundir import RunDirs, agent_context, canary_key
 from harness.steps import AgentFailed, NotExercised, play
@@ -153,11 +154,18 @@ def _result(profile: Profile, item: WorkItem, started: str, t0_ns: int, checks: 
         checks=checks, started=started, duration_s=round((time.monotonic_ns() - t0_ns) / 1e9, 3),
         status=status, reason=reason, mutant=item.mutant,
         timeline=timeline(obs, t0_ns) if obs is not None else (),
-        evidence=_evidence(obs, final) if obs is not None else {},
+        evidence=_evidence(profile, item, obs, final) if obs is not None else {"reproduce": reproducer(profile, item)},
     )
 
 
-def _evidence(obs: Observation, final: LogCapture | None) -> dict[str, object]:
+def reproducer(profile: Profile, item: WorkItem) -> str:
+    """The one command that runs this task run again."""
+    agent = profile.name if Path(profile.path).parent == BUILTIN_DIR else profile.path
+    command = f"stopbench run --agent {agent} --task {item.task.name} --driver {item.driver} --adapter {item.adapter}"
+    return command + (f" --mutants --failpoint {item.mutant}" if item.mutant else "")
+
+
+def _evidence(profile: Profile, item: WorkItem, obs: Observation, final: LogCapture | None) -> dict[str, object]:
     """What a profile author needs to act on a run: each process with its command line and
     output tails, the server's records outlined, and why the run ended early, if it did."""
 
@@ -168,7 +176,7 @@ def _evidence(obs: Observation, final: LogCapture | None) -> dict[str, object]:
     records = [{k: r.get(k) for k in ("index", "kind", "request", "chunk", "window", "status", "problem", "error")
                 if r.get(k) is not None} for r in obs.records]
     evidence: dict[str, object] = {"processes": [process(e) for e in obs.exits], "records": records,
-                                   "log_path": obs.log_path}
+                                   "log_path": obs.log_path, "reproduce": reproducer(profile, item)}
     if final is not None and final.error:
         evidence["log_error"] = final.error
     if obs.failure is not None:

@@ -141,10 +141,12 @@ def beacon_name(step: Step) -> str:
     return f"request {step.get('request')}"
 
 
-def _beacon_predicate(step: Step) -> Callable[[Mapping[str, Any]], bool]:
+def _beacon_predicate(step: Step, streams: bool) -> Callable[[Mapping[str, Any]], bool]:
     beacon = step.get("for")
     if beacon == "request":
         return lambda r: r.get("kind") == "request" and r.get("request") == step.get("request")
+    if beacon == "chunk" and not streams:  # an agent that does not stream gets the answer whole
+        return lambda r: r.get("kind") == "response" and r.get("request") == step.get("request")
     if beacon == "chunk":
         return lambda r: (r.get("kind") == "chunk" and r.get("request") == step.get("request")
                           and r.get("chunk") == step.get("chunk"))
@@ -156,8 +158,8 @@ def _beacon_predicate(step: Step) -> Callable[[Mapping[str, Any]], bool]:
 async def _wait(run: TaskRun, step: Step) -> None:
     """The beacon's record — or, as soon as the agent can no longer produce it (it settled or
     exited, or the server recorded an error it caused), the reason why not."""
-    record = await run.race_agent(run.server.records.wait_for(_beacon_predicate(step), beacon_name(step)),
-                                  step, beacon_name(step))
+    predicate = _beacon_predicate(step, run.profile.streams)
+    record = await run.race_agent(run.server.records.wait_for(predicate, beacon_name(step)), step, beacon_name(step))
     if step.get("for") == "window":
         run.watch_tree(step.get("window"), record)
     run.last_beacon = (step.get("for"), record)

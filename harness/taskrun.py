@@ -103,13 +103,17 @@ class TaskRun:
             if target.done():
                 return target.result()
             exit_ = await self.driver.exited()
-            if self._timeout_due_ns is not None and (exit_ is None or exit_.ended_ns >= self._timeout_due_ns):
+            idle_ns = exit_.ended_ns if exit_ else time.monotonic_ns()
+            if self._timeout_due_ns is not None and idle_ns >= self._timeout_due_ns:
                 due_ms = (self._timeout_due_ns - self._turn_started_ns) / 1e6
+                idle_ms = (idle_ns - self._turn_started_ns) / 1e6
                 raise NotExercised(f"{step.describe()}: the turn's timeout fell due at +{due_ms:.0f} ms, before "
-                                   f"{awaited} (the agent went idle at "
-                                   f"+{((exit_.ended_ns if exit_ else time.monotonic_ns()) - self._turn_started_ns) / 1e6:.0f} ms)")
-            what = (f"the agent exited {exit_.returncode if exit_.returncode is not None else f'by signal {exit_.signal}'}"
-                    if exit_ else "the agent's turn ended") + f" before {awaited}"
+                                   f"{awaited} (the agent went idle at +{idle_ms:.0f} ms)")
+            if exit_ is None:
+                what = f"the agent's turn ended before {awaited}"
+            else:
+                code = f"{exit_.returncode}" if exit_.returncode is not None else f"by signal {exit_.signal}"
+                what = f"the agent exited {code} before {awaited}"
             raise AgentFailed(self.failure(step, awaited, what, exit_))
         finally:
             for task in (target, idle, refused):

@@ -27,8 +27,9 @@ def timeline(obs: Observation, start_ns: int) -> tuple[TimelineMark, ...]:
                          ref=f"request {s.request}" if s.request else (f"window {s.window}" if s.window else None)))
     for n, k in enumerate(obs.kills, 1):
         add(TimelineMark("harness", "kill", ms(k.mono_ns), f"SIGKILL {n} of pid {k.pid} at {k.at}", ref=f"pid {k.pid}"))
-    for n, r in enumerate(obs.restarts, 1):
-        add(TimelineMark("harness", "restart", ms(r.mono_ns), f"restart {n}" + (f" on {r.damage} damage" if r.damage else "")))
+    for n, restart in enumerate(obs.restarts, 1):
+        damage = f" on {restart.damage} damage" if restart.damage else ""
+        add(TimelineMark("harness", "restart", ms(restart.mono_ns), f"restart {n}{damage}"))
     requests = {r.get("request"): r for r in obs.records if r.get("kind") == "request"}
     ends: dict[object, int] = {}
     for r in obs.records:
@@ -46,8 +47,9 @@ def timeline(obs: Observation, start_ns: int) -> tuple[TimelineMark, ...]:
         if kind == "chunk":
             chunks[r.get("request")] = chunks.get(r.get("request"), 0) + 1
             if chunks[r.get("request")] <= MAX_CHUNK_MARKS:
+                text = str(r.get("text") or "")[:30]
                 add(TimelineMark("model", "chunk", ms(r["mono_ns"]), f"chunk {r.get('chunk')} of request "
-                                 f"{r.get('request')}: {str(r.get('text') or '')[:30]!r}", ref=f"request {r.get('request')}"))
+                                 f"{r.get('request')}: {text!r}", ref=f"request {r.get('request')}"))
         elif kind == "disconnect":
             add(TimelineMark("model", "disconnect", ms(r["mono_ns"]), f"request {r.get('request')}: client closed "
                              f"after chunk {r.get('after_chunk')}", ref=f"request {r.get('request')}"))
@@ -59,9 +61,10 @@ def timeline(obs: Observation, start_ns: int) -> tuple[TimelineMark, ...]:
         code = f"exit {e.returncode}" if e.returncode is not None else f"signal {e.signal}"
         add(TimelineMark("agent", "process", ms(e.started_ns), f"{e.role} pid {e.pid}: {code}", end_ms=ms(e.ended_ns),
                          ref=f"pid {e.pid}"))
-    for s in obs.settlements:
-        add(TimelineMark("agent", "settled", ms(s.mono_ns), f"settled: {s.reason or '?'}"
-                         + (f" ({s.source})" if s.source else "") + f" — {s.how}"))
+    for settled in obs.settlements:
+        source = f" ({settled.source})" if settled.source else ""
+        add(TimelineMark("agent", "settled", ms(settled.mono_ns), f"settled: {settled.reason or '?'}{source} — "
+                         f"{settled.how}"))
     for w in obs.windows:
         opened = next((r["mono_ns"] for r in obs.records if r.get("kind") == "window" and r.get("window") == w.window),
                       None)

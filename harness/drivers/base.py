@@ -20,9 +20,9 @@ import glob
 import os
 import re
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, Protocol
 
 from harness.history import History
@@ -94,20 +94,42 @@ class DriverBase:
 
     @property
     def session_id(self) -> str | None:
+        """The agent's session id, found where the profile says it shows: chosen by the
+        harness (``{session_uuid}``), on stderr or stdout (any time, even at exit), or in the
+        path of the session file. Looked up when needed, so a line printed late still counts."""
+        if self._session_id is None:
+            self._discover()
         return self._session_id
 
     @property
     def log_path(self) -> str | None:
         if self._log_path is None:
-            self._log_path = find_log(self.ctx, self._session_id)
+            self._discover()
+            self._log_path = self._log_path or find_log(self.ctx, self._session_id)
         return self._log_path
 
-    def _found_session(self, match: re.Match | None) -> None:
-        if match is None or self._session_id:
+    def _discover(self) -> None:
+        session = self.ctx.profile.session
+        if session.chosen:
+            self._session_id = str(self.ctx.values["session_uuid"])
             return
-        self._session_id = match.group("id")
-        if "path" in match.re.groupindex and match.group("path"):
-            self._log_path = match.group("path")
+        stdout, stderr = self._outputs()
+        for regex, text in ((session.stderr_regex, stderr), (session.stdout_regex, stdout)):
+            match = re.search(regex, text) if regex else None
+            if match:
+                self._session_id = match.group("id")
+                if "path" in match.re.groupindex and match.group("path"):
+                    self._log_path = match.group("path")
+                return
+        if session.path_regex:
+            path = find_log(self.ctx, None)
+            match = re.search(session.path_regex, path) if path else None
+            if match:
+                self._session_id, self._log_path = match.group("id"), path
+
+    def _outputs(self) -> tuple[str, str]:
+        """(stdout, stderr) as printed so far; a terminal has one screen for both."""
+        return "", ""
 
     def _record_input(self, text: str, *, queued: bool = False) -> None:
         self.history.record(UserInput(text=text, mono_ns=time.monotonic_ns(), queued=queued))
@@ -134,9 +156,10 @@ class DriverBase:
 
 def find_log(ctx: AgentContext, session_id: str | None) -> str | None:
     """The session log: named by the session id when known, else the newest match of the glob."""
-    if not ctx.profile.session_log_glob:
+    if not ctx.profile.session.log_glob:
         return None
-    matches = sorted(glob.glob(fill(ctx.profile.session_log_glob, ctx.values)), key=os.path.getmtime)
+    matches = sorted(glob.glob(fill(ctx.profile.session.log_glob, ctx.values), recursive=True),
+                     key=os.path.getmtime)
     if session_id:
         named = [m for m in matches if session_id in Path(m).name]
         if named:

@@ -26,6 +26,7 @@ from harness.drivers.base import (
 from harness.history import History
 from harness.model import ProcessExit, Settlement, StopDelivery
 from harness.procs import ProcRef, kill_tree, signal_pid, spawn
+from harness.profiles import fill
 
 
 class HeadlessDriver(DriverBase):
@@ -62,19 +63,20 @@ class HeadlessDriver(DriverBase):
     def text_since_input(self) -> str:
         return self._stdout.text
 
+    def _outputs(self) -> tuple[str, str]:
+        return ("".join(b.text for b in self._all_output[0::2]), "".join(b.text for b in self._all_output[1::2]))
+
     async def send(self, text: str, *, timeout_s: float | None = None, expect: str = "completed") -> None:
         if self.turn_running():
             raise DriverError("a headless run is still going; a new turn would be a second process")
         resume = self._runs > 0
-        if resume and self._session_id is None and self.spec.needs_session_id:
+        if resume and self.session_id is None and self.spec.needs_session_id:
             raise DriverError("the agent never named its session, so it cannot be resumed by id")
         self._runs += 1
         self._role = "resume" if resume else "run"
         own_timeout = timeout_s is not None and bool(self.spec.timeout_options)
-        argv = self.spec.render(
-            values_for(self.ctx, prompt=text, timeout=_seconds(timeout_s), session_id=self._session_id),
-            timeout=own_timeout, resume=resume,
-        )
+        values = values_for(self.ctx, prompt=text, timeout=_seconds(timeout_s), session_id=self.session_id)
+        argv = self.spec.render(values, timeout=own_timeout, resume=resume)
         self._argv = tuple(argv)
         self._stdout, self._stderr = OutputBuffer(), OutputBuffer()
         self._all_output += [self._stdout, self._stderr]
@@ -82,17 +84,19 @@ class HeadlessDriver(DriverBase):
         self._settlement = None
         self._started_ns = time.monotonic_ns()
         self._record_input(text)
-        self._proc = await spawn(argv, env=self.ctx.env, cwd=str(self.ctx.cwd), preexec=self.ctx.preexec)
+        self._proc = await spawn(argv, env=self.ctx.env, cwd=str(self.ctx.cwd), preexec=self.ctx.preexec,
+                                 stdin=asyncio.subprocess.PIPE if self.spec.stdin is not None
+                                 else asyncio.subprocess.DEVNULL)
         self._refs.append(ProcRef.of(self._proc.pid, self._role))
         assert self._proc.stdout is not None and self._proc.stderr is not None
         self._pumps = [
             asyncio.create_task(pump(self._proc.stdout, self._stdout)),
             asyncio.create_task(pump(self._proc.stderr, self._stderr)),
         ]
-        regex = self.ctx.profile.session_stderr_regex
-        if regex and not resume:
-            # None: the process ended without naming its session; the exit is what the steps see.
-            self._found_session(await self._stderr.match_or_eof(regex))
+        if self.spec.stdin is not None:
+            assert self._proc.stdin is not None
+            self._proc.stdin.write(fill(self.spec.stdin, values).encode())
+            self._proc.stdin.close()
 
     async def queue(self, text: str) -> str:
         raise Unsupported("a headless run takes no input while it runs")
@@ -157,7 +161,7 @@ class HeadlessDriver(DriverBase):
         the next ``send`` (which resumes): nothing is loaded yet (False). With
         ``expect="refused"`` (a damaged log) the resume run is started now with ``text`` and
         must exit without a turn."""
-        if self._session_id is None and self.spec.needs_session_id:
+        if self.session_id is None and self.spec.needs_session_id:
             raise DriverError("restart asked for, but the agent never named its session")
         if expect == "refused":
             await self.send(text, expect="refused")

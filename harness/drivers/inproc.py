@@ -8,10 +8,10 @@ name, so the harness does not depend on any agent.
 
 from __future__ import annotations
 
-import asyncio
 import importlib
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from harness.drivers.base import AgentContext, DriverBase, DriverError, Unsupported
 from harness.history import History
@@ -68,8 +68,8 @@ class InprocDriver(DriverBase):
             self._turn_no = event.get("turn")
         elif kind == "text_delta" and event.get("turn") in (None, self._turn_no):
             self._deltas.append(event.get("text", ""))
-        elif kind == "turn_ended":
-            self._ended.add(event.get("turn"))
+        elif kind == "turn_ended" and isinstance(event.get("turn"), int):
+            self._ended.add(event["turn"])
 
     async def _open(self, resume: str | None = None) -> None:
         ctx = self.ctx

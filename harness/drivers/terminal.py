@@ -58,12 +58,16 @@ class TerminalDriver(DriverBase):
             self._running = False
         return self._running
 
+    def _outputs(self) -> tuple[str, str]:
+        screen = self.transcript()
+        return screen, screen
+
     def text_since_input(self) -> str:
         return ANSI.sub("", self._screen.text[self._input_at:])
 
     # -- process ---------------------------------------------------------------------------
     async def _spawn(self, *, resume: bool) -> None:
-        argv = self.spec.render(values_for(self.ctx, session_id=self._session_id), resume=resume)
+        argv = self.spec.render(values_for(self.ctx, session_id=self.session_id if resume else None), resume=resume)
         self._screen = OutputBuffer()
         self._screens.append(self._screen)
         self._started_ns = time.monotonic_ns()
@@ -102,9 +106,6 @@ class TerminalDriver(DriverBase):
             await self._spawn(resume=False)
         start = self._settle_from if not self._running else self._input_at
         await self._screen.wait_for(self.spec.prompt_regex, start=start, what="the prompt")
-        regex = self.ctx.profile.session_stderr_regex
-        if regex:
-            self._found_session(self._screen.search(regex))
 
     def _type(self, text: str) -> None:
         assert self._child is not None
@@ -190,7 +191,7 @@ class TerminalDriver(DriverBase):
         With ``expect="refused"`` the agent must exit instead (a damaged log); its exit is
         recorded and False returned.
         """
-        if self._session_id is None:
+        if self.session_id is None and self.spec.needs_session_id:
             raise DriverError("restart asked for, but the agent never named its session")
         if self._child is not None and self._child.isalive():
             raise DriverError("restart asked for while the agent is still running")

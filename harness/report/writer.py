@@ -45,6 +45,15 @@ def write_reports(run: RunResult, report_dir: Path) -> list[Path]:
     ]
 
 
+def write_leaderboard(runs: Sequence[RunResult], report_dir: Path) -> list[Path]:
+    """leaderboard.html and leaderboard.md over several agents' results (already written)."""
+    written = [parse_results(json.loads(results_text(run)), report_dir / "leaderboard") for run in runs]
+    return [
+        write_text(report_dir / "leaderboard.md", render_markdown(written)),
+        write_text(report_dir / "leaderboard.html", render_html(written)),
+    ]
+
+
 def format_written(paths: Sequence[Path]) -> str:
     """The closing lines of a run or a report command: where each file went."""
     return "reports written:\n" + "\n".join(f"  {p}" for p in paths)

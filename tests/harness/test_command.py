@@ -49,7 +49,7 @@ def test_a_broken_agent_exits_1_with_the_failed_check(tmp_path, capsys):
                  "--report-dir", str(tmp_path / "reports")])
     out = capsys.readouterr().out
     assert code == 1, out
-    assert "FAIL" in out and "verdict: NOT conformant" in out
+    assert "FAIL" in out and "verdict: not conformant" in out
     results = (tmp_path / "reports" / "results.json").read_text()
     assert "sk-stopbench-" not in results  # the canary itself never reaches a report
 
@@ -81,7 +81,10 @@ def test_a_broken_task_folder_is_a_usage_error_naming_the_file(tmp_path, capsys)
     assert "bad/task.toml: scenario" in err or "bad/task.toml: checks" in err
 
 
-def test_sigterm_mid_task_cleans_up_every_process_and_exits_2(tmp_path):
+@pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM"])
+def test_a_signal_mid_run_keeps_every_finished_task_run_and_cleans_up(tmp_path, signame):
+    """The run is cut short inside its second task run: the first is in the results, the run
+    is marked incomplete with the reason, the reports are rendered, nothing is left, exit 2."""
     import signal
     import subprocess
     import sys
@@ -91,8 +94,9 @@ def test_sigterm_mid_task_cleans_up_every_process_and_exits_2(tmp_path):
 
     from harness.procs import ProcRef, kill_all, leftovers
 
-    proc = subprocess.Popen([sys.executable, "-m", "harness", "run", "--task", "interrupt-timeout", "--adapter", "http",
-                             "--report-dir", str(tmp_path)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen([sys.executable, "-m", "harness", "run", "--task", "exit-codes", "--task",
+                             "interrupt-timeout", "--adapter", "http", "--report-dir", str(tmp_path)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     family: list[ProcRef] = []
     try:
         harness = psutil.Process(proc.pid)
@@ -101,14 +105,37 @@ def test_sigterm_mid_task_cleans_up_every_process_and_exits_2(tmp_path):
             time.sleep(0.01)  # root, child, TERM-ignorer, setsid escapee
         family = [ProcRef.of(p.pid) for p in harness.children(recursive=True)]
         assert family, "the task never started its agent"
-        proc.send_signal(signal.SIGTERM)
+        proc.send_signal(getattr(signal, signame))
         out, _ = proc.communicate(timeout=60)
-        assert proc.returncode == 2 and b"interrupted" in out
+        assert proc.returncode == 2 and b"incomplete" in out, out.decode()
         assert leftovers(family) == []
-        assert not list(tmp_path.iterdir())  # no results from an interrupted run
+        run = RunResult.from_json(json.loads((tmp_path / "results.json").read_text()))
+        assert signame in run.run["incomplete"]
+        assert [t.task for t in run.tasks] == ["exit-codes"]
+        assert (tmp_path / "report.html").is_file()
     finally:
         proc.kill()
         kill_all(family)
+
+
+def test_resume_continues_an_incomplete_run_without_redoing_finished_work(tmp_path, capsys):
+    assert main(["run", "--task", "exit-codes", "--adapter", "http", "--report-dir", str(tmp_path / "a")]) == 0
+    first = RunResult.from_json(json.loads((tmp_path / "a" / "results.json").read_text()))
+    code = main(["run", "--task", "exit-codes", "--adapter", "http", "--repeat", "2", "--report-dir",
+                 str(tmp_path / "b"), "--resume", str(tmp_path / "a" / "results.json")])
+    assert code == 0, capsys.readouterr().out
+    second = RunResult.from_json(json.loads((tmp_path / "b" / "results.json").read_text()))
+    assert [(t.repeat, t.started) for t in second.tasks][0] == (1, first.tasks[0].started)
+    assert [t.repeat for t in second.tasks] == [1, 2]
+
+
+def test_list_into_a_closed_pipe_is_quiet():
+    import subprocess
+    import sys
+
+    out = subprocess.run(f"{sys.executable} -m harness list | head -1", shell=True, capture_output=True, text=True,
+                         timeout=60)
+    assert out.stdout.strip() == "tasks:" and "Traceback" not in out.stderr and "Error" not in out.stderr
 
 
 def _windows_under(process) -> int:

@@ -2,8 +2,8 @@
 
 import pytest
 
-from harness.latency import Summary, format_ns, percentile, summarise, summarise_by_adapter
 from harness.model import LatencySample
+from harness.report.latency import Summary, format_ns, percentile, summarise, summarise_by_adapter
 
 
 def test_nearest_rank_percentiles_are_measured_values():

@@ -3,14 +3,15 @@ the quickest task variant that exercises it, must fail the check it targets — 
 The full matrix (every failpoint through every task) is ``stopbench run --mutants``."""
 
 import asyncio
-from pathlib import Path
 
 import pytest
 
-from harness.model import Outcome
+from harness.model import Outcome, task_verdict
+from harness.mutants import list_failpoints
+from harness.planning import WorkItem
 from harness.profiles import load_profile
-from harness.runner import WorkItem, list_failpoints, run_item
-from harness.tasks import load_task
+from harness.runner import run_item
+from harness.tasks import TASKS_DIR, load_task
 
 # failpoint, task, driver, adapter, the check that must fail
 MATRIX = [
@@ -40,9 +41,9 @@ def test_the_matrix_names_real_failpoints_with_their_targets(profile):
 
 @pytest.mark.parametrize("failpoint, task, driver, adapter, check", MATRIX, ids=[m[0] for m in MATRIX])
 def test_mutant_fails_the_check_it_targets(profile, failpoint, task, driver, adapter, check):
-    work = WorkItem(load_task(Path("tasks") / task), driver, adapter, 1, mutant=failpoint)
+    work = WorkItem(load_task(TASKS_DIR / task), driver, adapter, 1, mutant=failpoint)
     result = asyncio.run(run_item(profile, work)).result
     verdicts = {c.check: c for c in result.checks}
     assert verdicts[check].outcome is Outcome.FAIL, f"{failpoint} survived {check}: {verdicts[check].evidence}"
     assert verdicts[check].evidence.summary and verdicts[check].evidence.items
-    assert result.mutant == failpoint and not result.conformant
+    assert result.mutant == failpoint and not task_verdict(result).ok

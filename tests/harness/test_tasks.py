@@ -7,7 +7,7 @@ import pytest
 
 from harness.checks import REGISTRY
 from harness.model import Tier
-from harness.tasks import TaskError, discover, load_all, load_task
+from harness.tasks import TASKS_DIR, TaskError, discover, load_all, load_task
 
 SCENARIO = '''name = "s"
 [[responses]]
@@ -51,8 +51,8 @@ def test_every_interrupt_follows_a_beacon_of_its_own_turn():
 
 
 def test_variant_names_carry_the_driver_only_when_there_are_several():
-    cancel = load_task(Path("tasks/interrupt-cancel"))
-    timeout = load_task(Path("tasks/interrupt-timeout"))
+    cancel = load_task(TASKS_DIR / "interrupt-cancel")
+    timeout = load_task(TASKS_DIR / "interrupt-timeout")
     assert cancel.variant("terminal") == "interrupt-cancel[terminal]"
     assert timeout.variant("subprocess") == "interrupt-timeout"
 

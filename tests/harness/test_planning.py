@@ -1,0 +1,74 @@
+"""Work plans: every variant × adapter × repeat × mutant in a stable order, and the tasks
+that do not apply to an agent planned as not run, with the reason."""
+
+from dataclasses import replace
+
+from harness.planning import WorkItem, not_applicable, plan
+from harness.profiles import load_profile
+from harness.tasks import TASKS_DIR, load_task
+
+
+def test_plan_is_every_variant_adapter_repeat_and_mutant_in_a_stable_order():
+    profile = load_profile("reference")
+    cancel, stream = load_task(TASKS_DIR / "interrupt-cancel"), load_task(TASKS_DIR / "http-stream-cancel")
+    items = plan(profile, [cancel, stream], adapters=["inproc", "http"], repeat=2, mutants=[None, "seq-gap"])
+    keys = [i.key for i in items]
+    assert keys[:4] == ["interrupt-cancel[terminal]/inproc/1/-", "interrupt-cancel[terminal]/inproc/2/-",
+                        "interrupt-cancel[terminal]/http/1/-", "interrupt-cancel[terminal]/http/2/-"]
+    # http-stream-cancel is restricted to the http adapter
+    assert [k for k in keys if k.startswith("http-stream-cancel")] == [
+        "http-stream-cancel/http/1/-", "http-stream-cancel/http/2/-",
+        "http-stream-cancel/http/1/seq-gap", "http-stream-cancel/http/2/seq-gap"]
+    # a mutant never runs in-process: its failpoint lives in the environment of a started process
+    assert not [k for k in keys if k.startswith("interrupt-cancel[inproc]") and k.endswith("seq-gap")]
+    assert len(items) == (3 * 2 * 2 + 2 * 2 * 2) + (1 * 1 * 2 + 2)
+    assert all(i.not_run is None for i in items)
+
+
+def test_a_task_without_a_driver_for_the_agent_is_planned_as_not_run_once():
+    headless_only = replace(load_profile("reference"), interactive=None, inproc_factory=None)
+    cancel = load_task(TASKS_DIR / "interrupt-cancel")
+    items = plan(headless_only, [cancel], adapters=["http"], repeat=3)
+    ran = [i for i in items if i.not_run is None]
+    skipped = [i for i in items if i.not_run is not None]
+    assert [i.driver for i in ran] == ["subprocess"] * 3
+    assert sorted(i.driver for i in skipped) == ["inproc", "terminal"]  # once each, not per repeat
+    assert "has no [interactive] command" in next(i.not_run for i in skipped if i.driver == "terminal")
+
+
+def test_damage_tasks_run_only_where_the_reader_can_damage_the_store():
+    black_box = replace(load_profile("reference"), log_reader="none")
+    torn = load_task(TASKS_DIR / "log-torn-tail")
+    assert "no log reader" in (not_applicable(black_box, torn, "subprocess") or "")
+    assert not_applicable(load_profile("reference"), torn, "subprocess") is None
+
+
+def test_work_item_keys_name_variant_adapter_repeat_and_mutant():
+    task = load_task(TASKS_DIR / "interrupt-restart")
+    assert WorkItem(task, "terminal", "http", 2, "no-repair").key == "interrupt-restart[terminal]/http/2/no-repair"
+
+
+def _task(mutant, *outcomes, status=None, reason=None):
+    from harness.model import CheckResult, Evidence, Outcome, RunStatus, TaskResult
+
+    checks = tuple(CheckResult(c, Outcome(o), Evidence(""), tier) for c, o, tier in outcomes)
+    return TaskResult("t", "a", "http", 1, checks, status=status or RunStatus.RAN, reason=reason, mutant=mutant)
+
+
+def test_mutation_summary_counts_mutants_caught_by_a_mandatory_check_or_a_broken_task():
+    from harness.model import RunStatus, Tier
+    from harness.mutants import mutation_summary
+
+    M, A = Tier.MANDATORY, Tier.ADVISORY
+    tasks = [
+        _task(None, ("C1", "pass", M)),
+        _task("seq-gap", ("C10", "fail", M), ("C1", "pass", M)),
+        _task("lose-inbox", ("C6", "pass", M), ("A1", "fail", A)),  # advisory only: survived
+        _task("no-settle-on-stop", ("C1", "pass", M), status=RunStatus.ERRORED, reason="harness error: settle"),
+    ]
+    summary = mutation_summary(tasks, {"seq-gap": ("C10",), "lose-inbox": ("C6",), "no-settle-on-stop": ("C1",)})
+    assert (summary["caught"], summary["total"]) == (2, 3)
+    assert summary["mutants"]["seq-gap"] == {"targets": ["C10"], "failed": ["C10"], "task_errors": [],
+                                              "targets_caught": True, "caught": True, "runs": 1}
+    assert summary["mutants"]["lose-inbox"]["caught"] is False
+    assert summary["mutants"]["no-settle-on-stop"]["task_errors"] == ["t"]
