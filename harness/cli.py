@@ -121,6 +121,8 @@ def build_parser() -> argparse.ArgumentParser:
     lst = sub.add_parser("list", help=COMMANDS[1][1])
     lst.add_argument("--tasks-dir", default=None, help="folder of task folders (default: the built-in tasks)")
     lst.set_defaults(func=cmd_list)
+    from harness.agents.cli import add_parser as add_agents_parser
+    add_agents_parser(sub)
     for name, what in COMMANDS[2:]:  # parsed by their own modules; listed here for --help
         sub.add_parser(name, help=what, add_help=False)
     return parser

@@ -1,0 +1,705 @@
+"""Record a real agent's session store around completions, kills, Stops and resumes.
+
+    stopbench agents record NAME CASE [--out DIR] [--keep]
+
+CASE is one of :data:`CASES`:
+
+``completed``    one turn that runs one shell command and answers;
+``kill-tool``    SIGKILL while a bash window runs (waited for on the window's beacon record),
+                 then a resume with a follow-up;
+``kill-stream``  SIGKILL after the fourth text chunk of a slow stream, then a resume;
+``stop-tool``    SIGINT (the agents' Stop) while a bash window runs, then a resume.
+
+The fake model server runs in this process, so every interruption waits on a record (a
+window's beacon, a flushed chunk), never on a sleep. Each run gets a fresh HOME and working
+folder under ``/tmp/sbrec/<agent>/`` (fixed paths, so recordings of one agent are alike);
+the API key is a fresh canary handed through the environment only. After every phase the
+store is copied (for SQLite, through the backup API from a read-only connection) and
+scrubbed: the key, and the paths of this installation, are replaced by placeholders.
+What the phase observed goes to ``case.json``: command lines, exit codes, start-up times,
+every model request the server got (roles and short texts), the server's refusals, the
+window's survivors and any file under HOME that still held the key.
+
+Output: ``DIR/<agent>-<version>/<case>/<phase>/<path under HOME>`` and ``…/<case>/case.json``
+(DIR defaults to ``tests/fixtures/agents``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import secrets
+import shutil
+import signal
+import sqlite3
+import sys
+import textwrap
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from harness.agents.catalog import get_agent
+from harness.agents.install import NotInstalled, binary, cache_root
+
+CASES = ("completed", "kill-tool", "kill-stream", "stop-tool")
+KEY_PLACEHOLDER = "sk-stopbench-REDACTED"
+RUN_ROOT = Path("/tmp/sbrec")
+PROMPT = "Run the check command in the shell and tell me what it printed."
+FOLLOW_UP = "follow-up: the last turn was cut off. What happened?"
+TURN_TIMEOUT_S = 240.0
+STOP_GRACE_S = 30.0
+STREAM_KILL_CHUNK = 4
+SQLITE_DUMP_ABOVE = 64 << 10  # bytes: a bigger database is kept as its SQL dump
+LONG_TEXT = ("Here is a long explanation streamed slowly, one small piece at a time, so that the "
+             "recorder can interrupt it in the middle: first part, second part, third part, fourth "
+             "part, fifth part, sixth part, seventh part, eighth part, and the end.")
+
+
+# --- per-agent setup ----------------------------------------------------------------------
+
+
+@dataclass
+class Recipe:
+    """How to point one agent at the fake server, run a turn, resume, and find its store."""
+
+    name: str
+    shell_extra: dict = field(default_factory=dict)
+    env: dict = field(default_factory=dict)
+
+    def prepare(self, home: Path, work: Path, url: str, key: str) -> dict[str, str]:
+        return {}
+
+    def first(self, prog: str, prompt: str, sid: str) -> list[str]:
+        raise NotImplementedError
+
+    def resume(self, prog: str, prompt: str, sid: str) -> list[str]:
+        raise NotImplementedError
+
+    def chosen_session_id(self) -> str | None:
+        """An id the caller picks for the first run (Claude Code's ``--session-id``), else None."""
+        return None
+
+    def session_id(self, home: Path, stderr: str) -> str | None:
+        raise NotImplementedError
+
+    def store_files(self, home: Path) -> list[Path]:
+        raise NotImplementedError
+
+
+class Codex(Recipe):
+    def prepare(self, home, work, url, key):
+        codex_home = home / ".codex"
+        codex_home.mkdir(parents=True)
+        (codex_home / "config.toml").write_text(textwrap.dedent(f"""\
+            model = "fake-model"
+            model_provider = "stopbench"
+            approval_policy = "never"
+            sandbox_mode = "danger-full-access"
+            check_for_update_on_startup = false
+
+            [model_providers.stopbench]
+            name = "stopbench"
+            base_url = "{url}/v1"
+            env_key = "STOPBENCH_API_KEY"
+            wire_api = "responses"
+            """), encoding="utf-8")
+        return {"CODEX_HOME": str(codex_home), "STOPBENCH_API_KEY": key}
+
+    def first(self, prog, prompt, sid):
+        return [prog, "exec", "--dangerously-bypass-approvals-and-sandbox", "--skip-git-repo-check", prompt]
+
+    def resume(self, prog, prompt, sid):
+        return [prog, "exec", "--dangerously-bypass-approvals-and-sandbox", "--skip-git-repo-check",
+                "resume", sid, prompt]
+
+    def session_id(self, home, stderr):
+        m = re.search(r"session id: ([0-9a-f-]{36})", stderr)
+        if m:
+            return m.group(1)
+        files = self.store_files(home)
+        m = re.search(r"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.jsonl$", str(files[0])) \
+            if files else None
+        return m.group(1) if m else None
+
+    def store_files(self, home):
+        return sorted((home / ".codex" / "sessions").glob("*/*/*/rollout-*.jsonl"))
+
+
+class ClaudeCode(Recipe):
+    def __init__(self, *a, **k):
+        super().__init__(*a, **k)
+        self._sid = str(uuid.uuid4())
+
+    def prepare(self, home, work, url, key):
+        return {"ANTHROPIC_BASE_URL": url, "ANTHROPIC_API_KEY": key, "IS_SANDBOX": "1",
+                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1",
+                "DISABLE_TELEMETRY": "1", "CLAUDE_CODE_DISABLE_TERMINAL_TITLE": "1"}
+
+    def chosen_session_id(self):
+        return self._sid
+
+    # The fake server refuses a `system` message inside `messages`, which the default tool set
+    # brings; `--tools Bash` keeps the request to what it accepts.
+    def first(self, prog, prompt, sid):
+        return [prog, "-p", prompt, "--dangerously-skip-permissions", "--model", "fake-model",
+                "--tools", "Bash", "--session-id", sid]
+
+    def resume(self, prog, prompt, sid):
+        return [prog, "-p", prompt, "--dangerously-skip-permissions", "--model", "fake-model",
+                "--tools", "Bash", "--resume", sid]
+
+    def session_id(self, home, stderr):
+        return self._sid
+
+    def store_files(self, home):
+        return sorted((home / ".claude" / "projects").glob("*/*.jsonl"))
+
+
+class QwenCode(Recipe):
+    def prepare(self, home, work, url, key):
+        qwen = home / ".qwen"
+        qwen.mkdir(parents=True)
+        settings = {"security": {"auth": {"selectedType": "openai"}},
+                    "memory": {"enableManagedAutoMemory": False},
+                    "privacy": {"usageStatisticsEnabled": False},
+                    "general": {"disableAutoUpdate": True, "disableUpdateNag": True}}
+        (qwen / "settings.json").write_text(json.dumps(settings, indent=1), encoding="utf-8")
+        return {"OPENAI_API_KEY": key, "OPENAI_BASE_URL": f"{url}/v1", "OPENAI_MODEL": "fake-model",
+                "QWEN_CODE_NO_RELAUNCH": "true"}
+
+    def first(self, prog, prompt, sid):
+        return [prog, "--yolo", prompt]
+
+    def resume(self, prog, prompt, sid):
+        return [prog, "--yolo", "--resume", sid, prompt]
+
+    def session_id(self, home, stderr):
+        files = self.store_files(home)
+        return files[0].stem if files else None
+
+    def store_files(self, home):
+        return sorted((home / ".qwen" / "projects").glob("*/chats/*.jsonl"))
+
+
+class OpenCode(Recipe):
+    def prepare(self, home, work, url, key):
+        config = home / ".config" / "opencode"
+        config.mkdir(parents=True)
+        (config / "opencode.json").write_text(json.dumps({
+            "$schema": "https://opencode.ai/config.json",
+            "autoupdate": False, "share": "disabled",
+            "model": "stopbench/fake-model",
+            "provider": {"stopbench": {
+                "npm": "@ai-sdk/openai-compatible", "name": "stopbench",
+                "options": {"baseURL": f"{url}/v1", "apiKey": "{env:STOPBENCH_API_KEY}"},
+                "models": {"fake-model": {"name": "fake-model", "tool_call": True}}}},
+        }, indent=1), encoding="utf-8")
+        return {"STOPBENCH_API_KEY": key, "OPENCODE_DISABLE_MODELS_FETCH": "1", "OPENCODE_DISABLE_AUTOUPDATE": "1",
+                "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1", "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
+                "OPENCODE_DISABLE_SHARE": "1"}
+
+    def first(self, prog, prompt, sid):
+        return [prog, "run", "--title", "stopbench", "-m", "stopbench/fake-model", prompt]
+
+    def resume(self, prog, prompt, sid):
+        return [prog, "run", "-m", "stopbench/fake-model", "--session", sid, prompt]
+
+    def db(self, home: Path) -> Path:
+        return home / ".local" / "share" / "opencode" / "opencode.db"
+
+    def session_id(self, home, stderr):
+        db = self.db(home)
+        if not db.exists():
+            return None
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+        try:
+            row = con.execute("select id from session order by time_created limit 1").fetchone()
+        except sqlite3.Error:
+            return None
+        finally:
+            con.close()
+        return row[0] if row else None
+
+    def store_files(self, home):
+        db = self.db(home)
+        return [db] if db.exists() else []
+
+
+RECIPES: dict[str, Callable[[], Recipe]] = {
+    "codex": lambda: Codex("codex", shell_extra={"yield_time_ms": 600000}),
+    "claude-code": lambda: ClaudeCode("claude-code"),
+    "qwen-code": lambda: QwenCode("qwen-code"),
+    "opencode": lambda: OpenCode("opencode"),
+}
+
+
+# --- scenarios ----------------------------------------------------------------------------
+
+
+def _toml(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{k} = {_toml(v)}" for k, v in value.items()) + " }"
+    raise TypeError(value)
+
+
+def _response(frames: list[dict], match: dict | None = None, repeat: bool = False, note: str = "") -> str:
+    out = [f"\n[[responses]]{'  # ' + note if note else ''}"]
+    if match:
+        out.append(f"match = {_toml(match)}")
+    if repeat:
+        out.append("repeat = true")
+    for frame in frames:
+        out.append("[[responses.frames]]")
+        out.extend(f"{k} = {_toml(v)}" for k, v in frame.items())
+    return "\n".join(out) + "\n"
+
+
+# Response 0 answers tool-less side requests (title generation); the main script starts at 1.
+MAIN = 1
+
+
+def scenario_text(case: str, shell_extra: dict) -> str:
+    extra = {"extra": shell_extra} if shell_extra else {}
+    window = {"shell": {"window": {"id": "w1", "depth": 2, "fanout": 1, "hold_s": 120}}, **extra}
+    parts = [f'name = "agents-{case}"\n',
+             _response([{"text": "Stopbench recording"}], {"tools": False}, repeat=True, note="side requests")]
+    if case == "completed":
+        parts += [_response([{"text": "I will run the check."}, {"shell": "echo stopbench-hello", **extra}],
+                            {"last": "user", "tools": True}, note="1: the tool call"),
+                  _response([{"text": "The command printed stopbench-hello. Done."}], {"last": "tool"},
+                            note="2: the answer")]
+    elif case in ("kill-tool", "stop-tool"):
+        parts += [_response([{"text": "Starting the long check."}, window], {"last": "user", "tools": True},
+                            note="1: the window"),
+                  _response([{"text": "The earlier check was interrupted before it finished."}], {"last": "user"},
+                            note="2: the follow-up")]
+    elif case == "kill-stream":
+        parts += [_response([{"text": LONG_TEXT, "chunk": 8, "interval_s": 0.25}], {"last": "user"},
+                            note="1: the slow stream"),
+                  _response([{"text": "The earlier answer was cut off."}], {"last": "user"},
+                            note="2: the follow-up")]
+    else:
+        raise ValueError(f"unknown case {case!r} (cases: {', '.join(CASES)})")
+    parts.append(_response([{"text": "Nothing more to do."}], repeat=True, note="anything else"))
+    return "".join(parts)
+
+
+# --- scrubbing and snapshots --------------------------------------------------------------
+
+
+class Scrubber:
+    """Replaces the key and this installation's paths in everything that is kept."""
+
+    def __init__(self, key: str):
+        repo = Path(__file__).resolve().parents[2]
+        pairs = [(key, KEY_PLACEHOLDER), (sys.executable, "python3"), (str(Path(sys.executable).resolve()), "python3"),
+                 (sys.prefix, "/opt/stopbench-venv"), (str(repo), "/opt/stopbench"),
+                 (str(cache_root()), "~/.cache/stopbench")]
+        seen: dict[str, str] = {}
+        for old, new in pairs:
+            if old and old not in seen and old not in ("/", ""):
+                seen[old] = new
+        self.pairs = sorted(seen.items(), key=lambda p: -len(p[0]))
+        self.key = key
+
+    def text(self, s: str) -> str:
+        for old, new in self.pairs:
+            s = s.replace(old, new)
+        return s
+
+    def data(self, b: bytes) -> bytes:
+        for old, new in self.pairs:
+            b = b.replace(old.encode(), new.encode())
+        return b
+
+    def sqlite(self, path: Path) -> None:
+        con = sqlite3.connect(path)
+        try:
+            tables = [r[0] for r in con.execute("select name from sqlite_master where type='table' "
+                                                "and name not like 'sqlite_%'")]
+            for table in tables:
+                cols = [r[1] for r in con.execute(f'pragma table_info("{table}")')]
+                for col in cols:
+                    expr = f'"{col}"'
+                    for old, new in self.pairs:
+                        expr = f"replace({expr}, {_sql_str(old)}, {_sql_str(new)})"
+                    con.execute(f'update "{table}" set "{col}" = {expr} where typeof("{col}") = \'text\'')
+            con.commit()
+            con.execute("vacuum")
+        finally:
+            con.close()
+
+
+def _sql_str(s: str) -> str:
+    return "'" + s.replace("'", "''") + "'"
+
+
+def sqlite_copy(source: Path, dest: Path) -> None:
+    """A consistent copy of a live SQLite database: the backup API, from a read-only connection."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    src = sqlite3.connect(f"file:{source}?mode=ro", uri=True, timeout=10)
+    try:
+        out = sqlite3.connect(dest)
+        try:
+            src.backup(out)
+        finally:
+            out.close()
+    finally:
+        src.close()
+
+
+def snapshot(recipe: Recipe, home: Path, dest: Path, scrub: Scrubber) -> list[str]:
+    """Copy the store under ``dest`` (paths relative to HOME), scrubbed; the relative paths."""
+    kept = []
+    for path in recipe.store_files(home):
+        rel = path.relative_to(home)
+        target = dest / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if path.suffix == ".db":
+            sqlite_copy(path, target)
+            scrub.sqlite(target)
+            if target.stat().st_size > SQLITE_DUMP_ABOVE:
+                # Mostly empty pages of a few dozen tables: keep the SQL text instead.
+                con = sqlite3.connect(target)
+                try:
+                    dump = "\n".join(con.iterdump()) + "\n"
+                finally:
+                    con.close()
+                target.unlink()
+                target = target.with_name(target.name + ".sql")
+                target.write_text(dump, encoding="utf-8")
+                rel = target.relative_to(dest)
+        else:
+            target.write_bytes(scrub.data(path.read_bytes()))
+        kept.append(str(rel))
+    return kept
+
+
+def key_hits(root: Path, key: str) -> list[str]:
+    """Files under ``root`` that hold the key (C13's canary scan)."""
+    hits = []
+    needle = key.encode()
+    for path in root.rglob("*"):
+        try:
+            if path.is_file() and not path.is_symlink() and path.stat().st_size < 64 << 20 \
+                    and needle in path.read_bytes():
+                hits.append(str(path.relative_to(root)))
+        except OSError:
+            continue
+    return hits
+
+
+# --- processes ----------------------------------------------------------------------------
+
+
+def _default_sigint() -> None:
+    # A process started from a non-interactive shell may inherit SIGINT as ignored: restore it,
+    # or a Stop by SIGINT silently does nothing.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+@dataclass
+class Run:
+    role: str
+    argv: list[str]
+    proc: asyncio.subprocess.Process
+    started_ns: int
+    log: Path
+    ended_ns: int | None = None
+    returncode: int | None = None
+
+    def summary(self, scrub: Scrubber, first_request_ns: int | None) -> dict:
+        rc = self.returncode
+        tail = self.log.read_text(encoding="utf-8", errors="replace")[-1500:] if self.log.exists() else ""
+        return {
+            "role": self.role, "argv": [scrub.text(a) for a in self.argv],
+            "exit": None if rc is None else (f"signal {signal.Signals(-rc).name}" if rc < 0 else rc),
+            "duration_s": round((self.ended_ns - self.started_ns) / 1e9, 2) if self.ended_ns else None,
+            "first_request_after_s": round((first_request_ns - self.started_ns) / 1e9, 2)
+            if first_request_ns and first_request_ns > self.started_ns else None,
+            "output_tail": scrub.text(tail),
+        }
+
+
+async def spawn(role: str, argv: list[str], env: dict, cwd: Path, logdir: Path) -> Run:
+    log = logdir / f"{role}.log"
+    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        proc = await asyncio.create_subprocess_exec(*argv, cwd=cwd, env=env, stdin=asyncio.subprocess.DEVNULL,
+                                                    stdout=fd, stderr=fd, start_new_session=True,
+                                                    preexec_fn=_default_sigint)
+    finally:
+        os.close(fd)
+    return Run(role, argv, proc, time.monotonic_ns(), log)
+
+
+async def wait_exit(run: Run, timeout: float) -> bool:
+    try:
+        await asyncio.wait_for(run.proc.wait(), timeout)
+    except TimeoutError:
+        return False
+    run.ended_ns = time.monotonic_ns()
+    run.returncode = run.proc.returncode
+    return True
+
+
+async def kill(run: Run) -> None:
+    if run.proc.returncode is None:
+        try:
+            os.kill(run.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    await wait_exit(run, 30)
+
+
+def tagged_processes(tag: str) -> list[psutil.Process]:
+    found = []
+    for proc in psutil.process_iter():
+        try:
+            if proc.environ().get("STOPBENCH_RECORD_TAG") == tag:
+                found.append(proc)
+        except (psutil.Error, OSError):
+            continue
+    return found
+
+
+def reap(tag: str) -> list[dict]:
+    """Kill every process the runs left behind (found by the tag in their environment)."""
+    left = tagged_processes(tag)
+    described = []
+    for proc in left:
+        try:
+            described.append({"pid": proc.pid, "cmd": " ".join(proc.cmdline())[:160]})
+            proc.kill()
+        except psutil.Error:
+            continue
+    psutil.wait_procs(left, timeout=5)
+    return described
+
+
+# --- the cases ----------------------------------------------------------------------------
+
+
+async def record_case(name: str, case: str, out_root: Path, keep: bool = False) -> Path:
+    from fake_server import load_scenario
+    from fake_server.server import FakeServer
+
+    if case not in CASES:
+        raise ValueError(f"unknown case {case!r} (cases: {', '.join(CASES)})")
+    agent = get_agent(name)
+    if name not in RECIPES:
+        raise ValueError(f"no recording recipe for {name!r} (recipes: {', '.join(RECIPES)})")
+    recipe = RECIPES[name]()
+    prog = str(binary(name))
+    base = RUN_ROOT / name
+    shutil.rmtree(base, ignore_errors=True)
+    home, work, logs = base / "home", base / "work", base / "logs"
+    for d in (home, work, logs):
+        d.mkdir(parents=True)
+    key = "sk-stopbench-" + secrets.token_hex(12)
+    tag = secrets.token_hex(8)
+    scrub = Scrubber(key)
+    (base / "scenario.toml").write_text(scenario_text(case, recipe.shell_extra), encoding="utf-8")
+    scenario = load_scenario(base / "scenario.toml")
+    dest = out_root / f"{agent.name}-{agent.version}" / case
+    shutil.rmtree(dest, ignore_errors=True)
+    dest.mkdir(parents=True)
+    report: dict[str, Any] = {"agent": agent.name, "version": agent.version, "case": case, "phases": [],
+                              "notes": []}
+    runs: list[Run] = []
+
+    async with FakeServer(scenario=scenario) as server:
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "LANG": "C.UTF-8",
+               "TERM": "dumb", "NO_COLOR": "1", "STOPBENCH_RECORD_TAG": tag,
+               **recipe.prepare(home, work, server.url, key)}
+        report["env"] = {k: (KEY_PLACEHOLDER if v == key else scrub.text(v)) for k, v in env.items()
+                         if k not in ("PATH", "STOPBENCH_RECORD_TAG")}
+        records = server.records
+
+        def phase(label: str, **extra):
+            files = snapshot(recipe, home, dest / label, scrub)
+            report["phases"].append({"phase": label, "files": files, **extra})
+            return files
+
+        sid = recipe.chosen_session_id()
+        first = await spawn("first", recipe.first(prog, PROMPT if case != "kill-stream" else
+                                                  "Explain, at length, what this folder is for.", sid or ""),
+                            env, work, logs)
+        runs.append(first)
+        try:
+            if case == "completed":
+                if not await wait_exit(first, TURN_TIMEOUT_S):
+                    report["notes"].append(f"the turn did not end within {TURN_TIMEOUT_S:g} s; killed")
+                    await kill(first)
+                phase("final")
+            else:
+                moment = await _interrupt_moment(case, records, first)
+                if moment is None:
+                    report["notes"].append("the agent exited before the interruption point: "
+                                           f"exit {first.proc.returncode}")
+                    await wait_exit(first, 5)
+                    phase("final")
+                else:
+                    report["interrupted_at"] = moment
+                    if case == "stop-tool":
+                        stop_ns = time.monotonic_ns()
+                        os.kill(first.proc.pid, signal.SIGINT)
+                        if await wait_exit(first, STOP_GRACE_S) and first.ended_ns is not None:
+                            report["stop_exit_after_s"] = round((first.ended_ns - stop_ns) / 1e9, 3)
+                        else:
+                            report["notes"].append(f"still running {STOP_GRACE_S:g} s after SIGINT; SIGKILLed")
+                            await kill(first)
+                        label = "stopped"
+                    else:
+                        await kill(first)
+                        label = "killed"
+                    report["window_survivors"] = _survivors(records)
+                    phase(label)
+                    reap(tag)
+                    sid = sid or recipe.session_id(home, first.log.read_text(errors="replace"))
+                    report["session_id"] = sid
+                    if sid is None:
+                        report["notes"].append("no session id found: not resumed")
+                    else:
+                        marker = len(records)
+                        second = await spawn("resume", recipe.resume(prog, FOLLOW_UP, sid), env, work, logs)
+                        runs.append(second)
+                        if not await wait_exit(second, TURN_TIMEOUT_S):
+                            report["notes"].append("the resumed turn did not end; killed")
+                            await kill(second)
+                        report["resume_requests_from"] = marker + 1
+                        phase("resumed")
+            if "session_id" not in report:
+                report["session_id"] = sid or recipe.session_id(home, first.log.read_text(errors="replace"))
+        finally:
+            for run in runs:
+                if run.proc.returncode is None:
+                    await kill(run)
+            report["left_behind"] = reap(tag)
+        request_records = [r for r in records if r.get("kind") == "request"]
+        for run in runs:
+            after = [r["mono_ns"] for r in request_records if r["mono_ns"] > run.started_ns]
+            report.setdefault("runs", []).append(run.summary(scrub, min(after) if after else None))
+        report["requests"] = [_request_summary(r, records, scrub) for r in request_records]
+        report["server_errors"] = [scrub.text(json.dumps({k: r.get(k) for k in ("request", "path", "status",
+                                                                               "problem")}))
+                                   for r in records if r.get("kind") == "error"]
+        report["key_in_files"] = key_hits(home, key)
+    (dest / "case.json").write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    (dest / "scenario.toml").write_text((base / "scenario.toml").read_text(), encoding="utf-8")
+    leaked = [p for p in dest.rglob("*") if p.is_file() and key.encode() in p.read_bytes()]
+    if leaked:
+        raise RuntimeError(f"the key survived scrubbing in {', '.join(map(str, leaked))}")
+    if not keep:
+        shutil.rmtree(base, ignore_errors=True)
+    return dest
+
+
+async def _interrupt_moment(case: str, records, run: Run) -> dict | None:
+    """Wait for the case's interruption point, or for the agent to exit first (None)."""
+    if case in ("kill-tool", "stop-tool"):
+        waiter = records.wait_window("w1", timeout=TURN_TIMEOUT_S)
+    else:
+        async def chunk():
+            response = await records.wait_for(lambda r: r.get("kind") == "response" and r.get("response_index") == MAIN,
+                                              "the slow stream's response", TURN_TIMEOUT_S)
+            return await records.wait_chunk(response["request"], STREAM_KILL_CHUNK, timeout=TURN_TIMEOUT_S)
+        waiter = chunk()
+    moment = asyncio.ensure_future(waiter)
+    exited = asyncio.ensure_future(run.proc.wait())
+    done, _ = await asyncio.wait({moment, exited}, return_when=asyncio.FIRST_COMPLETED)
+    if moment in done:
+        exited.cancel()
+        record = moment.result()
+        return {k: record.get(k) for k in ("kind", "request", "chunk", "window") if k in record}
+    moment.cancel()
+    return None
+
+
+def _survivors(records) -> list[dict]:
+    """The window's processes still alive right after the interruption."""
+    alive = []
+    for record in records.of_kind("window"):
+        for p in record.get("pids", []):
+            try:
+                proc = psutil.Process(p["pid"])
+                if abs(proc.create_time() - p["create_time"]) < 0.05 and proc.status() != psutil.STATUS_ZOMBIE:
+                    alive.append({"pid": p["pid"], "role": p.get("role")})
+            except psutil.Error:
+                continue
+    return alive
+
+
+def _request_summary(r: dict, records, scrub: Scrubber) -> dict:
+    canonical = r.get("canonical") or {}
+    messages = canonical.get("messages") or []
+    response = next((x for x in records if x.get("kind") == "response" and x.get("request") == r["request"]), None)
+    body = r.get("body") or {}
+    tools = body.get("tools") or []
+    out = {
+        "request": r["request"], "api": r.get("api"), "path": r.get("path"), "status": r.get("status"),
+        "error": r.get("error"), "response_index": response.get("response_index") if response else None,
+        "tools": len(tools),
+        "messages": [_message_summary(m) for m in messages],
+    }
+    return json.loads(scrub.text(json.dumps(out, ensure_ascii=False)))
+
+
+def _message_summary(m: dict) -> dict:
+    limit = 80 if m.get("role") == "system" else 400
+    text = m.get("text") or ""
+    out: dict[str, Any] = {"role": m.get("role"), "text": text[:limit] + ("…" if len(text) > limit else "")}
+    if m.get("tool_calls"):
+        out["tool_calls"] = [{"id": c.get("id"), "name": c.get("name"),
+                              "arguments": str(c.get("arguments"))[:300]} for c in m["tool_calls"]]
+    if m.get("tool_call_id"):
+        out["tool_call_id"] = m["tool_call_id"]
+    return out
+
+
+# --- command ------------------------------------------------------------------------------
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("name", help=f"agent ({', '.join(RECIPES)})")
+    parser.add_argument("cases", nargs="+", metavar="CASE", help=f"one or more of: {', '.join(CASES)}, or all")
+    parser.add_argument("--out", default="tests/fixtures/agents", help="where recordings go")
+    parser.add_argument("--keep", action="store_true", help=f"keep the run folder under {RUN_ROOT}")
+
+
+def main(args: argparse.Namespace) -> int:
+    cases = list(CASES) if args.cases == ["all"] else args.cases
+    bad = [c for c in cases if c not in CASES]
+    if bad:
+        print(f"stopbench agents record: unknown case {bad[0]!r} (cases: {', '.join(CASES)})", file=sys.stderr)
+        return 2
+    if args.name not in RECIPES:
+        print(f"stopbench agents record: no recipe for {args.name!r} (recipes: {', '.join(RECIPES)})",
+              file=sys.stderr)
+        return 2
+    try:
+        binary(args.name)
+    except NotInstalled as exc:
+        print(f"stopbench agents record: {exc}", file=sys.stderr)
+        return 2
+    for case in cases:
+        dest = asyncio.run(record_case(args.name, case, Path(args.out), keep=args.keep))
+        report = json.loads((dest / "case.json").read_text())
+        exits = ", ".join(f"{r['role']} {r['exit']}" for r in report.get("runs", []))
+        print(f"{args.name} {case}: {dest} ({exits}; {len(report['requests'])} requests"
+              + (f"; notes: {'; '.join(report['notes'])}" if report["notes"] else "") + ")", flush=True)
+    return 0
