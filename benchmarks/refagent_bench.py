@@ -23,8 +23,8 @@ import time
 from pathlib import Path
 
 from fake_server import FakeServer, load_scenario
-from reference_agent.api import open_session, replay
 from reference_agent import log
+from reference_agent.api import open_session, replay
 from reference_agent.log import LogWriter, load
 
 STALL = """

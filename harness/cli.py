@@ -33,10 +33,9 @@ from harness.planning import ShardError, WorkItem, parse_shard, plan, shard_item
 from harness.profiles import Profile, ProfileError, builtin_names, load_profile
 from harness.provenance import run_header
 from harness.report import format_written, gate_main, load_results, merge_main, report_main, write_reports
-from harness.report.writer import write_leaderboard
 from harness.report.load import ResultsError
 from harness.report.progress import Progress, item_label, latency_table, mutation_table, scoreboard
-from harness.report.writer import results_text, write_text
+from harness.report.writer import results_text, write_leaderboard, write_text
 from harness.runner import DEFAULT_RETRIES, HarnessError, ItemOutcome, run_item
 from harness.tasks import TASKS_DIR, Task, TaskError, load_all
 

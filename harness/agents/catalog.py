@@ -36,7 +36,8 @@ def _npm_bin(name: str) -> tuple[str, ...]:
 
 AGENTS: dict[str, Agent] = {a.name: a for a in (
     Agent("opencode", "npm", "opencode-ai", "1.18.33",
-          binary=("node_modules/opencode-linux-x64/bin/opencode", "node_modules/opencode-ai/node_modules/opencode-linux-x64/bin/opencode",
+          binary=("node_modules/opencode-linux-x64/bin/opencode",
+                  "node_modules/opencode-ai/node_modules/opencode-linux-x64/bin/opencode",
                   *_npm_bin("opencode")),
           description="opencode (sst); headless `opencode run`",
           store="SQLite ~/.local/share/opencode/opencode.db"),

@@ -190,7 +190,8 @@ def npm_registry(explicit: str | None = None) -> str:
         if os.environ.get(key):
             return os.environ[key]
     try:
-        out = subprocess.run(["npm", "config", "get", "registry"], capture_output=True, text=True, timeout=30, check=False)
+        out = subprocess.run(["npm", "config", "get", "registry"], capture_output=True, text=True, timeout=30,
+                             check=False)
         if out.returncode == 0 and out.stdout.strip().startswith("http"):
             return out.stdout.strip()
     except (OSError, subprocess.TimeoutExpired):

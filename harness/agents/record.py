@@ -528,7 +528,7 @@ async def record_case(name: str, case: str, out_root: Path, keep: bool = False) 
                **recipe.prepare(home, work, server.url, key)}
         report["env"] = {k: (KEY_PLACEHOLDER if v == key else scrub.text(v)) for k, v in env.items()
                          if k not in ("PATH", "STOPBENCH_RECORD_TAG")}
-        records = server.records
+        live = server.records
 
         def phase(label: str, **extra):
             files = snapshot(recipe, home, dest / label, scrub)
@@ -547,7 +547,7 @@ async def record_case(name: str, case: str, out_root: Path, keep: bool = False) 
                     await kill(first)
                 phase("final")
             else:
-                moment = await _interrupt_moment(case, records, first)
+                moment = await _interrupt_moment(case, live, first)
                 if moment is None:
                     report["notes"].append("the agent exited before the interruption point: "
                                            f"exit {first.proc.returncode}")
@@ -567,7 +567,7 @@ async def record_case(name: str, case: str, out_root: Path, keep: bool = False) 
                     else:
                         await kill(first)
                         label = "killed"
-                    report["window_survivors"] = _survivors(records)
+                    report["window_survivors"] = _survivors(live)
                     phase(label)
                     reap(tag)
                     sid = sid or recipe.session_id(home, first.log.read_text(errors="replace"))
@@ -575,7 +575,7 @@ async def record_case(name: str, case: str, out_root: Path, keep: bool = False) 
                     if sid is None:
                         report["notes"].append("no session id found: not resumed")
                     else:
-                        marker = len(records)
+                        marker = len(live)
                         second = await spawn("resume", recipe.resume(prog, FOLLOW_UP, sid), env, work, logs)
                         runs.append(second)
                         if not await wait_exit(second, TURN_TIMEOUT_S):
@@ -590,6 +590,7 @@ async def record_case(name: str, case: str, out_root: Path, keep: bool = False) 
                 if run.proc.returncode is None:
                     await kill(run)
             report["left_behind"] = reap(tag)
+        records = [r.to_json() for r in live]  # the plain, versioned form, for the report
         request_records = [r for r in records if r.get("kind") == "request"]
         for run in runs:
             after = [r["mono_ns"] for r in request_records if r["mono_ns"] > run.started_ns]
@@ -612,19 +613,20 @@ async def record_case(name: str, case: str, out_root: Path, keep: bool = False) 
 async def _interrupt_moment(case: str, records, run: Run) -> dict | None:
     """Wait for the case's interruption point, or for the agent to exit first (None)."""
     if case in ("kill-tool", "stop-tool"):
-        waiter = records.wait_window("w1", timeout=TURN_TIMEOUT_S)
+        waiter = asyncio.wait_for(records.wait_window("w1"), TURN_TIMEOUT_S)
     else:
         async def chunk():
-            response = await records.wait_for(lambda r: r.get("kind") == "response" and r.get("response_index") == MAIN,
-                                              "the slow stream's response", TURN_TIMEOUT_S)
-            return await records.wait_chunk(response["request"], STREAM_KILL_CHUNK, timeout=TURN_TIMEOUT_S)
+            response = await asyncio.wait_for(records.wait_for(
+                lambda r: r.kind == "response" and r.response_index == MAIN, "the slow stream's response"),
+                TURN_TIMEOUT_S)
+            return await asyncio.wait_for(records.wait_chunk(response.request, STREAM_KILL_CHUNK), TURN_TIMEOUT_S)
         waiter = chunk()
     moment = asyncio.ensure_future(waiter)
     exited = asyncio.ensure_future(run.proc.wait())
     done, _ = await asyncio.wait({moment, exited}, return_when=asyncio.FIRST_COMPLETED)
     if moment in done:
         exited.cancel()
-        record = moment.result()
+        record = moment.result().to_json()
         return {k: record.get(k) for k in ("kind", "request", "chunk", "window") if k in record}
     moment.cancel()
     return None
@@ -634,7 +636,7 @@ def _survivors(records) -> list[dict]:
     """The window's processes still alive right after the interruption."""
     alive = []
     for record in records.of_kind("window"):
-        for p in record.get("pids", []):
+        for p in record.to_json().get("pids", []):
             try:
                 proc = psutil.Process(p["pid"])
                 if abs(proc.create_time() - p["create_time"]) < 0.05 and proc.status() != psutil.STATUS_ZOMBIE:

@@ -159,7 +159,8 @@ class _Mapper:
                                        turn_id=payload.get("turn_id"), timestamp=stamp)
                 self.open_turn = self.events.turn
                 self.step = 0
-            elif kind == "response_item" and sub == "message" and payload.get("role") == "assistant" or kind == "response_item" and sub in CALL_TYPES:
+            elif kind == "response_item" and (sub == "message" and payload.get("role") == "assistant"
+                                              or sub in CALL_TYPES):
                 self.pending.append((line, payload))
             elif kind == "token_usage_record":
                 self._flush()

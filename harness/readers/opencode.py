@@ -119,12 +119,13 @@ class OpenCodeReader:
                              where="table migration")
         for table, columns in REQUIRED_COLUMNS.items():
             if table not in tables:
-                raise LogDamaged(db, None, f"no table {table} (as {self.agent_versions} has it)", where=f"table {table}")
+                raise LogDamaged(db, None, f"no table {table} (as {self.agent_versions} has it)",
+                                 where=f"table {table}")
             have = {r[1] for r in con.execute(f'pragma table_info("{table}")')}
             missing = [c for c in columns if c not in have]
             if missing:
-                raise LogDamaged(db, None, f"table {table} lacks {', '.join(missing)} (as {self.agent_versions} has it)",
-                                 where=f"table {table}")
+                raise LogDamaged(db, None, f"table {table} lacks {', '.join(missing)} "
+                                 f"(as {self.agent_versions} has it)", where=f"table {table}")
 
     # --- damage -------------------------------------------------------------------------
     def damage(self, path: str, kind: str) -> Damage:
@@ -138,7 +139,8 @@ class OpenCodeReader:
             session = wanted or _newest_session(con)
             rows = [r[0] for r in con.execute("select rowid from part where session_id = ? order by id", (session,))]
             if len(rows) < 3:
-                raise CannotDamage(f"mid-file damage needs at least three parts in session {session}, it has {len(rows)}")
+                raise CannotDamage(f"mid-file damage needs at least three parts in session {session}, "
+                                   f"it has {len(rows)}")
             target = rows[len(rows) // 2]
             con.execute("update part set data = ? where rowid = ?", ('{"type": \x00 not json', target))
             con.commit()
@@ -299,7 +301,7 @@ class _Mapper:
     def run(self, path: str) -> SessionLog:
         sid = self.session["id"]
         messages = []
-        for rowid, mid, created, raw in self.con.execute(
+        for rowid, mid, _created, raw in self.con.execute(
                 "select rowid, id, time_created, data from message where session_id = ? order by time_created, id",
                 (sid,)):
             messages.append((rowid, mid, _json(self.db, "message", rowid, mid, raw)))
@@ -343,7 +345,8 @@ class _Mapper:
         unfinished = any(not (p.get("time") or {}).get("end") for p in texts)
         calls = [{"id": p.get("callID"), "name": p.get("tool"),
                   "arguments": json.dumps((p.get("state") or {}).get("input") or {})} for _, _, p in tools]
-        self.events.add("assistant_message", line, where=where, step=step, text="".join(p.get("text", "") for p in texts),
+        text = "".join(p.get("text", "") for p in texts)
+        self.events.add("assistant_message", line, where=where, step=step, text=text,
                         tool_calls=calls, finish_reason=data.get("finish"), interrupted=unfinished,
                         message_id=mid, orphan=orphan)
         for prow, pid, part in parts:

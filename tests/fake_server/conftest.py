@@ -2,8 +2,8 @@
 OpenAPI description at teardown, and a reaper for every PID a test saw."""
 import psutil
 import pytest
-
 from fake_openapi import SPEC_PATH, OpenApi
+
 from fake_server import FakeServer
 
 

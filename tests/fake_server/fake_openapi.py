@@ -6,7 +6,6 @@ worktree kept in a subfolder) and never copied into the project; where it is abs
 """
 from __future__ import annotations
 
-import functools
 import json
 from pathlib import Path
 
@@ -25,6 +24,7 @@ class OpenApi:
         loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
         with open(path, encoding="utf-8") as f:
             self.components = honour_nullable(yaml.load(f, Loader=loader)["components"])
+        self._validators: dict[str, jsonschema.Draft202012Validator] = {}
         schemas = self.components["schemas"]
         self.event_schema = {}
         for member in schemas["ResponseStreamEvent"]["anyOf"]:
@@ -33,10 +33,12 @@ class OpenApi:
             for event_type in enum:
                 self.event_schema[event_type] = name
 
-    @functools.lru_cache(maxsize=None)
     def validator(self, name: str):
-        schema = {"$ref": f"#/components/schemas/{name}", "components": self.components}
-        return jsonschema.Draft202012Validator(schema)
+        """One validator per schema name, built once (the spec object lives as long as the tests)."""
+        if name not in self._validators:
+            schema = {"$ref": f"#/components/schemas/{name}", "components": self.components}
+            self._validators[name] = jsonschema.Draft202012Validator(schema)
+        return self._validators[name]
 
     def check(self, name: str, instance, where: str):
         errors = sorted(self.validator(name).iter_errors(instance), key=lambda e: list(e.absolute_path))

@@ -4,9 +4,9 @@ import json
 import time
 
 import pytest
+from fake_testkit import BASH_TOOL, scenario
 
 from fake_server.play import Playback, ProviderError, StreamBroken
-from fake_testkit import BASH_TOOL, scenario
 
 
 @pytest.fixture(autouse=True)

@@ -88,7 +88,7 @@ async def test_inproc_playback_reports_each_chunk_before_yielding_it(server):
     seen_by_agent = []
     async with pb:
         request = {"model": "m", "messages": USER, "tools": [BASH_TOOL], "stream": True}
-        async for chunk in pb.chat_chunks(request):
+        async for _chunk in pb.chat_chunks(request):
             records = server.records.of_kind("chunk")
             seen_by_agent.append(len(records))
     # 5 text chunks of 4 characters, 2 of tool arguments, then the finish chunk (not numbered)

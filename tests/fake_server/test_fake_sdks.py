@@ -10,7 +10,6 @@ import aiohttp
 import anthropic
 import openai
 import pytest
-
 from fake_testkit import BASH_TOOL, BASH_TOOL_ANTHROPIC, BASH_TOOL_RESPONSES, scenario
 
 TEXT_AND_SHELL = '''

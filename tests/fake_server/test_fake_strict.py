@@ -6,7 +6,6 @@ import aiohttp
 import anthropic
 import openai
 import pytest
-
 from fake_testkit import BASH_TOOL, scenario
 
 ONE_TEXT = '[[responses]]\nrepeat = true\n[[responses.frames]]\ntext = "fine"\n'

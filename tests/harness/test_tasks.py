@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 from harness.checks import REGISTRY
-from harness.model import Tier
 from harness.contract import CHECKS
+from harness.model import Tier
 from harness.tasks import TASKS_DIR, TaskError, discover, load_all, load_task
 
 SCENARIO = '''name = "s"

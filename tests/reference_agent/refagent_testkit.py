@@ -16,6 +16,7 @@ import textwrap
 from pathlib import Path
 
 import psutil
+
 from fake_server import FakeServer
 from fake_server.records import Window
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from refagent_testkit import CANARY_KEY, read_events
 
 from reference_agent.api import open_session
 from reference_agent.engine import Assembler
-from refagent_testkit import CANARY_KEY, read_events
 
 STALLING = """
 name = "stalling"

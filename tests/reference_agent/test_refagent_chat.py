@@ -7,7 +7,6 @@ import asyncio
 import pexpect
 import psutil
 import pytest
-
 from refagent_testkit import CANARY_KEY, REFAGENT, alive, kill_pids, read_events, reset_signals
 
 SCENARIO = """

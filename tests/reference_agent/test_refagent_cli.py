@@ -12,10 +12,10 @@ import signal
 import subprocess
 
 import pytest
+from refagent_testkit import CANARY_KEY, alive, read_events, write_scenario
 
 from fake_server import load_scenario, wire_chat
 from reference_agent.log import load
-from refagent_testkit import CANARY_KEY, alive, read_events, write_scenario
 
 STALLING = """
 name = "stalling"

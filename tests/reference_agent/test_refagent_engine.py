@@ -6,13 +6,12 @@ import asyncio
 
 import psutil
 import pytest
+from refagent_testkit import alive, kill_pids, read_events, write_scenario
 
 from fake_server import wire_chat
 from reference_agent.api import open_session
 from reference_agent.log import CheckpointFailed, load
 from reference_agent.tools import ToolRun
-
-from refagent_testkit import alive, kill_pids, read_events, write_scenario
 
 STREAM_THEN_STALL = """
 name = "stall"
