@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.stopbench-installed
 
-.PHONY: eval test lint typecheck bench stress clean browser
+.PHONY: eval test lint typecheck bench stress agents clean browser
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -46,6 +46,13 @@ bench: $(STAMP)
 # flips that only show under load. STRESS_ARGS="--quick" for a short run, "--repeat N" for N.
 stress: $(STAMP)
 	$(PY) benchmarks/stress.py $(STRESS_ARGS)
+
+# Real agents: install the pinned CLIs that have built-in profiles into the cache
+# (~/.cache/stopbench/agents) and score them all into one leaderboard.
+AGENTS ?= codex claude-code qwen-code opencode
+agents: $(STAMP)
+	for a in $(AGENTS); do $(VENV)/bin/stopbench agents install $$a || exit 2; done
+	$(VENV)/bin/stopbench run $(foreach a,$(AGENTS),--agent $(a)) --report-dir reports/agents
 
 clean:
 	rm -rf $(VENV) reports/*.json reports/*.html reports/*.xml reports/summary.md

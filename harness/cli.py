@@ -30,7 +30,8 @@ from harness.machine import null_agent_costs
 from harness.model import RunResult, RunStatus, TaskResult
 from harness.mutants import FailpointsError, list_failpoints, mutation_summary
 from harness.planning import ShardError, WorkItem, parse_shard, plan, shard_items
-from harness.profiles import Profile, ProfileError, builtin_names, load_profile
+from harness.agents.install import NotInstalled
+from harness.profiles import Profile, ProfileError, agent_binary, builtin_names, load_profile
 from harness.provenance import run_header
 from harness.report import format_written, gate_main, load_results, merge_main, report_main, write_reports
 from harness.report.load import ResultsError
@@ -344,7 +345,9 @@ def cmd_list(args: argparse.Namespace) -> int:
 def _load(args: argparse.Namespace, agent: str) -> tuple[Profile, list[Task]]:
     try:
         profile = load_profile(agent)
-    except ProfileError as exc:
+        if profile.agent:
+            agent_binary(profile)
+    except (ProfileError, NotInstalled) as exc:
         raise UsageError(str(exc)) from None
     tasks = _tasks(args)
     wanted = _split(args.task)

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
+from harness.agents.install import NotInstalled, binary
 from harness.datafile import DataFileError, read_toml
 from harness.readers import reader_names
 
@@ -43,6 +44,7 @@ PLACEHOLDERS = frozenset(
         "python",  # the running interpreter
         "profile_dir",  # the folder of the profile file (helpers shipped beside it), absolute
         "session_uuid",  # a session id the harness chooses and hands to the agent (--session-id …)
+        "agent_bin",  # the program of the installed real agent the profile names (agent = "codex")
     }
 )
 OPTIONS = "{options}"  # a list element replaced by the spliced option lists
@@ -65,6 +67,7 @@ class CommandSpec:
     command: tuple[str, ...]
     timeout_options: tuple[str, ...] = ()
     resume_options: tuple[str, ...] = ()
+    first_options: tuple[str, ...] = ()  # only for a session's first run (e.g. --session-id {session_uuid})
     adapter_options: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     stdin: str | None = None  # what a headless run is given on stdin (then closed); None: /dev/null
 
@@ -77,8 +80,7 @@ class CommandSpec:
         options: list[str] = []
         if timeout:
             options += self.timeout_options
-        if resume:
-            options += self.resume_options
+        options += self.resume_options if resume else self.first_options
         options += self.adapter_options.get(str(values.get("adapter")), ())
         argv: list[str] = []
         for part in self.command:
@@ -146,6 +148,7 @@ class Profile:
     exit_codes: Mapping[str, int] = field(default_factory=dict)
     interactive: Interactive | None = None
     stop_signal: int = signal.SIGINT
+    agent: str | None = None  # the real agent of the catalog (harness.agents) this profile drives
     session: SessionSpec = field(default_factory=SessionSpec)
     streams: bool = True  # False: the agent's model requests are not streamed (waits for chunks wait for the answer)
     inproc_factory: str | None = None
@@ -206,12 +209,13 @@ def load_profile(name_or_path: str | Path) -> Profile:
 _TOP_KEYS = {
     "name", "description", "version_command", "adapters", "wire_api", "model", "log_reader",
     "fresh_home", "env", "files", "headless", "interactive", "stop", "session", "inproc",
-    "failpoints", "repair", "timeouts", "watchdog", "streams",
+    "failpoints", "repair", "timeouts", "watchdog", "streams", "agent",
 }
 # The keys each section takes; anything else is refused, naming file, section and key.
 _SECTION_KEYS = {
-    "headless": {"command", "timeout_options", "resume_options", "adapter_options", "exit_codes", "stdin"},
-    "interactive": {"command", "resume_options", "adapter_options", "timeout_options", "prompt_regex",
+    "headless": {"command", "timeout_options", "resume_options", "first_options", "adapter_options", "exit_codes",
+                 "stdin"},
+    "interactive": {"command", "resume_options", "first_options", "adapter_options", "timeout_options", "prompt_regex",
                     "turn_ended_regex", "queued_regex", "cancel_command", "stop_keys", "quit_keys", "match_on",
                     "busy_regex"},
     "stop": {"signal"},
@@ -339,6 +343,7 @@ def parse_profile(data: Mapping[str, Any], path: str | Path = "<profile>") -> Pr
         session=SessionSpec(**regexes, log_glob=v.string(session, "log_glob", item="session.log_glob"),
                             chosen=_uses(data, "session_uuid")),
         streams=v.boolean(data, "streams", default=True),
+        agent=v.string(data, "agent", item="agent"),
         inproc_factory=factory,
         failpoints_env=v.string(failpoints, "env", item="failpoints.env"),
         failpoints_list_command=tuple(v.strings(failpoints, "list_command", default=[],
@@ -428,6 +433,7 @@ class _Validator:
             timeout_options=tuple(self.strings(table, "timeout_options", default=[],
                                                item=f"{section}.timeout_options")),
             resume_options=tuple(self.strings(table, "resume_options", default=[], item=f"{section}.resume_options")),
+            first_options=tuple(self.strings(table, "first_options", default=[], item=f"{section}.first_options")),
             adapter_options=adapter_options,
             stdin=self.string(table, "stdin", item=f"{section}.stdin"),
             **(extra or {}),
@@ -435,9 +441,22 @@ class _Validator:
 
 
 def base_values(profile: Profile) -> dict[str, str]:
-    """Placeholder values that do not depend on the run."""
-    return {"bindir": str(Path(sys.executable).parent), "python": sys.executable,
-            "profile_dir": str(Path(profile.path).resolve().parent)}
+    """Placeholder values that do not depend on the run. ``{agent_bin}`` is there only when
+    the profile's real agent is installed (``agent_binary`` says why not)."""
+    values = {"bindir": str(Path(sys.executable).parent), "python": sys.executable,
+              "profile_dir": str(Path(profile.path).resolve().parent)}
+    if profile.agent:
+        try:
+            values["agent_bin"] = str(agent_binary(profile))
+        except NotInstalled:
+            pass
+    return values
+
+
+def agent_binary(profile: Profile) -> Path:
+    """The installed program of the profile's real agent; ``NotInstalled`` says how to install it."""
+    assert profile.agent is not None
+    return binary(profile.agent)
 
 
 def _uses(data: Mapping[str, Any], placeholder: str) -> bool:
