@@ -24,13 +24,13 @@ from collections.abc import Coroutine, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+from harness.agents.install import NotInstalled
 from harness.checks import REGISTRY
 from harness.contract import DRIVERS
 from harness.machine import null_agent_costs
 from harness.model import RunResult, RunStatus, TaskResult
 from harness.mutants import FailpointsError, list_failpoints, mutation_summary
 from harness.planning import ShardError, WorkItem, parse_shard, plan, shard_items
-from harness.agents.install import NotInstalled
 from harness.profiles import Profile, ProfileError, agent_binary, builtin_names, load_profile
 from harness.provenance import run_header
 from harness.report import format_written, gate_main, load_results, merge_main, report_main, write_reports
