@@ -60,7 +60,7 @@ class Cgroup(abc.ABC):
             raise Unavailable(f"a child cannot join {self.path}: {last}")
         if not any(self.names_it(line) for line in out.stdout.splitlines()):
             raise Unavailable(f"a child that joined {self.path} is not in it "
-                               f"(its /proc/self/cgroup: {out.stdout.strip()!r})")
+                              f"(its /proc/self/cgroup: {out.stdout.strip()!r})")
 
     @abc.abstractmethod
     def names_it(self, line: str) -> bool:
