@@ -179,5 +179,3 @@ def failpoints_section(runs: Sequence[RunResult], boards: Sequence[Scoreboard]) 
             "<p>Each failpoint breaks the agent on purpose; it is caught when a mandatory check of one of its "
             "runs failed or stayed undecided, or the run could not complete.</p>",
             data_table(["agent", "failpoint", "targets", "runs", "result", "caught by"], rows, [3], css="wide")]
-
-

@@ -88,4 +88,3 @@ class Page:
     def ref_link(self, task: TaskResult, ref: str | None, text: str) -> str:
         target = self.ids.get(id(task), {}).get(ref or "")
         return f'<a href="#{target}" title="its moment on the timeline">{esc(text)}</a>' if target else esc(text)
-
