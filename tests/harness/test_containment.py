@@ -16,8 +16,9 @@ import pexpect
 import psutil
 import pytest
 
-from harness import containment as containment_module
-from harness.containment import ENV_VAR, KINDS, Containment, ContainmentError, Member, _pidfd
+from harness.containment import ENV_VAR, KINDS, Containment, ContainmentError, Member
+from harness.containment import cgroup as containment_module
+from harness.containment.boundary import _pidfd
 from harness.procs import ProcRef, kill_all, reset_signals
 
 LIFETIME_S = 300  # failsafe: a helper that was never ended still exits on its own
