@@ -9,8 +9,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from harness.contract import Verdict
-from harness.model import LATENCY_IDS, RESULTS_FORMAT, RESULTS_VERSION, DecidedBy, Outcome, RunStatus, Tier
+from harness.contract import LATENCY_IDS, Verdict
+from harness.model import RESULTS_FORMAT, RESULTS_VERSION, DecidedBy, Outcome, RunStatus, Tier
 from harness.planning import shard_items
 from harness.report.shard import merge
 from harness.report.writer import results_text
