@@ -96,9 +96,12 @@ class Budgets:
     startup: float = 30.0  # spawn → the agent is ready (its prompt, its session line)
     turn: float = 60.0  # a turn's input → the beacon a step waits for
     settle: float = 30.0  # Stop, a timeout or a turn's end → the settlement
+    # The shortest run timeout T the agent can be given: a task's shorter T becomes this, for an
+    # agent that takes longer than T just to start (a T it can never reach tests nothing).
+    min_run_timeout: float = 0.0
 
 
-BUDGET_KEYS = ("startup", "turn", "settle")
+BUDGET_KEYS = ("startup", "turn", "settle", "min_run_timeout")
 
 
 @dataclass(frozen=True)
