@@ -14,12 +14,14 @@ cancellation would already have been delivered.
 from __future__ import annotations
 
 import asyncio
-import json
 import secrets
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
+
+import msgspec
 
 from . import failpoints
 from .log import CheckpointFailed, LogWriter
@@ -80,8 +82,8 @@ class Assembler:
 
 def _is_json(text: str) -> bool:
     try:
-        json.loads(text)
-    except ValueError:
+        msgspec.json.decode(text)
+    except msgspec.DecodeError:
         return False
     return True
 

@@ -16,10 +16,9 @@ import pytest
 
 from fake_server import wire_chat
 from reference_agent import failpoints
-from reference_agent.api import open_session
+from reference_agent.api import new_state, open_session
 from reference_agent.cli import exit_code_for
 from reference_agent.log import LogDamage, LogWriter, load
-from reference_agent.state import History
 from reference_agent.tools import ToolRun, tree_of
 from refagent_testkit import CANARY_KEY, REFAGENT, alive, kill_pids, read_events, reset_signals, write_scenario
 
@@ -127,13 +126,13 @@ async def test_partial_text_failpoints(tmp_path, failpoint, name):
 
 
 def _dangling_history():
-    history = History("sys")
-    history.apply({"type": "turn_started", "turn": 1, "input": "go", "inbox": []}, {})
-    history.apply({"type": "assistant_message", "text": "", "tool_calls": [
-        {"id": "a", "name": "bash", "arguments": "{}"}]}, {})
-    history.apply({"type": "tool_call", "call_id": "a"}, {})
-    history.apply({"type": "turn_started", "turn": 2, "input": "again", "inbox": []}, {})
-    return history.messages()
+    state = new_state(HEADER)
+    state.apply({"type": "turn_started", "turn": 1, "input": "go", "inbox": []})
+    state.apply({"type": "assistant_message", "text": "", "tool_calls": [
+        {"id": "a", "name": "bash", "arguments": "{}"}]})
+    state.apply({"type": "tool_call", "call_id": "a"})
+    state.apply({"type": "turn_started", "turn": 2, "input": "again", "inbox": []})
+    return state.history.messages()
 
 
 def test_no_repair_and_drop_dangling_call(failpoint):

@@ -127,7 +127,7 @@ def test_replay_repairs_an_open_turn_in_memory_only(tmp_path):
     before = path.read_bytes()
     state = replay(load(path))
     assert path.read_bytes() == before
-    assert state.endings[2]["reason"] == "interrupted" and state.endings[2]["synthesized"]
+    assert state.endings[2] == "interrupted" and state.repaired == {2}
     assert state.open_turn is None
     messages = state.history.messages()
     tools = {m["tool_call_id"]: m["content"] for m in messages if m["role"] == "tool"}
