@@ -71,11 +71,16 @@ def test_an_unknown_failpoint_is_refused_clearly():
 
 
 async def _tree_then_abort(tmp_path, command):
-    run = ToolRun("bash", {"command": command}, tmp_path, "c1", tmp_path / "c1.out")
+    """Run ``command`` (which writes to the FIFO ``ready`` once its child runs) as a bash
+    tool, then Stop it; returns the tree's PIDs as they were and the tool's result."""
     ready = tmp_path / "ready"
-    task = asyncio.create_task(run.run(lambda pid, pgid: None))
-    while not ready.exists():  # failsafe-bounded by the test timeout; the command creates it
-        await asyncio.sleep(0.01)
+    if not ready.exists():
+        os.mkfifo(ready)
+    run = ToolRun("bash", {"command": command}, tmp_path, "c1", tmp_path / "c1.out")
+    started = asyncio.Event()
+    task = asyncio.create_task(run.run(lambda pid, pgid: started.set()))
+    await started.wait()
+    await asyncio.to_thread(ready.read_bytes)  # returns once the command wrote and closed it
     pids = tree_of(run.proc.pid, run.tag)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -86,7 +91,7 @@ async def _tree_then_abort(tmp_path, command):
 
 async def test_no_tree_kill_leaves_the_children(tmp_path, failpoint):
     failpoint("no-tree-kill")
-    pids, result = await _tree_then_abort(tmp_path, "sleep 300 & touch ready; wait")
+    pids, result = await _tree_then_abort(tmp_path, "sleep 300 & echo > ready; wait")
     try:
         assert result.aborted and alive(pids[1:]), "the child should have survived"
     finally:
@@ -94,10 +99,9 @@ async def test_no_tree_kill_leaves_the_children(tmp_path, failpoint):
 
 
 async def test_term_then_wait_sends_sigterm_first(tmp_path, failpoint):
-    command = "trap 'echo term > got-term; exit 0' TERM; sleep 300 & touch ready; wait"
+    command = "trap 'echo term > got-term; exit 0' TERM; sleep 300 & echo > ready; wait"
     pids, _ = await _tree_then_abort(tmp_path, command)
     assert not (tmp_path / "got-term").exists() and not alive(pids)
-    (tmp_path / "ready").unlink()
     failpoint("term-then-wait")
     pids, _ = await _tree_then_abort(tmp_path, command)
     kill_pids(pids)
