@@ -140,7 +140,8 @@ class InprocAdapter:
         self._playback = Playback(load_scenario(scenario), report_to=_server_root(report_to))
 
     async def stream(self, request: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
-        from fake_server.play import ProviderError as PlayProviderError, StreamBroken as PlayStreamBroken
+        from fake_server.play import ProviderError as PlayProviderError
+        from fake_server.play import StreamBroken as PlayStreamBroken
 
         try:
             async for chunk in self._playback.chat_chunks(request):

@@ -43,7 +43,8 @@ def _version() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="refagent", description="A small coding agent that keeps the interruption contract.")
+    parser = argparse.ArgumentParser(prog="refagent",
+                                     description="A small coding agent that keeps the interruption contract.")
     parser.add_argument("--version", action="version", version=f"refagent {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -126,7 +127,8 @@ def _main(argv: list[str] | None) -> int:
 
 def _list_failpoints(as_json: bool) -> int:
     if as_json:
-        print(json.dumps({n: {"checks": list(c), "description": d} for n, (c, d) in failpoints.CATALOG.items()}, indent=1))
+        catalog = {n: {"checks": list(c), "description": d} for n, (c, d) in failpoints.CATALOG.items()}
+        print(json.dumps(catalog, indent=1))
     else:
         for name, (checks, description) in failpoints.CATALOG.items():
             print(f"{name:24} {','.join(checks):8} {description}")

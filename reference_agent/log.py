@@ -30,7 +30,7 @@ VERSION = 1
 
 
 def utc_now() -> str:
-    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 class LogDamage(Exception):
@@ -135,9 +135,8 @@ def _load(path: Path, replay: Callable[[dict[str, Any]], Replayer] | None) -> Lo
     if header is None:
         raise LogDamage(path, 1, "the header is not a JSON object")
     if header.get("format") != FORMAT or header.get("version") != VERSION:
-        raise LogDamage(
-            path, 1, f"not a contract-log v1 header (format={header.get('format')!r}, version={header.get('version')!r})"
-        )
+        found = f"format={header.get('format')!r}, version={header.get('version')!r}"
+        raise LogDamage(path, 1, f"not a contract-log v1 header ({found})")
     into = replay(header) if replay is not None else None
     events: list[dict[str, Any]] = []
     last = _parse_fast(path, data, header_end, end, into, None if into is not None else events)
@@ -224,14 +223,15 @@ def _check_sequence(path: Path, events: list[dict[str, Any]], before: int, skipp
     handed to ``into``'s handler for its type as soon as it passed. An event whose fields
     that handler cannot use is damage too, named like the rest."""
     handler_of = (into.handlers if into is not None else {}).get
+    event: dict[str, Any] = {}
     if skipped:  # the accept-mid-file-damage mutant checks nothing around what it skipped
         for event in events:
-            handler = handler_of(event.get("type"))
+            kind = event.get("type")
+            handler = handler_of(kind) if isinstance(kind, str) else None
             if handler is not None:
                 handler(event)
         return
     seq = before
-    event: dict[str, Any] = {}
     problem = ""
     try:
         for event in events:
@@ -276,14 +276,15 @@ class LogWriter:
         return cls(path, 1)
 
     @classmethod
-    def reopen(cls, loaded: LoadedLog) -> "LogWriter":
+    def reopen(cls, loaded: LoadedLog) -> LogWriter:
         next_seq = loaded.last_event["seq"] + 1 if loaded.last_event else 1
         return cls(loaded.path, next_seq, loaded.torn)
 
     def append(self, type_: str, **fields: Any) -> dict[str, Any]:
         """Write one event now (to the kernel, not yet fsync'd) and return it."""
         if self._torn is not None:
-            self._drop_torn_tail()
+            torn, self._torn = self._torn, None
+            self._drop_torn_tail(torn)
         event = self._stamp(type_, fields)
         os.write(self._fd, _encode(event))
         return event
@@ -316,8 +317,7 @@ class LogWriter:
             self.next_seq += 1
         return event
 
-    def _drop_torn_tail(self) -> None:
-        torn, self._torn = self._torn, None
+    def _drop_torn_tail(self, torn: TornTail) -> None:
         if failpoints.on("append-after-torn-line"):
             return
         os.ftruncate(self._fd, torn.offset)

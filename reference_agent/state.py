@@ -115,8 +115,9 @@ class History:
             self._open[event["call_id"]] = True
 
     def result(self, event: dict[str, Any]) -> None:
-        if self._open.pop(event.get("call_id"), None) is not None:
-            self._messages.append({"role": "tool", "tool_call_id": event["call_id"], "content": event["output"]})
+        call_id = event.get("call_id")
+        if isinstance(call_id, str) and self._open.pop(call_id, None) is not None:
+            self._messages.append({"role": "tool", "tool_call_id": call_id, "content": event["output"]})
 
     def messages(self) -> list[dict[str, Any]]:
         """The history for the next request: balanced (every tool call has a result)."""
@@ -139,7 +140,8 @@ class History:
             self._open.clear()
             return
         for call_id, started in self._open.items():
-            marker, text = (TOOL_OUTCOME_UNKNOWN, OUTCOME_UNKNOWN_TEXT) if started else (TOOL_NOT_STARTED, NOT_STARTED_TEXT)
+            marker, text = ((TOOL_OUTCOME_UNKNOWN, OUTCOME_UNKNOWN_TEXT) if started
+                            else (TOOL_NOT_STARTED, NOT_STARTED_TEXT))
             self._messages.append({"role": "tool", "tool_call_id": call_id, "content": text})
             self.repairs.append({"call_id": call_id, "repair": marker})
         self._open.clear()
@@ -219,7 +221,9 @@ class SessionState:
             self.running_tags[event["call_id"]] = event["tag"]
 
     def _tool_result(self, event: dict[str, Any]) -> None:
-        self.running_tags.pop(event.get("call_id"), None)
+        call_id = event.get("call_id")
+        if isinstance(call_id, str):
+            self.running_tags.pop(call_id, None)
         self.history.result(event)
 
     def _inbox_queued(self, event: dict[str, Any]) -> None:

@@ -110,11 +110,12 @@ class ToolRun:
                 "bash", "-c", command, cwd=self.cwd, stdin=asyncio.subprocess.DEVNULL,
                 stdout=fd, stderr=fd, start_new_session=True, env=tool_environment(self.tag),
             ))
-            self.proc = await asyncio.shield(self._spawn)
+            proc = await asyncio.shield(self._spawn)
+            self.proc = proc
         finally:
             os.close(fd)
-        on_started(self.proc.pid, self.proc.pid)
-        code = await self.proc.wait()
+        on_started(proc.pid, proc.pid)
+        code = await proc.wait()
         return ToolResult(self._collect_output(), code)
 
     async def abort(self) -> ToolResult:
