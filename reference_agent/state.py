@@ -147,6 +147,7 @@ class History:
         self._open.clear()
 
 
+# One string per reason, shared by every turn: the decoder makes a new string per event.
 _REASONS = {r: r for r in ("completed", "aborted", "interrupted", "error", "blocked", "max_tokens")}
 
 
