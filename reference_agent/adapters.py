@@ -2,15 +2,17 @@
 
 All three yield the same ``chat.completion.chunk`` dicts, so the turn engine has one
 assembler and one cancellation path: Stop cancels the task reading the stream. Each
-adapter's ``finally`` then closes what it holds *at once* (aiohttp: ``response.close()``,
-which drops the socket; never the ``ClientSession``, whose close leaves a blocked reader
-hanging). Provider refusals raise ``ProviderError``; a stream that ends without finishing
-raises ``StreamBroken``.
+adapter then closes what it holds *at once* (aiohttp: the socket is shut down, sending the
+FIN, then ``response.close()``; never the ``ClientSession``, whose close leaves a blocked
+reader hanging; the openai SDK closes its connection itself while the cancellation passes
+through it). Provider refusals raise ``ProviderError``; a stream that ends without
+finishing raises ``StreamBroken``.
 """
 
 from __future__ import annotations
 
 import json
+import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -49,13 +51,30 @@ class HttpAdapter:
                 raise ProviderError(response.status, (await response.text())[:2000])
             async for chunk in _sse_chunks(response):
                 yield chunk
+        except BaseException:
+            _hang_up(response)
+            raise
         finally:
-            response.close()  # synchronous: the socket is gone before the stop path continues
+            response.close()
 
     async def aclose(self) -> None:
         if self._http is not None:
             await self._http.close()
             self._http = None
+
+
+def _hang_up(response: aiohttp.ClientResponse) -> None:
+    """Send the FIN now. ``response.close()`` closes the transport, but asyncio closes the
+    socket itself only on the loop's next turn, and the stop path does not yield before it
+    has settled the turn and fsync'd the log: the server would learn of the hang-up only
+    after that fsync."""
+    transport = response.connection.transport if response.connection is not None else None
+    sock = transport.get_extra_info("socket") if transport is not None else None
+    if sock is not None:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass  # already gone
 
 
 async def _sse_chunks(response: aiohttp.ClientResponse) -> AsyncIterator[dict[str, Any]]:

@@ -50,15 +50,27 @@ def latest_session_id(sessions_dir: str | Path) -> str:
     return logs[-1].stem
 
 
+def new_state(header: dict[str, Any]) -> SessionState:
+    return SessionState(header, History(SYSTEM_PROMPT.format(cwd=header.get("cwd", "."))))
+
+
 def replay(loaded: LoadedLog) -> SessionState:
-    """Build the state a log describes, repairing a crash in memory only."""
-    header = loaded.header
-    state = SessionState(header, History(SYSTEM_PROMPT.format(cwd=header.get("cwd", "."))))
+    """Build the state an already loaded log describes, repairing a crash in memory only."""
+    state = new_state(loaded.header)
     with paused_gc():
         for event in loaded.events:
             state.apply(event)
     state.repair_open_turn()
     return state
+
+
+def load_session(path: str | Path) -> tuple[LoadedLog, SessionState]:
+    """Load a log and build its state in the one walk over the events that also checks
+    their sequence (what a resume does); a crash is repaired in memory only."""
+    loaded = load(path, replay=new_state)
+    state: SessionState = loaded.replayed
+    state.repair_open_turn()
+    return loaded, state
 
 
 async def open_session(*, sessions_dir: str | Path | None = None, cwd: str | Path | None = None,
@@ -88,28 +100,20 @@ async def open_session(*, sessions_dir: str | Path | None = None, cwd: str | Pat
 def _resume(path: Path, model_adapter: Any, cwd: Path, model: str) -> Session:
     if not path.exists():
         raise FileNotFoundError(f"no session {path.stem!r} in {path.parent}")
-    loaded = load(path)  # LogDamage propagates: the caller reports it, the file is untouched
-    state = replay(loaded)
+    loaded, state = load_session(path)  # LogDamage propagates: the caller reports it, the file is untouched
     writer = LogWriter.reopen(loaded)
-    if failpoints.on("repair-writes-disk"):
-        ending = state.endings.get(state.last_turn)
-        if ending is not None and ending.get("synthesized"):
-            writer.append("turn_ended", turn=state.last_turn, reason="interrupted")
+    if failpoints.on("repair-writes-disk") and state.last_turn in state.repaired:
+        writer.append("turn_ended", turn=state.last_turn, reason="interrupted")
     if failpoints.on("lose-inbox"):
         for item in state.pending_inbox():
             item.status = "lost"
-    reaped = reap_orphans(_unfinished_tool_tags(loaded))
+    reaped = reap_orphans(list(state.running_tags.values()))
     for leftover in path.parent.glob(f"{glob.escape(path.stem)}.*.out"):  # output of calls a crash cut off
         leftover.unlink(missing_ok=True)
-    gap_s = _gap_seconds(loaded.events[-1].get("time") if loaded.events else loaded.header.get("created"))
+    last = loaded.last_event
+    gap_s = _gap_seconds(last.get("time") if last is not None else loaded.header.get("created"))
     return Session(session_id=loaded.header["session_id"], writer=writer, state=state, adapter=model_adapter,
                    cwd=cwd, model=model, resumed_gap_s=gap_s, reaped=reaped)
-
-
-def _unfinished_tool_tags(loaded: LoadedLog) -> list[str]:
-    finished = {e.get("call_id") for e in loaded.events if e["type"] == "tool_result"}
-    return [e["tag"] for e in loaded.events
-            if e["type"] == "tool_started" and e.get("tag") and e.get("call_id") not in finished]
 
 
 def _gap_seconds(last_time: str | None) -> float:
@@ -125,7 +129,7 @@ def _gap_seconds(last_time: str | None) -> float:
 def fork(sessions_dir: str | Path, session_id: str, at_seq: int) -> tuple[str, Path]:
     """A new session holding events 1..``at_seq`` of another; its header names the parent."""
     loaded = load(log_path_of(sessions_dir, session_id))
-    last = loaded.events[-1]["seq"] if loaded.events else 0
+    last = loaded.last_event["seq"] if loaded.last_event else 0
     if not 1 <= at_seq <= last:
         raise ValueError(f"--at {at_seq} is outside the session's events 1..{last}")
     new_id = new_session_id()
@@ -142,4 +146,4 @@ def fork(sessions_dir: str | Path, session_id: str, at_seq: int) -> tuple[str, P
     return new_id, path
 
 
-__all__ = ["open_session", "fork", "replay", "latest_session_id", "default_sessions_dir", "Session"]
+__all__ = ["open_session", "fork", "replay", "load_session", "latest_session_id", "default_sessions_dir", "Session"]

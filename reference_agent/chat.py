@@ -68,11 +68,16 @@ class Chat:
 
     # --- input ----------------------------------------------------------------------------
 
+    @property
+    def running_turn(self) -> Turn | None:
+        return self.turn if self.turn is not None and not self.turn.done else None
+
     def on_key(self, key: str) -> None:
-        running = self.turn is not None and not self.turn.done
+        turn = self.running_turn
+        running = turn is not None
         if key in (ESC, CTRL_C):
-            if running:
-                self.turn.stop("user")
+            if turn is not None:
+                turn.stop("user")
             elif key == CTRL_C:
                 self.buffer = ""
                 self.line("^C")
@@ -135,11 +140,11 @@ async def chat_main(args: argparse.Namespace, open_session: Callable[[argparse.N
     chat = Chat(session)
 
     def on_signal(sig: int) -> None:
-        running = chat.turn is not None and not chat.turn.done
-        if running:
-            chat.turn.stop("user")
+        turn = chat.running_turn
+        if turn is not None:
+            turn.stop("user")
         if sig == signal.SIGTERM and not chat.quit.done():
-            chat.quit.set_result(3 if running else 0)
+            chat.quit.set_result(3 if turn is not None else 0)
 
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, on_signal, sig)

@@ -1,4 +1,4 @@
-"""``refagent``: run one turn headless, chat in a terminal, fork a session, list failpoints.
+"""``refagent``: run one turn headless, chat in a terminal, fork or search a session, list failpoints.
 
 Exit codes of ``run`` (contract C8): 0 completed; 2 error, blocked, max_tokens or bad input
 (a damaged log included); 3 aborted or interrupted. SIGINT and SIGTERM are Stop: the turn
@@ -16,10 +16,12 @@ import signal
 import sys
 import time
 from importlib import metadata
+from pathlib import Path
 
 from . import failpoints, log
-from .api import default_sessions_dir, fork, latest_session_id, open_session
+from .api import default_sessions_dir, fork, latest_session_id, log_path_of, open_session
 from .log import LogDamage
+from .search import SearchIndex
 
 EXIT_CODES = {"completed": 0, "error": 2, "blocked": 2, "max_tokens": 2, "aborted": 3, "interrupted": 3}
 
@@ -41,7 +43,8 @@ def _version() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="refagent", description="A small coding agent that keeps the interruption contract.")
+    parser = argparse.ArgumentParser(prog="refagent",
+                                     description="A small coding agent that keeps the interruption contract.")
     parser.add_argument("--version", action="version", version=f"refagent {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -68,6 +71,12 @@ def build_parser() -> argparse.ArgumentParser:
     fk.add_argument("session_id")
     fk.add_argument("--at", type=int, required=True, metavar="SEQ")
     fk.add_argument("--sessions-dir", default=None)
+    sr = sub.add_parser("search", help="full-text search of a session's messages, tool commands and outputs")
+    sr.add_argument("session", metavar="SESSION", help="a session id, or the path of a session log")
+    sr.add_argument("query", metavar="QUERY", help="words that must all occur (FTS5 syntax with --raw)")
+    sr.add_argument("--sessions-dir", default=None)
+    sr.add_argument("--limit", type=int, default=20, help="show the latest N matches (default 20)")
+    sr.add_argument("--raw", action="store_true", help="QUERY is an SQLite FTS5 query (AND, OR, NOT, prefix*, ...)")
     fp = sub.add_parser("failpoints", help="list the failpoints")
     fp.add_argument("--json", action="store_true")
     return parser
@@ -101,6 +110,8 @@ def _main(argv: list[str] | None) -> int:
             print(f"refagent: session {new_id} {path}", file=sys.stderr)
             print(new_id)
             return 0
+        if args.command == "search":
+            return _search(args)
         if args.command == "run":
             return asyncio.run(_run(args))
         from .chat import chat_main
@@ -116,11 +127,33 @@ def _main(argv: list[str] | None) -> int:
 
 def _list_failpoints(as_json: bool) -> int:
     if as_json:
-        print(json.dumps({n: {"checks": list(c), "description": d} for n, (c, d) in failpoints.CATALOG.items()}, indent=1))
+        catalog = {n: {"checks": list(c), "description": d} for n, (c, d) in failpoints.CATALOG.items()}
+        print(json.dumps(catalog, indent=1))
     else:
         for name, (checks, description) in failpoints.CATALOG.items():
             print(f"{name:24} {','.join(checks):8} {description}")
     return 0
+
+
+def _search(args: argparse.Namespace) -> int:
+    """Exit 0 with matches, 1 with none (as grep), 2 on a damaged log or a bad query."""
+    given = Path(args.session)
+    path = given if given.suffix == ".jsonl" or "/" in args.session else log_path_of(
+        args.sessions_dir or default_sessions_dir(), args.session)
+    if not path.exists():
+        raise FileNotFoundError(f"no session log {path}")
+    if args.limit < 1:
+        raise ValueError("--limit must be at least 1")
+    index = SearchIndex.of_log(path)
+    try:
+        hits, total = index.search(args.query, args.limit, raw=args.raw)
+    finally:
+        index.close()
+    for hit in hits:
+        print(f"{hit.seq:>7}  {hit.type:<17}  {' '.join(hit.snippet.split())}")
+    if total > len(hits):
+        print(f"refagent: {total} matching events, the latest {len(hits)} shown (--limit)", file=sys.stderr)
+    return 0 if hits else 1
 
 
 async def _open(args: argparse.Namespace):

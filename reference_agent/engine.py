@@ -14,13 +14,14 @@ cancellation would already have been delivered.
 from __future__ import annotations
 
 import asyncio
-import json
 import secrets
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from . import failpoints
 from .log import CheckpointFailed, LogWriter
@@ -81,8 +82,8 @@ class Assembler:
 
 def _is_json(text: str) -> bool:
     try:
-        json.loads(text)
-    except ValueError:
+        msgspec.json.decode(text)
+    except msgspec.DecodeError:
         return False
     return True
 
@@ -193,7 +194,8 @@ class Turn:
             async for chunk in s.adapter.stream(request):
                 added = assembled.feed(chunk)
                 if added:
-                    s._notify({"type": "text_delta", "turn": self.number, "text": added, "mono_ns": time.monotonic_ns()})
+                    s._notify({"type": "text_delta", "turn": self.number, "text": added,
+                               "mono_ns": time.monotonic_ns()})
         except BaseException:
             self._commit_partial(step, assembled)
             if failpoints.on("keep-going-after-stop") and self.stop_source is not None:
@@ -226,8 +228,13 @@ class Turn:
         s = self.session
         arguments = parse_arguments(call["arguments"])
         late = failpoints.on("late-tool-checkpoint")
+
+        def record_call() -> None:
+            s._append("tool_call", turn=self.number, step=step, call_id=call["id"], name=call["name"],
+                      arguments=arguments)
+
         if not late:
-            s._append("tool_call", turn=self.number, step=step, call_id=call["id"], name=call["name"], arguments=arguments)
+            record_call()
             s.writer.checkpoint()
         if self.stop_source is not None:  # see _no_new_effect_after_stop; the call is closed here
             s._append("tool_result", turn=self.number, call_id=call["id"], exit_code=None, aborted=True,
@@ -246,12 +253,12 @@ class Turn:
         except asyncio.CancelledError:
             result = await run.abort()
             if late:
-                s._append("tool_call", turn=self.number, step=step, call_id=call["id"], name=call["name"], arguments=arguments)
+                record_call()
             s._append("tool_result", turn=self.number, call_id=call["id"], output=result.output,
                       exit_code=result.exit_code, aborted=True)
             raise
         if late:
-            s._append("tool_call", turn=self.number, step=step, call_id=call["id"], name=call["name"], arguments=arguments)
+            record_call()
         s._append("tool_result", turn=self.number, call_id=call["id"], output=result.output,
                   exit_code=result.exit_code, aborted=False)
         self.phase = "request"

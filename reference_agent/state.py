@@ -9,10 +9,11 @@ says what is known about it.
 
 from __future__ import annotations
 
-import json
-from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 from . import failpoints
 
@@ -66,43 +67,57 @@ class History:
 
     def __init__(self, system_prompt: str):
         self._messages: list[dict[str, Any]] = [{"role": "system", "content": system_prompt}]
-        self._open: OrderedDict[str, bool] = OrderedDict()  # call_id -> started
+        self._open: dict[str, bool] = {}  # call_id -> started, in the order the model asked
         self._open_message: dict[str, Any] | None = None
         self.repairs: list[dict[str, str]] = []
 
-    def apply(self, event: dict[str, Any], inbox: dict[str, InboxItem]) -> None:
-        kind = event["type"]
-        if kind == "turn_started":
+    def user(self, event: dict[str, Any], inbox: dict[str, InboxItem]) -> None:
+        if self._open:
             self._close_open()
-            texts = [inbox[i].text for i in event.get("inbox", ()) if i in inbox]
-            if event.get("input"):
-                texts.append(event["input"])
-            self._messages.append({"role": "user", "content": "\n\n".join(texts)})
-        elif kind == "session_resumed":
-            # Written just after its turn's turn_started: the note goes before that user
-            # message, so the request still ends with what the user said.
-            at = len(self._messages) - 1 if self._messages[-1]["role"] == "user" else len(self._messages)
-            self._messages.insert(at, {"role": "system", "content": event.get("note", "")})
-        elif kind == "assistant_message":
+        content = event.get("input") or ""
+        queued = event.get("inbox")
+        if queued:  # items typed during the previous turn come first
+            texts = [inbox[i].text for i in queued if i in inbox]
+            if content:
+                texts.append(content)
+            content = "\n\n".join(texts)
+        self._messages.append({"role": "user", "content": content})
+
+    def resumed(self, event: dict[str, Any]) -> None:
+        # Written just after its turn's turn_started: the note goes before that user
+        # message, so the request still ends with what the user said.
+        at = len(self._messages) - 1 if self._messages[-1]["role"] == "user" else len(self._messages)
+        self._messages.insert(at, {"role": "system", "content": event.get("note", "")})
+
+    def assistant(self, event: dict[str, Any]) -> None:
+        # Plain loops, no comprehensions: on Python 3.11 each comprehension is a function
+        # call, and a replay runs this once per step (23k times on the 132k-event log).
+        if self._open:
             self._close_open()
-            calls = event.get("tool_calls") or []
-            if not event.get("text") and not calls:
-                return
-            message: dict[str, Any] = {"role": "assistant", "content": event.get("text") or None}
-            if calls:
-                message["tool_calls"] = [
-                    {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
-                    for c in calls
-                ]
-                self._open = OrderedDict((c["id"], False) for c in calls)
-                self._open_message = message
-            self._messages.append(message)
-        elif kind == "tool_call":
-            if event.get("call_id") in self._open:
-                self._open[event["call_id"]] = True
-        elif kind == "tool_result":
-            if self._open.pop(event.get("call_id"), None) is not None:
-                self._messages.append({"role": "tool", "tool_call_id": event["call_id"], "content": event["output"]})
+        calls = event.get("tool_calls")
+        text = event.get("text")
+        if not calls:
+            if text:
+                self._messages.append({"role": "assistant", "content": text})
+            return
+        wire = []
+        opened = self._open  # empty here: refilled, not replaced (one dict fewer per step)
+        for call in calls:
+            wire.append({"id": call["id"], "type": "function",
+                         "function": {"name": call["name"], "arguments": call["arguments"]}})
+            opened[call["id"]] = False
+        message = {"role": "assistant", "content": text or None, "tool_calls": wire}
+        self._open_message = message
+        self._messages.append(message)
+
+    def call_started(self, event: dict[str, Any]) -> None:
+        if event.get("call_id") in self._open:
+            self._open[event["call_id"]] = True
+
+    def result(self, event: dict[str, Any]) -> None:
+        call_id = event.get("call_id")
+        if isinstance(call_id, str) and self._open.pop(call_id, None) is not None:
+            self._messages.append({"role": "tool", "tool_call_id": call_id, "content": event["output"]})
 
     def messages(self) -> list[dict[str, Any]]:
         """The history for the next request: balanced (every tool call has a result)."""
@@ -116,6 +131,7 @@ class History:
             self._open.clear()
             return
         if failpoints.on("drop-dangling-call"):
+            assert self._open_message is not None  # set together with _open
             kept = [c for c in self._open_message["tool_calls"] if c["id"] not in self._open]
             if kept:
                 self._open_message["tool_calls"] = kept
@@ -124,63 +140,108 @@ class History:
             self._open.clear()
             return
         for call_id, started in self._open.items():
-            marker, text = (TOOL_OUTCOME_UNKNOWN, OUTCOME_UNKNOWN_TEXT) if started else (TOOL_NOT_STARTED, NOT_STARTED_TEXT)
+            marker, text = ((TOOL_OUTCOME_UNKNOWN, OUTCOME_UNKNOWN_TEXT) if started
+                            else (TOOL_NOT_STARTED, NOT_STARTED_TEXT))
             self._messages.append({"role": "tool", "tool_call_id": call_id, "content": text})
             self.repairs.append({"call_id": call_id, "repair": marker})
         self._open.clear()
 
 
+# One string per reason, shared by every turn: the decoder makes a new string per event.
+_REASONS = {r: r for r in ("completed", "aborted", "interrupted", "error", "blocked", "max_tokens")}
+
+
 @dataclass
 class SessionState:
-    """Everything the agent knows about a session, derived from its events alone."""
+    """Everything the agent knows about a session, derived from its events alone.
+
+    ``handlers`` maps each event type that changes the state to the bound method that
+    applies it; types that change nothing (requests, settled steps, Stop requests) have
+    none. A replay of 132k events then costs one lookup per event and one call per event
+    that matters (``log.load`` walks the table directly while it checks the sequence).
+    """
 
     header: dict[str, Any]
     history: History
     last_turn: int = 0
     open_turn: int | None = None
-    steps_in_turn: int = 0
     inbox: dict[str, InboxItem] = field(default_factory=dict)
-    endings: dict[int, dict[str, Any]] = field(default_factory=dict)  # turn -> turn_ended (or synthesized)
+    endings: dict[int, str] = field(default_factory=dict)  # turn -> reason of its turn_ended (or the synthesized one)
+    repaired: set[int] = field(default_factory=set)  # turns whose end was synthesized in memory
+    running_tags: dict[str, str] = field(default_factory=dict)  # call_id -> tag of a started, unfinished call
+    handlers: dict[str, Callable[[dict[str, Any]], None]] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.handlers = {
+            "turn_started": self._turn_started,
+            "turn_ended": self._turn_ended,
+            "session_resumed": self.history.resumed,
+            "assistant_message": self.history.assistant,
+            "tool_call": self.history.call_started,
+            "tool_started": self._tool_started,
+            "tool_result": self._tool_result,
+            "inbox_queued": self._inbox_queued,
+            "inbox_delivered": self._inbox_settled,
+            "inbox_canceled": self._inbox_settled,
+        }
 
     def apply(self, event: dict[str, Any]) -> None:
-        kind = event["type"]
-        if kind == "turn_started":
-            # A turn that was still open when a later one started was cut off by a crash
-            # (the next process resumed after it): its end is synthesized too.
-            self.repair_open_turn()
-            self.last_turn = event["turn"]
-            self.open_turn = event["turn"]
-            self.steps_in_turn = 0
-        elif kind == "model_request":
-            self.steps_in_turn = event.get("step", self.steps_in_turn + 1)
-        elif kind == "turn_ended":
-            self.endings.setdefault(event["turn"], event)
-            if self.open_turn == event["turn"]:
-                self.open_turn = None
-        elif kind == "inbox_queued":
-            self.inbox[event["item_id"]] = InboxItem(event["item_id"], event.get("text", ""))
-        elif kind in ("inbox_delivered", "inbox_canceled"):
-            item = self.inbox.get(event["item_id"])
-            if item is not None:
-                item.status = "delivered" if kind == "inbox_delivered" else "canceled"
-        self.history.apply(event, self.inbox)
+        handler = self.handlers.get(event["type"])
+        if handler is not None:
+            handler(event)
 
     def pending_inbox(self) -> list[InboxItem]:
         return [i for i in self.inbox.values() if i.status == "queued"]
 
-    def repair_open_turn(self) -> dict[str, Any] | None:
+    def repair_open_turn(self) -> None:
         """After a crash: the turn that never ended gets an ``interrupted`` end, in memory."""
-        if self.open_turn is None:
-            return None
-        ending = {"type": "turn_ended", "turn": self.open_turn, "reason": "interrupted", "synthesized": True}
-        self.endings[self.open_turn] = ending
-        self.open_turn = None
-        return ending
+        if self.open_turn is not None:
+            self.endings[self.open_turn] = "interrupted"
+            self.repaired.add(self.open_turn)
+            self.open_turn = None
+
+    def _turn_started(self, event: dict[str, Any]) -> None:
+        # A turn that was still open when a later one started was cut off by a crash
+        # (the next process resumed after it): its end is synthesized too.
+        if self.open_turn is not None:
+            self.repair_open_turn()
+        self.last_turn = self.open_turn = event["turn"]
+        self.history.user(event, self.inbox)
+
+    def _turn_ended(self, event: dict[str, Any]) -> None:
+        # The reason only, not the event: a kept event would hold its memory (and its
+        # time string) for the life of the session, 7.8k of them on the 132k-event log.
+        turn = event["turn"]
+        if turn not in self.endings:
+            self.endings[turn] = _REASONS.get(event["reason"], event["reason"])
+        if self.open_turn == turn:
+            self.open_turn = None
+
+    def _tool_started(self, event: dict[str, Any]) -> None:
+        if event.get("tag"):
+            self.running_tags[event["call_id"]] = event["tag"]
+
+    def _tool_result(self, event: dict[str, Any]) -> None:
+        call_id = event.get("call_id")
+        if isinstance(call_id, str):
+            self.running_tags.pop(call_id, None)
+        self.history.result(event)
+
+    def _inbox_queued(self, event: dict[str, Any]) -> None:
+        self.inbox[event["item_id"]] = InboxItem(event["item_id"], event.get("text", ""))
+
+    def _inbox_settled(self, event: dict[str, Any]) -> None:
+        item = self.inbox.get(event["item_id"])
+        if item is not None:
+            item.status = "delivered" if event["type"] == "inbox_delivered" else "canceled"
 
 
 def parse_arguments(raw: str) -> Any:
-    """Tool arguments are parsed once, when the call is complete; bad JSON is kept as text."""
+    """Tool arguments are parsed once, when the call is complete; bad JSON is kept as text.
+
+    The log's own decoder parses them, so whatever an argument holds is something the log
+    can write and read back (a ``NaN``, which no JSON standard allows, stays text)."""
     try:
-        return json.loads(raw) if raw.strip() else {}
-    except ValueError:
+        return msgspec.json.decode(raw) if raw.strip() else {}
+    except msgspec.DecodeError:
         return {"_unparsed": raw}

@@ -2,12 +2,13 @@
 
 A bash command runs as the leader of a new session (so its own process group), with
 output to a file rather than a pipe: a background process that keeps the pipe open can
-then never hang the tool. Stop kills the whole tree at once with SIGKILL — the group, every
-descendant found through ``/proc`` parent links (including ones that called setsid), and
-every process that still carries this call's tag in its environment (descendants whose
-parent already exited) — and returns only once each of them is gone, waiting on pidfds
-rather than sleeping.
-"""
+then never hang the tool. Stop kills the whole tree with SIGKILL and returns only once each
+process of it is gone: the tree is walked from the shell by parent links (the
+/proc/PID/task/*/children files, a few reads per process of the tree), every process is
+held by a pidfd, the group and each of them are signalled, the pidfds are waited on; then
+/proc is scanned for processes that still carry the call's tag in their environment
+(descendants whose parent had already exited, or forked after the walk), and any found
+go the same way."""
 
 from __future__ import annotations
 
@@ -109,11 +110,12 @@ class ToolRun:
                 "bash", "-c", command, cwd=self.cwd, stdin=asyncio.subprocess.DEVNULL,
                 stdout=fd, stderr=fd, start_new_session=True, env=tool_environment(self.tag),
             ))
-            self.proc = await asyncio.shield(self._spawn)
+            proc = await asyncio.shield(self._spawn)
+            self.proc = proc
         finally:
             os.close(fd)
-        on_started(self.proc.pid, self.proc.pid)
-        code = await self.proc.wait()
+        on_started(proc.pid, proc.pid)
+        code = await proc.wait()
         return ToolResult(self._collect_output(), code)
 
     async def abort(self) -> ToolResult:
@@ -153,42 +155,150 @@ def _clip(text: str) -> str:
     return text[:OUTPUT_LIMIT] + f"\n[output cut at {OUTPUT_LIMIT} of {len(text)} characters]"
 
 
-def _scan_proc(tags: set[str]) -> tuple[dict[int, list[int]], set[int]]:
-    """One pass over ``/proc`` (about half a millisecond): parent links, and the processes
-    whose environment carries one of ``tags``."""
+def _read(path: str) -> bytes:
+    """One small /proc file: os.open/os.read, without the io stack (a third of the cost)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return os.read(fd, 1 << 20)
+    finally:
+        os.close(fd)
+
+
+def _stat(pid: int | str) -> list[bytes]:
+    """The fields of /proc/PID/stat after the command name: [state, ppid, pgrp, …]."""
+    stat = _read(f"/proc/{pid}/stat")
+    return stat[stat.rindex(b")") + 2 :].split()
+
+
+PPID, STARTTIME = 1, 19  # indexes into _stat()
+
+
+def _children(pid: int) -> list[int]:
+    """The children of every thread of ``pid`` (its /proc/PID/task/*/children): a walk from
+    a root touches only the tree, where a scan of /proc reads two files per process."""
+    found: list[int] = []
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            found += map(int, _read(f"/proc/{pid}/task/{tid}/children").split())
+    except OSError:
+        pass  # gone meanwhile: it has no children left to find
+    return found
+
+
+def _tagged(tags: set[str], since: int = 0) -> set[int]:
+    """Processes started at or after clock tick ``since`` whose environment carries one of
+    ``tags`` (the start time comes first: only recent processes have their environment read)."""
     needles = [f"{TAG_VAR}={tag}".encode() + b"\0" for tag in tags]
-    children: dict[int, list[int]] = {}
     tagged: set[int] = set()
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
-        pid = int(name)
         try:
-            with open(f"/proc/{name}/stat", "rb") as f:
-                stat = f.read()
-            ppid = int(stat[stat.rindex(b")") + 2 :].split(None, 2)[1])
-            children.setdefault(ppid, []).append(pid)
-            with open(f"/proc/{name}/environ", "rb") as f:
-                environ = f.read()
-            if any(needle in environ for needle in needles):
-                tagged.add(pid)
-        except (OSError, ValueError):
+            if since and int(_stat(name)[STARTTIME]) < since:
+                continue
+            environ = _read(f"/proc/{name}/environ")
+        except (OSError, ValueError, IndexError):
             continue
-    return children, tagged
+        if any(needle in environ for needle in needles):
+            tagged.add(int(name))
+    return tagged
+
+
+class Tree:
+    """The processes of one tool call, each held by a pidfd (signals and waits then reach
+    that process, never a later one that got its PID)."""
+
+    def __init__(self) -> None:
+        self.fds: dict[int, int] = {}  # pid -> pidfd
+
+    def hold(self, pid: int, *, parent: int | None = None, tag: str | None = None) -> bool:
+        """Take ``pid`` if it exists and, once held, is still ``parent``'s child or still
+        carries ``tag`` (a PID read from /proc may have been reused since: the check is
+        made on the process the pidfd holds); True if taken or already held."""
+        if pid in self.fds:
+            return True
+        try:
+            fd = os.pidfd_open(pid)
+        except ProcessLookupError:
+            return False
+        try:
+            stat = _stat(pid)
+            if parent is not None and int(stat[PPID]) != parent:
+                raise ProcessLookupError
+            if tag is not None and f"{TAG_VAR}={tag}".encode() + b"\0" not in _read(f"/proc/{pid}/environ"):
+                raise ProcessLookupError
+        except (OSError, ValueError, IndexError):
+            os.close(fd)
+            return False
+        self.fds[pid] = fd
+        return True
+
+    def walk(self, root: int) -> None:
+        """The root and all its descendants by parent links: those that left its process
+        group or cleared their environment too, as long as their parent lives."""
+        if not self.hold(root, parent=os.getpid()):
+            return
+        stack = [root]
+        while stack:
+            parent = stack.pop()
+            for child in _children(parent):
+                if child not in self.fds and self.hold(child, parent=parent):
+                    stack.append(child)
+
+    def kill(self, sig: int, group: int) -> None:
+        """Signal the whole ``group`` in one call, then every process held by its pidfd
+        (those outside the group, and any that left it since the walk)."""
+        _killpg(group, sig)
+        for pid in self.fds:
+            self._send(pid, sig)
+
+    def _send(self, pid: int, sig: int) -> None:
+        try:
+            signal.pidfd_send_signal(self.fds[pid], sig)
+        except ProcessLookupError:
+            pass
+
+    async def gone(self, deadline_s: float) -> bool:
+        """True once every process held has exited (a zombie is gone), False at the deadline."""
+        loop = asyncio.get_running_loop()
+        live = [fd for fd in self.fds.values() if not select.select([fd], [], [], 0)[0]]
+        if not live:
+            return True
+        remaining = set(live)
+        done = loop.create_future()
+
+        def exited(fd: int) -> None:
+            loop.remove_reader(fd)
+            remaining.discard(fd)
+            if not remaining and not done.done():
+                done.set_result(None)
+
+        for fd in live:
+            loop.add_reader(fd, exited, fd)
+        try:
+            await asyncio.wait_for(done, deadline_s)
+        except TimeoutError:
+            return False
+        finally:
+            for fd in remaining:
+                loop.remove_reader(fd)
+        return True
+
+    def close(self) -> None:
+        for fd in self.fds.values():
+            os.close(fd)
+        self.fds.clear()
 
 
 def tree_of(root_pid: int, tag: str) -> list[int]:
     """PIDs of the root, its descendants (setsid escapees included: the parent links
     hold), and every process carrying the call's tag (orphans whose parent exited)."""
-    children, tagged = _scan_proc({tag})
-    found = {root_pid}
-    stack = [root_pid, *tagged]
-    while stack:
-        for child in children.get(stack.pop(), ()):
-            if child not in found:
-                found.add(child)
-                stack.append(child)
-    return sorted(found | tagged)
+    tree = Tree()
+    try:
+        tree.walk(root_pid)
+        return sorted(set(tree.fds) | _tagged({tag}))
+    finally:
+        tree.close()
 
 
 def reap_orphans(tags: list[str]) -> list[int]:
@@ -196,43 +306,59 @@ def reap_orphans(tags: list[str]) -> list[int]:
     recorded (a tag names one call of one agent process, so no stranger matches)."""
     if not tags:
         return []
-    _, tagged = _scan_proc(set(tags))
+    tagged = _tagged(set(tags))
     for pid in tagged:
         _signal(pid, signal.SIGKILL)
     return sorted(tagged)
 
 
 async def kill_tree(proc: asyncio.subprocess.Process, tag: str) -> None:
-    pgid = proc.pid  # start_new_session made the shell its group's leader
+    """SIGKILL the tool's tree and return once every process of it is gone.
+
+    Order matters for speed and for reach: the walk by parent links comes first (once a
+    parent dies its children are re-parented and the links are gone) and costs a few
+    reads per process of the tree; the group and each process found are killed at once;
+    then, while the kernel tears them down, nothing runs here but the wait. Only after
+    that is /proc scanned for the call's tag — orphans whose parent had already exited,
+    and anything forked between the walk and the kill — and, if any is found, the kill
+    and the wait are repeated until a scan finds none."""
     if failpoints.on("no-tree-kill"):
         _signal(proc.pid, signal.SIGKILL)
         await proc.wait()
         return
-    # The walk comes first: once a parent dies its children are re-parented and the
-    # links are gone. PIDs found here are signalled within the millisecond, while each
-    # is still held as a zombie or running, so they cannot have been reused.
-    pids = tree_of(proc.pid, tag)
-    if failpoints.on("term-then-wait"):
-        _signal_all(pgid, pids, signal.SIGTERM)
-        await _wait_gone(pids, TERM_GRACE_S, proc)
-    _signal_all(pgid, pids, signal.SIGKILL)
-    if not await _wait_gone(pids, GONE_DEADLINE_S, proc):
-        raise RuntimeError(f"processes of the tool's tree survived SIGKILL for {GONE_DEADLINE_S} s")
-    # A process that forked or called setsid between the walk and the kill still carries
-    # the tag: walk once more and kill whatever is left.
-    late = [pid for pid in tree_of(proc.pid, tag) if pid not in pids and not _is_zombie(pid)]
-    if late:
-        _signal_all(pgid, late, signal.SIGKILL)
-        await _wait_gone(late, GONE_DEADLINE_S, proc)
+    since = _start_ticks(proc.pid)
+    group = proc.pid  # start_new_session made the shell its group's leader
+    tree = Tree()
+    try:
+        tree.walk(proc.pid)
+        if failpoints.on("term-then-wait"):
+            tree.kill(signal.SIGTERM, group)
+            await tree.gone(TERM_GRACE_S)
+        while True:
+            tree.kill(signal.SIGKILL, group)
+            if not await tree.gone(GONE_DEADLINE_S):
+                raise RuntimeError(f"processes of the tool's tree survived SIGKILL for {GONE_DEADLINE_S} s")
+            late = [pid for pid in _tagged({tag}, since) if pid not in tree.fds and tree.hold(pid, tag=tag)]
+            if not late:
+                break
+    finally:
+        tree.close()
+    await proc.wait()  # reaped too: the subprocess transport is closed before the result is written
 
 
-def _signal_all(pgid: int, pids: list[int], sig: int) -> None:
+def _start_ticks(pid: int) -> int:
+    """When ``pid`` started, in clock ticks since boot; 0 (scan everything) if unknown."""
+    try:
+        return int(_stat(pid)[STARTTIME])
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def _killpg(pgid: int, sig: int) -> None:
     try:
         os.killpg(pgid, sig)
     except (ProcessLookupError, PermissionError):
         pass
-    for pid in pids:
-        _signal(pid, sig)
 
 
 def _signal(pid: int, sig: int) -> None:
@@ -240,43 +366,3 @@ def _signal(pid: int, sig: int) -> None:
         os.kill(pid, sig)
     except ProcessLookupError:
         pass
-
-
-async def _wait_gone(pids: list[int], deadline_s: float, shell: asyncio.subprocess.Process) -> bool:
-    """True once every process is gone (exited; a zombie counts as gone), False at the deadline."""
-    loop = asyncio.get_running_loop()
-    waits = [loop.create_task(shell.wait())]
-    waits += [loop.create_task(_pid_exit(pid)) for pid in pids if pid != shell.pid]
-    done, pending = await asyncio.wait(waits, timeout=deadline_s)
-    for task in pending:
-        task.cancel()
-    return not pending
-
-
-async def _pid_exit(pid: int) -> None:
-    """Wait for a process that is not our child to exit: its pidfd turns readable."""
-    try:
-        fd = os.pidfd_open(pid)
-    except ProcessLookupError:
-        return
-    try:
-        if select.select([fd], [], [], 0)[0]:
-            return
-        loop = asyncio.get_running_loop()
-        ready = loop.create_future()
-        loop.add_reader(fd, lambda: ready.done() or ready.set_result(None))
-        try:
-            await ready
-        finally:
-            loop.remove_reader(fd)
-    finally:
-        os.close(fd)
-
-
-def _is_zombie(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read()
-    except OSError:
-        return True
-    return stat[stat.rindex(b")") + 2 : stat.rindex(b")") + 3] in (b"Z", b"X")

@@ -59,15 +59,26 @@ def kill_pids(pids: list[int]) -> None:
     psutil.wait_procs(procs, timeout=10)
 
 
-def alive(pids: list[int]) -> list[int]:
+def alive(pids: list[int], started: dict[int, float] | None = None) -> list[int]:
+    """The PIDs still running (zombies are gone). With ``started`` (PID -> create time, as
+    a window reports them), a PID now held by a later process counts as gone: on a busy
+    machine with a small pid_max a killed PID can be reused within the test."""
     out = []
     for pid in pids:
         try:
-            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+            proc = psutil.Process(pid)
+            if started and pid in started and abs(proc.create_time() - started[pid]) > 0.01:
+                continue
+            if proc.status() != psutil.STATUS_ZOMBIE:
                 out.append(pid)
         except psutil.Error:
             continue
     return out
+
+
+def started_of(window: dict) -> dict[int, float]:
+    """PID -> create time of each process a window record reports."""
+    return {p["pid"]: p["create_time"] for p in window["pids"]}
 
 
 class Agents:
@@ -80,6 +91,7 @@ class Agents:
         self.cwd.mkdir(exist_ok=True)
         self.procs: list[subprocess.Popen] = []
         self.window_pids: list[int] = []
+        self.started: dict[int, float] = {}  # create time of each window process
 
     def env(self, **extra: str) -> dict:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "REFAGENT_"))}
@@ -107,10 +119,11 @@ class Agents:
     def note_window(self, record: Window) -> list[int]:
         pids = [p.pid for p in record.pids]
         self.window_pids += pids
+        self.started.update(started_of(record))
         return pids
 
     def cleanup(self) -> None:
-        kill_pids([p.pid for p in self.procs if p.poll() is None] + self.window_pids)
+        kill_pids([p.pid for p in self.procs if p.poll() is None] + alive(self.window_pids, self.started))
         for p in self.procs:
             if p.poll() is None:
                 p.kill()
@@ -118,7 +131,7 @@ class Agents:
             for stream in (p.stdout, p.stderr, p.stdin):
                 if stream:
                     stream.close()
-        left = alive(self.window_pids)
+        left = alive(self.window_pids, self.started)
         assert not left, f"processes left behind: {left}"
 
 

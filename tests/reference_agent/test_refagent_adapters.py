@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import socket
+import threading
 
 import pytest
 from refagent_testkit import CANARY_KEY, read_events
 
+from reference_agent.adapters import HttpAdapter
 from reference_agent.api import open_session
 from reference_agent.engine import Assembler
 
@@ -77,6 +81,55 @@ async def test_stop_mid_sse_closes_the_stream_and_settles_aborted(server_for, tm
     assert disconnect.after_chunk >= 2
     message = next(e for e in read_events(session.log_path) if e["type"] == "assistant_message")
     assert message["interrupted"] is True and message["text"].startswith("Part")
+
+
+class OneChunkServer:
+    """A bare SSE server in a thread: one chunk, then it waits for the client's FIN."""
+
+    def __init__(self):
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.hung_up = threading.Event()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self):
+        conn, _ = self.listener.accept()
+        with conn:
+            received = b""
+            while b"\r\n\r\n" not in received:
+                received += conn.recv(65536)
+            head, body = received.split(b"\r\n\r\n", 1)
+            length = int(next(line.split(b":")[1] for line in head.split(b"\r\n")
+                              if line.lower().startswith(b"content-length")))
+            while len(body) < length:
+                body += conn.recv(65536)
+            chunk = {"choices": [{"index": 0, "delta": {"content": "hi"}}]}
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n"
+                         + b"data: " + json.dumps(chunk).encode() + b"\n\n")
+            while conn.recv(65536):
+                pass
+            self.hung_up.set()
+
+    def close(self):
+        self.listener.close()
+        self.thread.join(10)
+
+
+async def test_the_http_adapter_hangs_up_before_the_loop_turns_again():
+    """The FIN leaves while the stream is closed, not on a later turn of the event loop
+    (which a Stop reaches only after settling the turn and fsync'ing the log). The check
+    blocks the loop on purpose: a FIN left to the loop could not be sent meanwhile."""
+    server = OneChunkServer()
+    adapter = HttpAdapter(f"http://127.0.0.1:{server.port}/v1", "k")
+    try:
+        stream = adapter.stream({"model": "m", "messages": [], "stream": True})
+        assert (await stream.__anext__())["choices"][0]["delta"]["content"] == "hi"
+        await stream.aclose()  # what a cancelled reader does; no suspension in it
+        assert server.hung_up.wait(10), "the server saw no FIN while the loop was held"
+    finally:
+        await adapter.aclose()
+        server.close()
 
 
 def test_assembler_parses_nothing_until_the_end():

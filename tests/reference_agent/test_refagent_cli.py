@@ -113,7 +113,7 @@ async def test_sigkill_mid_tool_then_resume_repairs_both_classes(agents, server_
     assert tool_texts[1].startswith("TOOL_NOT_STARTED")
     assert not (agents.cwd / "second.txt").exists(), "a call that never started was run by the repair"
     # The restarted agent reaped what the killed one left running, and said so.
-    assert alive(pids) == []
+    assert alive(pids, agents.started) == []
     resumed = next(e for e in load(log_path).events if e["type"] == "session_resumed")
     assert set(resumed["reaped"]) <= set(pids) and resumed["reaped"]
     assert list(agents.sessions.glob("*.out")) == [], "the cut-off call's output file was left behind"
@@ -167,7 +167,7 @@ shell = { window = { id = "w1", depth = 1, fanout = 1, ignore_term = true, escap
     window = await asyncio.wait_for(server.records.wait_window("w1"), 60)
     pids = agents.note_window(window)
     assert await wait_exit(proc) == 3
-    assert alive(pids) == []
+    assert alive(pids, agents.started) == []
     events = read_events(log_path)
     assert [e.get("source") for e in events if e["type"] == "stop_requested"] == ["timeout"]
     assert [e["reason"] for e in events if e["type"] == "turn_ended"] == ["interrupted"]

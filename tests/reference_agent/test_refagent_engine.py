@@ -6,7 +6,7 @@ import asyncio
 
 import psutil
 import pytest
-from refagent_testkit import alive, kill_pids, read_events, write_scenario
+from refagent_testkit import alive, kill_pids, read_events, started_of, write_scenario
 
 from fake_server import wire_chat
 from reference_agent.api import open_session
@@ -109,12 +109,13 @@ async def test_stop_during_bash_kills_the_whole_tree(tmp_path, server_for):
         turn = session.start_turn("run the thing")
         window = await asyncio.wait_for(server.records.wait_window("w1"), 60)
         pids = [p.pid for p in window.pids]
+        started = started_of(window.to_json())
         roles = {p.role for p in window.pids}
         assert {"escapee", "term-ignorer"} <= roles
         turn.stop("user")
         ending = await turn.settled()
         # Settlement comes after the tree is gone: check right away, no waiting.
-        assert alive(pids) == []
+        assert alive(pids, started) == []
         assert ending["reason"] == "aborted"
         events = read_events(session.log_path)
         result = next(e for e in events if e["type"] == "tool_result")

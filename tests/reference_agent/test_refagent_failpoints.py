@@ -13,15 +13,14 @@ import subprocess
 import sys
 
 import pytest
-from refagent_testkit import CANARY_KEY, REFAGENT, alive, kill_pids, read_events, reset_signals, write_scenario
 
 from fake_server import wire_chat
 from reference_agent import failpoints
-from reference_agent.api import open_session
+from reference_agent.api import new_state, open_session
 from reference_agent.cli import exit_code_for
 from reference_agent.log import LogDamage, LogWriter, load
-from reference_agent.state import History
 from reference_agent.tools import ToolRun, tree_of
+from refagent_testkit import CANARY_KEY, REFAGENT, alive, kill_pids, read_events, reset_signals, write_scenario
 
 STALLING = 'name = "s"\n[[responses]]\nrepeat = true\n[[responses.frames]]\ntext = "partial words"\nchunk = 4\n[[responses.frames]]\nstall = true\n'
 HEADER = {"format": "contract-log", "version": 1, "session_id": "s-f", "created": "2026-11-29T00:00:00.000000Z",
@@ -72,17 +71,16 @@ def test_an_unknown_failpoint_is_refused_clearly():
 
 
 async def _tree_then_abort(tmp_path, command):
-    """Start ``command`` (which writes a line into the fifo ``ready`` once its child runs),
-    wait for the tool's start and then for that line — events, not file polls — and abort."""
+    """Run ``command`` (which writes to the FIFO ``ready`` once its child runs) as a bash
+    tool, then Stop it; returns the tree's PIDs as they were and the tool's result."""
     ready = tmp_path / "ready"
-    if ready.exists():
-        ready.unlink()
-    os.mkfifo(ready)
+    if not ready.exists():
+        os.mkfifo(ready)
     run = ToolRun("bash", {"command": command}, tmp_path, "c1", tmp_path / "c1.out")
     started = asyncio.Event()
     task = asyncio.create_task(run.run(lambda pid, pgid: started.set()))
-    await asyncio.wait_for(started.wait(), 30)  # failsafe; the tool reports its start
-    await asyncio.wait_for(asyncio.to_thread(ready.read_text), 30)  # blocks until the command writes
+    await started.wait()
+    await asyncio.to_thread(ready.read_bytes)  # returns once the command wrote and closed it
     pids = tree_of(run.proc.pid, run.tag)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -93,7 +91,7 @@ async def _tree_then_abort(tmp_path, command):
 
 async def test_no_tree_kill_leaves_the_children(tmp_path, failpoint):
     failpoint("no-tree-kill")
-    pids, result = await _tree_then_abort(tmp_path, "sleep 300 & echo up > ready; wait")
+    pids, result = await _tree_then_abort(tmp_path, "sleep 300 & echo > ready; wait")
     try:
         assert result.aborted and alive(pids[1:]), "the child should have survived"
     finally:
@@ -101,7 +99,7 @@ async def test_no_tree_kill_leaves_the_children(tmp_path, failpoint):
 
 
 async def test_term_then_wait_sends_sigterm_first(tmp_path, failpoint):
-    command = "trap 'echo term > got-term; exit 0' TERM; sleep 300 & echo up > ready; wait"
+    command = "trap 'echo term > got-term; exit 0' TERM; sleep 300 & echo > ready; wait"
     pids, _ = await _tree_then_abort(tmp_path, command)
     assert not (tmp_path / "got-term").exists() and not alive(pids)
     failpoint("term-then-wait")
@@ -132,13 +130,13 @@ async def test_partial_text_failpoints(tmp_path, failpoint, name):
 
 
 def _dangling_history():
-    history = History("sys")
-    history.apply({"type": "turn_started", "turn": 1, "input": "go", "inbox": []}, {})
-    history.apply({"type": "assistant_message", "text": "", "tool_calls": [
-        {"id": "a", "name": "bash", "arguments": "{}"}]}, {})
-    history.apply({"type": "tool_call", "call_id": "a"}, {})
-    history.apply({"type": "turn_started", "turn": 2, "input": "again", "inbox": []}, {})
-    return history.messages()
+    state = new_state(HEADER)
+    state.apply({"type": "turn_started", "turn": 1, "input": "go", "inbox": []})
+    state.apply({"type": "assistant_message", "text": "", "tool_calls": [
+        {"id": "a", "name": "bash", "arguments": "{}"}]})
+    state.apply({"type": "tool_call", "call_id": "a"})
+    state.apply({"type": "turn_started", "turn": 2, "input": "again", "inbox": []})
+    return state.history.messages()
 
 
 def test_no_repair_and_drop_dangling_call(failpoint):

@@ -5,11 +5,14 @@ from __future__ import annotations
 import base64
 import json
 
+import msgspec
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from reference_agent.api import fork, replay
+from reference_agent.api import fork, load_session, replay
 from reference_agent.cli import main
-from reference_agent.log import LogDamage, LogWriter, load
+from reference_agent.log import CHUNK_BYTES, LogDamage, LogWriter, load
 
 HEADER = {"format": "contract-log", "version": 1, "session_id": "s-test", "created": "2026-11-29T00:00:00.000000Z",
           "cwd": "/tmp", "model": "m", "adapter": "inproc", "parent": None}
@@ -90,6 +93,96 @@ def test_damage_before_the_last_line_is_refused_naming_file_and_line(tmp_path, d
     assert path.read_bytes() == before
 
 
+def _event_line(seq: int, text: str = "x") -> bytes:
+    return b'{"seq":%d,"time":"t","mono_ns":1,"type":"note","text":"%s","inner":{"k":[1]}}' % (seq, text.encode())
+
+
+def _reference_load(data: bytes) -> list[dict] | int:
+    """What a line-by-line reader of contract-log v1 makes of a body: the events, or the
+    number of the first damaged line (the loader's fast path must agree with it)."""
+    lines = data.split(b"\n")
+    body, tail = lines[1:-1], lines[-1]
+    events = []
+    for i, raw in enumerate(body):
+        try:
+            event = msgspec.json.decode(raw)
+        except msgspec.DecodeError:
+            event = None
+        if not isinstance(event, dict):
+            if i == len(body) - 1 and not tail:
+                break  # a terminated but unreadable last line is a torn tail
+            return i + 2
+        events.append(event)
+    for i, event in enumerate(events, start=1):
+        if event.get("seq") != i or not isinstance(event.get("type"), str):
+            return i + 1
+    return events
+
+
+# Ways a line can deviate from what the writer writes; each keeps the seqs contiguous, so
+# only the reading of lines can tell the good from the damaged.
+LINE_KINDS = ["plain", "crlf", "padded", "blank", "spaces", "two_values", "two_values_spaced", "split", "garbage"]
+
+
+def _body_of(kinds: list[str]) -> bytes:
+    lines, seq = [], 0
+    for kind in kinds:
+        if kind in ("blank", "spaces", "garbage"):
+            lines.append({"blank": b"", "spaces": b" \t ", "garbage": b"{nope"}[kind])
+            continue
+        seq += 1
+        if kind == "two_values" or kind == "two_values_spaced":
+            seq += 1
+            lines.append(_event_line(seq - 1) + (b" " if kind == "two_values_spaced" else b"") + _event_line(seq))
+        elif kind == "split":  # one object across two lines, split where a newline is only whitespace
+            line = _event_line(seq)
+            lines += [line[:-1], line[-1:]]
+        else:
+            line = _event_line(seq)
+            lines.append({"plain": line, "crlf": line + b"\r", "padded": b" " + line + b"  "}[kind])
+    header = json.dumps(HEADER, separators=(",", ":")).encode()
+    return b"\n".join([header, *lines]) + b"\n"
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(kinds=st.lists(st.sampled_from(LINE_KINDS), max_size=8), torn=st.sampled_from([b"", b'{"seq": 99, "ty']))
+def test_loading_agrees_with_a_line_by_line_reader(tmp_path, kinds, torn):
+    """The fast path (a stream decoder over 64 KiB chunks) never accepts a log a
+    line-by-line reading refuses, and reads the same events from every log it accepts:
+    a blank line, two values on one line, one value over two lines, or both at once (so
+    that the count of values still equals the count of lines) are damage at that line;
+    CRLF and padded lines are read as the slow path reads them."""
+    data = _body_of(kinds) + torn
+    path = tmp_path / "s-prop.jsonl"
+    path.write_bytes(data)
+    expected = _reference_load(data)
+    if isinstance(expected, int):
+        with pytest.raises(LogDamage) as err:
+            load(path)
+        assert err.value.line == expected
+    else:
+        assert load(path).events == expected
+    assert path.read_bytes() == data
+
+
+def test_a_value_over_two_lines_with_two_values_on_another_is_damage_though_the_counts_agree(tmp_path):
+    path = tmp_path / "s-prop.jsonl"
+    path.write_bytes(_body_of(["plain", "split", "two_values", "plain"]))
+    with pytest.raises(LogDamage) as err:
+        load(path)
+    assert err.value.line == 3 and "not a JSON object" in err.value.problem
+
+
+def test_a_log_larger_than_a_chunk_replays_to_the_same_state_as_event_by_event(tmp_path):
+    path = make_log(tmp_path, n_turns=1500)  # ~300 KB: several chunks of the fast path
+    assert path.stat().st_size > 4 * CHUNK_BYTES
+    loaded, state = load_session(path)
+    assert loaded.events == [] and loaded.last_event["seq"] == 4500
+    again = replay(load(path))
+    assert state.history.messages() == again.history.messages()
+    assert state.endings == again.endings and state.last_turn == again.last_turn == 1500
+
+
 def test_resume_of_a_damaged_log_exits_2_and_leaves_it_untouched(tmp_path, capsys):
     path = make_log(tmp_path)
     lines = path.read_bytes().split(b"\n")
@@ -127,7 +220,7 @@ def test_replay_repairs_an_open_turn_in_memory_only(tmp_path):
     before = path.read_bytes()
     state = replay(load(path))
     assert path.read_bytes() == before
-    assert state.endings[2]["reason"] == "interrupted" and state.endings[2]["synthesized"]
+    assert state.endings[2] == "interrupted" and state.repaired == {2}
     assert state.open_turn is None
     messages = state.history.messages()
     tools = {m["tool_call_id"]: m["content"] for m in messages if m["role"] == "tool"}
