@@ -14,9 +14,9 @@ import shlex
 import sys
 
 import pytest
+from refagent_testkit import alive, kill_pids
 
 from reference_agent.tools import ToolRun
-from refagent_testkit import alive, kill_pids
 
 # A daemon's double fork: the grandchild starts its own session and its parent exits
 # before the command says it is ready, so it is an orphan outside the group.
