@@ -119,7 +119,7 @@ class Agents:
     def note_window(self, record: Window) -> list[int]:
         pids = [p.pid for p in record.pids]
         self.window_pids += pids
-        self.started.update(started_of(record))
+        self.started.update(started_of(record.to_json()))
         return pids
 
     def cleanup(self) -> None:
