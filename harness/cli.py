@@ -190,9 +190,12 @@ def run_agent(args: argparse.Namespace, agent: str, report_dir: Path) -> int:
     outcomes: list[ItemOutcome] = []
     progress = Progress(len(todo))
 
+    # Provenance once (the version command is a process start); only the end moves.
+    fixed = run_header(profile, items, argv=args.argv, repeat=args.repeat, shard=args.shard, started=started,
+                       ended=started)
+
     def snapshot(incomplete: str | None) -> RunResult:
-        header = run_header(profile, items, argv=args.argv, repeat=args.repeat, shard=args.shard,
-                            started=started, ended=_now())
+        header = {**fixed, "ended": _now()}
         tasks_so_far = tuple(done) + tuple(o.result for o in outcomes)
         if failpoints:
             header["mutation"] = mutation_summary(tasks_so_far, failpoints)

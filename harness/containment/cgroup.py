@@ -14,7 +14,6 @@ import os
 import re
 import select
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import ClassVar
@@ -47,11 +46,10 @@ class Cgroup(abc.ABC):
         missing = [f for f in self.required if not (self.path / f).exists()]
         if missing:
             raise Unavailable(f"{self.path} has no {', '.join(missing)}")
-        code = ("import os, sys\n"
-                f"open({self._procs!r}, 'w').write(str(os.getpid()))\n"
-                "sys.stdout.write(open('/proc/self/cgroup').read())\n")
+        # A shell (cheaper to start than an interpreter) joins, then becomes ``cat`` (same pid).
+        code = 'echo $$ > "$1" && exec cat /proc/self/cgroup'
         try:
-            out = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True,
+            out = subprocess.run(["/bin/sh", "-c", code, "probe", str(self._procs)], capture_output=True, text=True,
                                  stdin=subprocess.DEVNULL, timeout=PROBE_TIMEOUT_S)
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise Unavailable(f"the probe child failed: {exc}") from None
