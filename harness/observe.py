@@ -49,7 +49,8 @@ def observe(item: WorkItem, profile: Profile, *, history: History, records: tupl
         canary_hits=tuple(canary_hits), transcript=transcript, failure=failure,
         conventions=Conventions(exit_codes=dict(profile.exit_codes),
                                 repair_outcome_unknown=profile.repair_outcome_unknown,
-                                repair_not_started=profile.repair_not_started),
+                                repair_not_started=profile.repair_not_started,
+                                sequential_tools=profile.sequential_tools),
     )
 
 

@@ -133,6 +133,7 @@ class Profile:
     interactive: Interactive | None = None
     stop_signal: int = signal.SIGINT
     agent: str | None = None  # the real agent of the catalog (harness.agents) this profile drives
+    sequential_tools: bool = False  # declared: a response's tool calls run one after another, in order
     session: SessionSpec = field(default_factory=SessionSpec)
     streams: bool = True  # False: the agent's model requests are not streamed (waits for chunks wait for the answer)
     inproc_factory: str | None = None

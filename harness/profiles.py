@@ -66,7 +66,7 @@ def load_profile(name_or_path: str | Path) -> Profile:
 _TOP_KEYS = {
     "name", "description", "version_command", "adapters", "wire_api", "model", "log_reader",
     "fresh_home", "env", "files", "headless", "interactive", "stop", "session", "inproc",
-    "failpoints", "repair", "timeouts", "watchdog", "streams", "agent",
+    "failpoints", "repair", "timeouts", "watchdog", "streams", "agent", "sequential_tools",
 }
 # The keys each section takes; anything else is refused, naming file, section and key.
 _SECTION_KEYS = {
@@ -201,6 +201,7 @@ def parse_profile(data: Mapping[str, Any], path: str | Path = "<profile>") -> Pr
                             chosen=_uses(data, "session_uuid")),
         streams=v.boolean(data, "streams", default=True),
         agent=v.string(data, "agent", item="agent"),
+        sequential_tools=v.boolean(data, "sequential_tools", default=False),
         inproc_factory=factory,
         failpoints_env=v.string(failpoints, "env", item="failpoints.env"),
         failpoints_list_command=tuple(v.strings(failpoints, "list_command", default=[],

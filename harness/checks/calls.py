@@ -83,6 +83,12 @@ def known_at(obs: Observation, kill: AgentKill) -> CallsAtKill:
             ran = window.window in finished
             learn(KnownCall(cid, Known.RAN_TO_END if ran else Known.STARTED,
                             f"window {window.window} {'ran to its end' if ran else 'opened'} before the kill"))
+            if not ran and obs.conventions.sequential_tools:
+                order = [c.id for c in window_response_calls(obs, window.window)]
+                for later in order[order.index(cid) + 1:] if cid in order else []:
+                    if later and calls.get(later, KnownCall(later, Known.REQUESTED, "")).known is Known.REQUESTED:
+                        learn(KnownCall(later, Known.NOT_STARTED, f"queued behind {cid}, still running in window "
+                                        f"{window.window} at the kill (the agent runs its calls one after another)"))
     log, note = _log_at(obs, kill)
     if log is not None:
         starts = obs.has(Capability.TOOL_STARTS)

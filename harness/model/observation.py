@@ -150,6 +150,9 @@ class Conventions:
     exit_codes: Mapping[str, int] = field(default_factory=dict)  # the agent's own convention
     repair_outcome_unknown: str | None = None  # the agent's wording for TOOL_OUTCOME_UNKNOWN
     repair_not_started: str | None = None  # … and for TOOL_NOT_STARTED
+    # The agent runs a response's tool calls one after another, in order: a call behind one
+    # still running at a kill had not started (so the black-box half can tell the classes apart).
+    sequential_tools: bool = False
 
 
 @dataclass(frozen=True)
