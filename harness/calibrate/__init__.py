@@ -1,0 +1,1 @@
+"""Calibration of stopbench's own stopwatch (placeholder)."""
