@@ -5,13 +5,13 @@ server and run the bash tool on asyncio, like the headless agent (``agent.py``, 
 this shares — standard library only, nothing of the harness). ``turn.stop()`` returns at once;
 the action runs on the loop's next pass, exactly D (``STOPBENCH_CAL_DELAY_MS``, a spin) after
 the ``stop()`` call: the stream is shut and the settlement stamped at that moment, or the tool's
-process group is SIGKILLed and the settlement stamped once every member is gone.
+process group is SIGKILLed and the settlement stamped once every member is gone. Its own
+stamps of each settled turn are kept in ``STAMPS`` (by session id) for a calibration to read.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import socket
 import sys
@@ -23,9 +23,9 @@ from typing import Any
 
 from .agent import (
     BASH_TOOL,
+    GONE_FAILSAFE_S,
     MAX_STEPS,
     OUTPUT_MAX,
-    VERSION,
     Group,
     ModelError,
     ResponseParser,
@@ -36,7 +36,6 @@ from .agent import (
     kill_group,
     spin_until,
     tool_env,
-    wait_gone,
 )
 
 Subscriber = Callable[[dict[str, Any]], None]
@@ -63,6 +62,9 @@ async def open_session(*, sessions_dir: str | None = None, cwd: str | None = Non
 class Session:
     def __init__(self, *, sessions_dir: Path, cwd: str, model: str, base_url: str, api_key: str, delay_ns: int):
         self.id = f"cal-{os.urandom(4).hex()}"
+        # Never written: the events stay in memory (the profile has no log reader). A write here
+        # would take the host process's time just when stopbench's server must notice the shut
+        # stream — and a write in a thread would contend for the GIL with it.
         self.log_path = sessions_dir / f"{self.id}.jsonl"
         self.cwd, self.model, self.base_url, self.api_key, self.delay_ns = cwd, model, base_url, api_key, delay_ns
         self._subscribers: list[Subscriber] = []
@@ -115,11 +117,6 @@ class Session:
             self.turn.stop("disposed")
             await self.turn.settled()
         self._closed = True
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.log_path, "w", encoding="utf-8") as f:
-            f.write(json.dumps({"session_id": self.id, "agent": VERSION, "cwd": self.cwd, "model": self.model}) + "\n")
-            for event in self._events:
-                f.write(json.dumps(event) + "\n")
 
 
 class Turn:
@@ -267,7 +264,13 @@ class Turn:
     async def _tool_gone(self) -> None:
         """After the kill: every member of the tool's group dead, the root reaped."""
         assert self.tool is not None and self.group is not None
-        # In a thread: asyncio's sleeps have epoll's 1 ms resolution, too coarse for this stamp.
-        self.stamps["gone"] = await asyncio.to_thread(wait_gone, self.group)
+        if "effect" not in self.stamps:  # cancelled from outside, not by Stop
+            kill_group(self.group.pgid)
+        # Polled on the loop, every millisecond (epoll's resolution): a polling thread would
+        # contend for the GIL with the host's own watcher of the same processes (stopbench's
+        # L3 stopwatch), so this agent reports no "gone" stamp of its own in-process.
+        end = time.monotonic() + GONE_FAILSAFE_S
+        while time.monotonic() < end and not (not self.group.live() and self.group.confirm_gone()):
+            await asyncio.sleep(0.001)
         await self.tool.wait()
         self.tool, self.group = None, None

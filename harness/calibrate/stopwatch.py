@@ -160,8 +160,9 @@ def breakdown(latency: str, obs: Observation, st: Mapping[str, Any], delay_ns: i
     ``late`` the agent acted after trigger + D (the event loop's next pass came later than D);
     ``shut``/``kill`` the agent's own call; ``death`` SIGKILL → the tree seen dead by the agent;
     ``server`` the stream shut → the fake server's disconnect record; ``watcher`` the tree dead
-    → stopbench's window watcher saw it; ``start-up`` spawn → the agent's first instruction;
-    ``exit`` the agent's last stamp → its exit seen by the driver.
+    → stopbench's window watcher saw it (``seen`` the two together, in-process); ``start-up``
+    spawn → the agent's first instruction; ``exit`` the agent's last stamp → its exit seen by
+    the driver.
     """
     needed = {"trigger", "act", "effect"}
     if not needed <= set(st):
@@ -186,10 +187,12 @@ def breakdown(latency: str, obs: Observation, st: Mapping[str, Any], delay_ns: i
         return {**parts, "shut": st["effect"] - st["act"], "server": gone - st["effect"]}
     if latency == "L3":
         window = next((w for w in obs.windows if w.stop_ns is not None and w.gone_ns is not None), None)
-        if window is None or window.gone_ns is None or st.get("gone") is None:
+        if window is None or window.gone_ns is None:
             return {}
-        return {**parts, "kill": st["effect"] - st["act"], "death": st["gone"] - st["effect"],
-                "watcher": window.gone_ns - st["gone"]}
+        parts["kill"] = st["effect"] - st["act"]
+        if st.get("gone") is None:  # the in-process agent does not time the death itself
+            return {**parts, "seen": window.gone_ns - st["effect"]}
+        return {**parts, "death": st["gone"] - st["effect"], "watcher": window.gone_ns - st["gone"]}
     return {}
 
 
