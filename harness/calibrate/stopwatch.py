@@ -19,6 +19,7 @@ import asyncio
 import dataclasses
 import json
 import os
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -220,6 +221,7 @@ async def calibrate(*, repeat: int = 5, delays_ms: Sequence[float] = DELAYS_MS,
     if not items:
         raise CalibrationError(f"no calibration task runs on the drivers {', '.join(drivers or ())}")
     load_before = loadavg()
+    wakeups = wakeup_ns()
     started = time.monotonic()
     samples: list[CalSample] = []
     total, n = repeat * len(delays_ms) * len(items), 0
@@ -232,7 +234,34 @@ async def calibrate(*, repeat: int = 5, delays_ms: Sequence[float] = DELAYS_MS,
                 samples += await measure_one(profile, dataclasses.replace(item, repeat=r), delay)
     return Calibration(samples=tuple(samples), delays_ms=tuple(delays_ms), repeat=repeat,
                        load_before=load_before, load_after=loadavg(), cpus=os.cpu_count() or 0,
-                       duration_s=time.monotonic() - started)
+                       duration_s=time.monotonic() - started, wakeup_p50_ns=int(percentile(wakeups, 50)),
+                       wakeup_p99_ns=int(percentile(wakeups, 99)))
+
+
+ECHO = "import os, sys\nwhile os.read(0, 1): os.write(1, b'.')"
+
+
+def wakeup_ns(samples: int = 100, idle_s: float = 0.001) -> list[int]:
+    """One-way wake-up latency between two idle processes on this machine: half the round trip
+    of a byte through a pair of pipes to an echoing child (its Python loop included), each after
+    ``idle_s`` of quiet so that both sides were asleep, as an agent waiting for Stop is. Every
+    figure of the table crosses such a wake-up once or more — a signal to the agent, a socket to
+    the server, an exit to its parent — and on a busy machine each one also waits for a CPU."""
+    child = subprocess.Popen([sys.executable, "-I", "-S", "-c", ECHO], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert child.stdin is not None and child.stdout is not None
+    out: list[int] = []
+    try:
+        for _ in range(samples + 10):
+            time.sleep(idle_s)
+            t0 = time.monotonic_ns()
+            os.write(child.stdin.fileno(), b"x")
+            os.read(child.stdout.fileno(), 1)
+            out.append((time.monotonic_ns() - t0) // 2)
+    finally:
+        child.stdin.close()
+        child.wait(timeout=30)
+        child.stdout.close()
+    return out[10:]  # the first few warm the child up
 
 
 def loadavg() -> tuple[float, float, float]:
@@ -270,6 +299,8 @@ class Calibration:
     load_after: tuple[float, float, float]
     cpus: int
     duration_s: float
+    wakeup_p50_ns: int = 0
+    wakeup_p99_ns: int = 0
 
     def rows(self) -> list[Row]:
         return error_rows(self.samples)
@@ -277,7 +308,8 @@ class Calibration:
     def to_json(self) -> dict[str, Any]:
         return {"delays_ms": list(self.delays_ms), "repeat": self.repeat, "cpus": self.cpus,
                 "loadavg_before": list(self.load_before), "loadavg_after": list(self.load_after),
-                "duration_s": round(self.duration_s, 3), "rows": [r.to_json() for r in self.rows()],
+                "duration_s": round(self.duration_s, 3), "wakeup_p50_ns": self.wakeup_p50_ns,
+                "wakeup_p99_ns": self.wakeup_p99_ns, "rows": [r.to_json() for r in self.rows()],
                 "samples": [s.to_json() for s in self.samples]}
 
 
@@ -325,9 +357,11 @@ def error_table(samples: Sequence[CalSample]) -> str:
 def report(cal: Calibration) -> str:
     delays = ", ".join(f"{d:g}" for d in cal.delays_ms)
     load = f"load {fmt_load(cal.load_before)} before, {fmt_load(cal.load_after)} after ({cal.cpus} CPUs)"
+    wakeup = (f"wake-up of an idle process by another (pipe, one way): p50 {format_ns(cal.wakeup_p50_ns)}, "
+              f"p99 {format_ns(cal.wakeup_p99_ns)}")
     return (f"stopbench calibrate: measured − D, the error of stopbench's own stopwatch\n"
             f"D = {delays} ms, {cal.repeat} run(s) each; {len(cal.samples)} samples in {cal.duration_s:.1f} s; "
-            f"{load}\n\n{error_table(cal.samples)}")
+            f"{load}\n{wakeup}\n\n{error_table(cal.samples)}")
 
 
 def fmt_load(load: Sequence[float]) -> str:
@@ -359,7 +393,9 @@ async def quick_floor_async() -> dict[str, Any]:
         if row.parts:
             entry["parts_ms"] = {k: round(v / 1e6, 4) for k, v in row.parts.items()}
         floor.setdefault(row.latency, {})[row.driver] = entry
-    return {"delay_ms": 0, **floor, "loadavg": list(load), "took_s": round(time.monotonic() - started, 3),
+    wakeups = wakeup_ns(20)
+    return {"delay_ms": 0, **floor, "loadavg": list(load), "wakeup_p50_ms": round(percentile(wakeups, 50) / 1e6, 4),
+            "took_s": round(time.monotonic() - started, 3),
             "agent": "calibrate", "note": "measured at D = 0 by `stopbench calibrate`'s agent: no agent can be "
             "measured below these figures on this machine"}
 
