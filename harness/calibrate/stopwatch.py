@@ -392,7 +392,7 @@ async def quick_floor_async() -> dict[str, Any]:
         entry: dict[str, Any] = {"n": row.n, "p50_ms": round(row.p50 / 1e6, 4), "max_ms": round(row.max / 1e6, 4)}
         if row.parts:
             entry["parts_ms"] = {k: round(v / 1e6, 4) for k, v in row.parts.items()}
-        floor.setdefault(row.latency, {})[row.driver] = entry
+        floor.setdefault(row.latency if row.latency in MEASURED else "L4_without_start_up", {})[row.driver] = entry
     wakeups = wakeup_ns(20)
     return {"delay_ms": 0, **floor, "loadavg": list(load), "wakeup_p50_ms": round(percentile(wakeups, 50) / 1e6, 4),
             "took_s": round(time.monotonic() - started, 3),
