@@ -159,41 +159,44 @@ def breakdown(latency: str, obs: Observation, st: Mapping[str, Any], delay_ns: i
 
     ``reach`` Stop stamped by the driver → seen by the agent (a signal, or the ``stop()`` call);
     ``late`` the agent acted after trigger + D (the event loop's next pass came later than D);
-    ``shut``/``kill`` the agent's own call; ``death`` SIGKILL → the tree seen dead by the agent;
-    ``server`` the stream shut → the fake server's disconnect record; ``watcher`` the tree dead
+    ``shut`` the agent's ``shutdown`` → the settlement it stamped after it (L1); ``server`` the
+    agent began the ``shutdown`` → the fake server's disconnect record; ``death`` the agent began
+    the ``killpg`` → every process of the tree seen dead by the agent; ``watcher`` the tree dead
     → stopbench's window watcher saw it (``seen`` the two together, in-process); ``start-up``
-    spawn → the agent's first instruction; ``exit`` the agent's last stamp → its exit seen by
-    the driver.
+    spawn → the agent's first instruction; ``finish`` the agent's shutdown, last words and
+    ``_exit`` call; ``exit`` that call → the exit seen by the driver.
+
+    Each part that follows an action starts where the action starts, not where its syscall
+    returned: the ``shutdown`` sends the FIN and wakes the server from inside the syscall, and
+    on a busy machine the server may run — and notice — before the agent is back from it.
     """
-    needed = {"trigger", "act", "effect"}
-    if not needed <= set(st):
+    if not {"trigger", "act", "effect"} <= set(st):
         return {}
     stop = next((s for s in obs.stops if s.exercised and s.how != "timeout"), None)
     late = st["act"] - st["trigger"] - delay_ns
     if latency == "L4":
         if "started" not in st:
             return {}
-        return {"start-up": st["t0"] - st["started"], "late": late, "shut": st["effect"] - st["act"],
-                "exit": st["ended"] - st["effect"]}
+        return {"start-up": st["t0"] - st["started"], "late": late, "finish": st["exit"] - st["act"],
+                "exit": st["ended"] - st["exit"]}
     if stop is None:
         return {}
     parts = {"reach": st["trigger"] - stop.mono_ns, "late": late}
     if latency == "L1":
-        return {**parts, "shut": st["effect"] - st["act"], "settle": settled_ns(obs, stop) - st["effect"]}
+        return {**parts, "shut": settled_ns(obs, stop) - st["act"]}
     if latency == "L2":
         gone = next((r["mono_ns"] for r in obs.records if r.get("kind") == "disconnect" and r.get("source") == "server"
                      and r.get("request") == stop.request and r["mono_ns"] >= stop.mono_ns), None)
         if gone is None:
             return {}
-        return {**parts, "shut": st["effect"] - st["act"], "server": gone - st["effect"]}
+        return {**parts, "server": gone - st["act"]}
     if latency == "L3":
         window = next((w for w in obs.windows if w.stop_ns is not None and w.gone_ns is not None), None)
         if window is None or window.gone_ns is None:
             return {}
-        parts["kill"] = st["effect"] - st["act"]
         if st.get("gone") is None:  # the in-process agent does not time the death itself
-            return {**parts, "seen": window.gone_ns - st["effect"]}
-        return {**parts, "death": st["gone"] - st["effect"], "watcher": window.gone_ns - st["gone"]}
+            return {**parts, "seen": window.gone_ns - st["act"]}
+        return {**parts, "death": st["gone"] - st["act"], "watcher": window.gone_ns - st["gone"]}
     return {}
 
 
