@@ -5,13 +5,25 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.stopbench-installed
 
-.PHONY: eval test lint typecheck wheel-check bench clean
+.PHONY: eval test lint typecheck bench stress agents clean browser
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test]'
+	@$(MAKE) --no-print-directory browser
 	touch $(STAMP)
+
+# Headless Chromium for the browser test of the HTML report (tests/reports/test_browser.py):
+# installed from Debian's packages when it is missing and this is root on a Debian-like
+# machine; never fails (without it that one test is skipped, saying why).
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing chromium for the HTML report's browser test"; \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) \
+	      >/dev/null 2>&1 || echo "could not install chromium: the browser test will be skipped"; \
+	  else echo "no chromium (and cannot install it here): the browser test will be skipped"; fi; }
 
 eval: $(STAMP)
 	$(VENV)/bin/stopbench run --agent reference --report-dir reports
@@ -29,6 +41,18 @@ typecheck: $(STAMP)
 bench: $(STAMP)
 	$(PY) benchmarks/fake_server_bench.py
 	$(PY) benchmarks/refagent_bench.py
+
+# The tests and a repeated conformance run under CPU hogs (cores + 1): failures and verdict
+# flips that only show under load. STRESS_ARGS="--quick" for a short run, "--repeat N" for N.
+stress: $(STAMP)
+	$(PY) benchmarks/stress.py $(STRESS_ARGS)
+
+# Real agents: install the pinned CLIs that have built-in profiles into the cache
+# (~/.cache/stopbench/agents) and score them all into one leaderboard.
+AGENTS ?= codex claude-code qwen-code opencode
+agents: $(STAMP)
+	for a in $(AGENTS); do $(VENV)/bin/stopbench agents install $$a || exit 2; done
+	$(VENV)/bin/stopbench run $(foreach a,$(AGENTS),--agent $(a)) --report-dir reports/agents
 
 clean:
 	rm -rf $(VENV) reports/*.json reports/*.html reports/*.xml reports/summary.md

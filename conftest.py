@@ -14,7 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from harness.containment import Containment
 from harness.model import Outcome, Tier
+from harness.procs import ProcRef, kill_all
 
 ROOT = Path(__file__).resolve().parent
 
@@ -161,52 +163,57 @@ def make_driver(agent_profile, run_dirs):
 
 # --- nothing left behind -------------------------------------------------------------------
 # Every process a test starts must be ended by PID, and every run folder removed. The session
-# gets a temp folder of its own (TMPDIR and ``tempfile.tempdir`` point into it), so what it
-# left behind is told apart from anything else on the machine: at the end, a descendant of
-# pytest still alive, or any process whose working folder is inside the session's temp folder
-# (a bash window that escaped with setsid is no descendant, but it runs in its task's folder),
-# or a harness run folder still there, fails the session. The folder is then removed.
+# gets a temp folder of its own (TMPDIR and ``tempfile.tempdir`` point into it) and a
+# containment tag in its environment (``harness.containment``, env-tag kind), so what it left
+# behind is told apart from anything else on the machine: at the end, a descendant of pytest
+# still alive, or any process that carries the session's tag, works or runs from inside the
+# session's temp folder, or descends from one of those (a bash window or a daemon that
+# escaped with setsid is no descendant, but it keeps the tag or its task's folder), or a
+# harness run folder still there, fails the session. Those processes are then ended and the
+# folder removed, so even a failed session leaves nothing running.
 
 _SESSION_TMP: Path | None = None
+_SESSION_RUN: Containment | None = None
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
     import os
+    import secrets
     import tempfile
 
-    global _SESSION_TMP
+    global _SESSION_TMP, _SESSION_RUN
     _SESSION_TMP = Path(tempfile.mkdtemp(prefix="stopbench-tests-"))
     tempfile.tempdir = str(_SESSION_TMP)
     os.environ["TMPDIR"] = str(_SESSION_TMP)
+    _SESSION_RUN = Containment.open(_SESSION_TMP, f"tests-{secrets.token_hex(6)}", kinds=("env-tag",))
+    os.environ.update(_SESSION_RUN.env)
 
 
-def _leftovers(root: Path) -> list[str]:
+def _leftovers(root: Path, run: Containment) -> tuple[list[str], list[ProcRef]]:
+    """What the session left: report lines, and the processes among them."""
     import psutil
 
-    found = {p.pid: p for p in psutil.Process().children(recursive=True)}
-    for p in psutil.process_iter():
-        try:
-            if Path(p.cwd()).is_relative_to(root):
-                found.setdefault(p.pid, p)
-        except (psutil.Error, OSError):
-            continue
+    found = {m.pid: m.ref for m in run.members()}
+    for p in psutil.Process().children(recursive=True):
+        found.setdefault(p.pid, ProcRef.of(p.pid, "descendant of pytest"))
     lines = []
-    for pid, p in sorted(found.items()):
+    for pid, ref in sorted(found.items()):
+        live = ref.process()
         try:
-            if p.status() != psutil.STATUS_ZOMBIE:
-                lines.append(f"process {pid}: {' '.join(p.cmdline())[:160]}")
+            if live is not None:
+                lines.append(f"process {pid} ({ref.role}): {' '.join(live.cmdline())[:160]}")
         except psutil.Error:
             continue
     lines += [f"run folder {folder}" for folder in sorted(root.glob("stopbench-*"))]
-    return lines
+    return lines, list(found.values())
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     import shutil
 
-    if _SESSION_TMP is None:
+    if _SESSION_TMP is None or _SESSION_RUN is None:
         return
-    lines = _leftovers(_SESSION_TMP)
+    lines, refs = _leftovers(_SESSION_TMP, _SESSION_RUN)
     if lines:
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
         if reporter is not None:
@@ -217,4 +224,6 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
                 reporter.write_line(f"  {line}", red=True)
         if session.exitstatus == 0:
             session.exitstatus = 1
+    _SESSION_RUN.end(budget_s=30)
+    kill_all(refs)
     shutil.rmtree(_SESSION_TMP, ignore_errors=True)

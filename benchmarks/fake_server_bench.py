@@ -38,6 +38,8 @@ from pathlib import Path
 
 import aiohttp
 
+from fake_server.records import RECORDS_VERSION
+
 SCENARIO = """
 name = "bench"
 [[responses]]
@@ -182,7 +184,11 @@ async def throughput(http: aiohttp.ClientSession, server: Server, chars: int) ->
 
 async def fetch_records(http: aiohttp.ClientSession, base: str, after: int, wait: float = 0) -> list[dict]:
     async with http.get(f"{base}/_stopbench/records", params={"after": str(after), "wait": str(wait)}) as resp:
-        return await resp.json()
+        answer = await resp.json()
+    if answer.get("records_version") != RECORDS_VERSION:
+        raise SystemExit(f"the server answers records version {answer.get('records_version')}, "
+                         f"this benchmark reads {RECORDS_VERSION}")
+    return answer["records"]
 
 
 async def stopbench_disconnect(http: aiohttp.ClientSession, server: Server, seen: list[int]) -> tuple[int, int]:

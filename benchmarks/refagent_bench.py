@@ -23,8 +23,8 @@ import time
 from pathlib import Path
 
 from fake_server import FakeServer, load_scenario
-from reference_agent.api import open_session, replay
 from reference_agent import log
+from reference_agent.api import open_session, replay
 from reference_agent.log import LogWriter, load
 
 STALL = """
@@ -100,8 +100,8 @@ async def bench_http_stop(tmp: Path, n: int, adapter: str) -> tuple[list[int], l
             t0 = time.monotonic_ns()
             turn.stop("user")
             ending = await turn.settled()
-            disconnect = await server.records.wait_disconnect(request=i, timeout=30)
-            closed.append(disconnect["mono_ns"] - t0)
+            disconnect = await asyncio.wait_for(server.records.wait_disconnect(request=i), 30)
+            closed.append(disconnect.mono_ns - t0)
             settled.append(ending["mono_ns"] - t0)
         await session.close()
     return closed, settled
@@ -149,8 +149,9 @@ async def bench_tree_kill(tmp: Path, n: int, depth: int, fanout: int) -> tuple[l
         for _ in range(n):
             seen = len(server.records.of_kind("window"))
             turn = session.start_turn("go")
-            await server.records.wait_for(lambda r: len(server.records.of_kind("window")) > seen, "window", 60)
-            watch = ExitWatch([p["pid"] for p in server.records.of_kind("window")[-1]["pids"]])
+            await asyncio.wait_for(server.records.wait_for(lambda r: len(server.records.of_kind("window")) > seen,
+                                                           "window"), 60)
+            watch = ExitWatch([p.pid for p in server.records.of_kind("window")[-1].pids])
             t0 = time.monotonic_ns()
             turn.stop("user")
             await turn.settled()

@@ -1,15 +1,22 @@
 """Deterministic fake model server: scripted streams over three wire APIs, bash windows, beacons.
 
-``FakeServer`` is imported lazily so that ``python -m fake_server.window`` (run inside a
-tool call, where start-up time matters) does not pay for aiohttp.
+Every name is imported lazily so that ``python -m fake_server.window`` (run inside a tool call,
+where start-up time is what the harness waits on) imports nothing but the window program.
 """
-from .scenario import Scenario, ScenarioError, load_scenario
+from __future__ import annotations
 
+import importlib
+
+TYPE_CHECKING = False       # typing.TYPE_CHECKING without importing typing at start-up
+if TYPE_CHECKING:
+    from .scenario import Scenario, ScenarioError, load_scenario
+    from .server import FakeServer
+
+_LAZY = {"FakeServer": "server", "Scenario": "scenario", "ScenarioError": "scenario", "load_scenario": "scenario"}
 __all__ = ["FakeServer", "Scenario", "ScenarioError", "load_scenario"]
 
 
-def __getattr__(name):
-    if name == "FakeServer":
-        from .server import FakeServer
-        return FakeServer
+def __getattr__(name: str) -> object:
+    if name in _LAZY:
+        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
     raise AttributeError(f"module 'fake_server' has no attribute {name!r}")

@@ -9,16 +9,23 @@ flushed" never sees it later than the agent does.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import secrets
 import time
+from collections.abc import AsyncIterator
+from typing import Any, TypeVar
 
 import aiohttp
 
 from .errors import ApiError
 from .playout import chunk_record, http_error_of, play, prepare
+from .records import Disconnect, Error, Record, Request, StreamEnd
 from .scenario import Scenario, demo_scenario
 from .script import Ids, ScenarioCursor
-from . import wire_chat
+from .wire import wire_for
+
+R = TypeVar("R", bound=Record)
+CHAT_PATH = "/v1/chat/completions"
 
 
 class ProviderError(Exception):
@@ -45,20 +52,20 @@ class Playback:
         self._http: aiohttp.ClientSession | None = None
         self._unsent: set[asyncio.Task] = set()  # reports posted without holding up the consumer
 
-    async def __aenter__(self):
+    async def __aenter__(self) -> Playback:
         return self
 
-    async def __aexit__(self, *exc):
+    async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
-    async def aclose(self):
+    async def aclose(self) -> None:
         if self._unsent:
             await asyncio.gather(*self._unsent, return_exceptions=True)
         if self._http is not None:
             await self._http.close()
             self._http = None
 
-    async def _report(self, record: dict) -> dict:
+    async def _report(self, record: R) -> R:
         """Post ``record`` to the server (which may number it); return it as stored. It is stamped
         here, when it happens, not when the post arrives."""
         record = _stamped(record)
@@ -66,7 +73,7 @@ class Playback:
             return record
         return await self._post(record)
 
-    def _report_without_waiting(self, record: dict) -> None:
+    def _report_without_waiting(self, record: Record) -> None:
         """Report ``record`` (stamped now) while the consumer goes on: a cancelled stream must
         end at once, not after a round trip to the server, or the fake model would add its own
         reporting to the abort latency of the agent it serves. ``aclose`` waits for the post."""
@@ -77,42 +84,55 @@ class Playback:
         self._unsent.add(task)
         task.add_done_callback(self._unsent.discard)
 
-    async def _post(self, record: dict) -> dict:
+    async def _post(self, record: R) -> R:
+        """The record as the server stored it, parsed back at this edge like any record from HTTP."""
         if self._http is None:
             self._http = aiohttp.ClientSession()
-        async with self._http.post(f"{self.report_to}/_stopbench/beacon", json=record) as resp:
+        url = f"{self.report_to}/_stopbench/beacon"
+        async with self._http.post(url, json=record.to_json()) as resp:
             resp.raise_for_status()
-            return await resp.json()
+            stored = Record.from_json(await resp.json(), f"the answer of POST {url}")
+        assert isinstance(stored, type(record)), f"the server stored a {stored.kind} record for a {record.kind}"
+        return stored
 
-    async def _report_request(self, request: dict, canonical: dict | None, status: int,
+    async def _report_request(self, request: dict[str, Any], canonical: Any, status: int,
                               error: str | None) -> int:
-        record = {"kind": "request", "api": "chat", "path": "/v1/chat/completions", "headers": {},
-                  "body": request, "canonical": canonical, "status": status}
-        if error is not None:
-            record["error"] = error
+        record = Request(api="chat", path=CHAT_PATH, headers={}, body=request, canonical=canonical,
+                         status=status, error=error)
         if self.report_to is None:
             self._requests += 1
             return self._requests
-        return (await self._report(record))["request"]
+        stored = await self._report(record)
+        assert stored.request is not None
+        return stored.request
 
-    async def chat_chunks(self, request: dict):
+    async def chat_chunks(self, request: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
         """Yield the chat.completion.chunk dicts for ``request`` (a Chat Completions body)."""
+        wire = wire_for("chat")
         canonical = None
         try:
-            parsed = wire_chat.parse(request)
+            parsed = wire.parse(request)
             canonical = parsed.canonical
             plan = prepare(parsed, self.cursor, self.ids, self.report_to)
         except ApiError as exc:
             request_no = await self._report_request(request, canonical, exc.status, exc.message)
-            await self._report({"kind": "error", "request": request_no, "problem": exc.message})
+            await self._report(Error(request=request_no, problem=exc.message))
             raise ProviderError(exc.status, exc.body) from None
+        encoder = wire.Encoder(plan, parsed, self.ids)
+        if plan.side is not None:
+            await self._report(plan.side_record(parsed, CHAT_PATH))
+            async for emit in play(plan, encoder):
+                for _name, data in emit.events:
+                    if isinstance(data, dict):
+                        yield data
+            return
         refusal = http_error_of(plan, "chat")
         request_no = await self._report_request(request, canonical, refusal.status if refusal else 200,
                                                 refusal.message if refusal else None)
         await self._report(plan.response_record(request_no))
         if refusal is not None:
+            assert plan.http_error is not None
             raise ProviderError(refusal.status, refusal.body, plan.http_error.retry_after)
-        encoder = wire_chat.Encoder(plan, parsed, self.ids)
         last_chunk = 0
         try:
             async for emit in play(plan, encoder):
@@ -120,8 +140,7 @@ class Playback:
                     last_chunk = emit.chunk
                     await self._report(chunk_record(request_no, emit, plan))
                 if emit.final:
-                    await self._report({"kind": "stream_end", "request": request_no,
-                                        "complete": emit.complete})
+                    await self._report(StreamEnd(request=request_no, complete=emit.complete))
                 for _name, data in emit.events:
                     if isinstance(data, dict) and "error" in data:
                         raise StreamBroken(data["error"]["message"])
@@ -130,9 +149,9 @@ class Playback:
                 if emit.final and not emit.complete:
                     raise StreamBroken("the server closed the connection mid-stream")
         except (asyncio.CancelledError, GeneratorExit):
-            self._report_without_waiting({"kind": "disconnect", "request": request_no, "after_chunk": last_chunk})
+            self._report_without_waiting(Disconnect(request=request_no, after_chunk=last_chunk))
             raise
 
 
-def _stamped(record: dict) -> dict:
-    return {**record, "source": "inproc", "mono_ns": time.monotonic_ns()}
+def _stamped(record: R) -> R:
+    return dataclasses.replace(record, source="inproc", mono_ns=time.monotonic_ns())

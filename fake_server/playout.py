@@ -7,38 +7,42 @@ from __future__ import annotations
 
 import asyncio
 import json
-from dataclasses import dataclass
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
 
 from . import scenario as sc
-from .errors import ApiError, api_error
-from .script import Delta, Exhausted, Ids, Parsed, Plan, ScenarioCursor, Sleep, build_plan, detect_shell
-from .shell import NoShellTool
-
-
-def family_of(api: str) -> str:
-    return "anthropic" if api == "anthropic" else "openai"
+from .errors import ApiError
+from .records import Chunk
+from .script import Delta, Exhausted, Ids, Parsed, Plan, ScenarioCursor, Sleep, build_plan, detect_shell, side_plan
+from .wire import Event, StreamEncoder, wire_for
 
 
 def prepare(parsed: Parsed, cursor: ScenarioCursor, ids: Ids, beacon_url: str | None) -> Plan:
-    """The plan answering ``parsed``; ApiError (provider-shaped) when it cannot be answered."""
+    """The plan answering ``parsed``; ApiError (provider-shaped) when it cannot be answered.
+
+    A side request — one the scenario declares by a pattern, or one that offers no shell tool
+    when the scenario calls the shell and nothing else answers it — gets the canned side plan
+    and uses up no response: real agents send such requests (titles, auto-memory) around the
+    task, and neither a consumed response nor a 500 may follow from one.
+    """
     scenario = cursor.scenario
-    family = family_of(parsed.api)
+    wire = wire_for(parsed.api)
     shell = detect_shell(parsed, scenario)
+    pattern = scenario.side_pattern(parsed.canonical)
+    if pattern is not None:     # whatever model it names: agents send side requests to a small model
+        return side_plan(parsed, f"its text contains the scenario's side_requests pattern {pattern!r}")
     if scenario.model and parsed.model != scenario.model:
-        if family == "anthropic":
-            raise api_error(family, 404, f"model: {parsed.model}")
-        raise api_error(family, 404, f"The model `{parsed.model}` does not exist or you do not have "
-                                     "access to it.", param="model", code="model_not_found")
+        raise wire.unknown_model(parsed.model)
     try:
         index, response = cursor.choose(parsed.canonical)
     except Exhausted as exc:
-        raise api_error(family, 500, str(exc)) from None
-    try:
-        return build_plan(index, response, parsed, shell, ids, beacon_url)
-    except NoShellTool as exc:
-        cursor.release(index)       # unanswerable here; a request with a shell tool may still use it
-        offered = ", ".join(parsed.canonical.get("tools") or []) or "none"
-        raise api_error(family, 500, f"scenario '{scenario.name}': {exc} (tools offered: {offered})") from None
+        if shell is None and scenario.scripts_shell:
+            offered = ", ".join(parsed.canonical["tools"]) or "none"
+            return side_plan(parsed, f"no response matches and it offers no shell tool (tools offered: "
+                                     f"{offered}) while the scenario calls the shell")
+        raise wire.error(500, str(exc)) from None
+    return build_plan(index, response, parsed, shell, ids, beacon_url)
 
 
 def http_error_of(plan: Plan, api: str) -> ApiError | None:
@@ -46,20 +50,20 @@ def http_error_of(plan: Plan, api: str) -> ApiError | None:
     frame = plan.http_error
     if frame is None:
         return None
-    return api_error(family_of(api), frame.status, frame.message, retry_after=frame.retry_after)
+    return wire_for(api).error(frame.status, frame.message, retry_after=frame.retry_after)
 
 
 @dataclass
 class Emit:
     """What to send next: ``events`` as (name, data) pairs; ``delta`` set for a numbered chunk."""
-    events: list
+    events: list[Event] = field(default_factory=list)
     delta: Delta | None = None
     chunk: int = 0
     final: bool = False            # the stream's last write; ``complete`` says how it ended
     complete: bool = True
 
 
-async def play(plan: Plan, encoder):
+async def play(plan: Plan, encoder: StreamEncoder) -> AsyncIterator[Emit]:
     """Yield Emits in scripted time. A stall awaits forever: only cancellation ends it."""
     yield Emit(encoder.start())
     chunk = 0
@@ -80,17 +84,15 @@ async def play(plan: Plan, encoder):
         await asyncio.Future()     # stall: held open until the consumer goes away
 
 
-def chunk_record(request_no: int, emit: Emit, plan: Plan) -> dict:
-    record = {"kind": "chunk", "request": request_no, "chunk": emit.chunk,
-              "text": emit.delta.text if emit.delta.kind == "text" else ""}
-    if emit.delta.kind == "tool":
-        record["tool_call_id"] = plan.tool_calls[emit.delta.call]["id"]
-    elif emit.delta.kind == "reasoning":
-        record["reasoning"] = emit.delta.text
-    return record
+def chunk_record(request_no: int, emit: Emit, plan: Plan) -> Chunk:
+    delta = emit.delta
+    assert delta is not None, "chunk_record of an Emit that carries no chunk"
+    return Chunk(request=request_no, chunk=emit.chunk, text=delta.text if delta.kind == "text" else "",
+                 tool_call_id=plan.tool_calls[delta.call]["id"] if delta.kind == "tool" else None,
+                 reasoning=delta.text if delta.kind == "reasoning" else None)
 
 
-def sse(event: str | None, data) -> bytes:
+def sse(event: str | None, data: Any) -> bytes:
     """One server-sent event; ``data`` is a dict (JSON) or a literal like ``[DONE]``."""
     payload = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False, separators=(",", ":"))
     head = f"event: {event}\n" if event else ""

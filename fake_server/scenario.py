@@ -12,10 +12,12 @@ import tomllib
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
+
+from .canonical import Canonical, last_text, last_turn
 
 FINISH_REASONS = ("stop", "length", "tool_calls")
-MATCH_ROLES = ("user", "tool", "assistant", "system")
+MATCH_ROLES = ("user", "tool", "assistant")     # system messages are passed over (see Match)
 ERROR_KINDS = ("server_error", "rate_limit", "overloaded", "invalid_request")
 HTTP_ERROR_STATUSES = (400, 401, 403, 404, 408, 409, 429, 500, 502, 503, 529)
 DEFAULT_CHUNK_CHARS = 16
@@ -119,18 +121,20 @@ Frame = Text | Reasoning | ToolCall | Shell | Pause | Stall | Disconnect | Strea
 
 @dataclass(frozen=True)
 class Match:
-    last: str | None = None        # role of the request's last message
+    """Which requests a response answers. "Last" means the last turn: the last message that is
+    not a system message, since agents add system messages after a user's or a tool's message
+    (a reminder, a note) and the model is still answering that message."""
+    last: str | None = None        # role of the request's last turn
     tools: bool | None = None      # whether the request offers any tool
-    contains: str | None = None    # substring of the last message's text
+    contains: str | None = None    # substring of the last turn's text
 
-    def accepts(self, canonical: dict) -> bool:
-        messages = canonical.get("messages") or []
-        last = messages[-1] if messages else {}
-        if self.last is not None and last.get("role") != self.last:
+    def accepts(self, canonical: Canonical) -> bool:
+        turn = last_turn(canonical)
+        if self.last is not None and (turn is None or turn["role"] != self.last):
             return False
-        if self.tools is not None and bool(canonical.get("tools")) != self.tools:
+        if self.tools is not None and bool(canonical["tools"]) != self.tools:
             return False
-        if self.contains is not None and self.contains not in (last.get("text") or ""):
+        if self.contains is not None and (turn is None or self.contains not in turn["text"]):
             return False
         return True
 
@@ -140,6 +144,11 @@ class Response:
     frames: tuple[Frame, ...]
     match: Match = Match()
     repeat: bool = False           # never used up (e.g. answers every title request)
+
+    @property
+    def scripts_shell(self) -> bool:
+        """Whether it calls the shell, so that only a request offering a shell tool can take it."""
+        return any(isinstance(f, Shell) for f in self.frames)
 
 
 @dataclass(frozen=True)
@@ -155,7 +164,18 @@ class Scenario:
     responses: tuple[Response, ...]
     model: str | None = None
     shell_tool: ShellToolOverride | None = None
+    side_requests: tuple[str, ...] = ()    # substrings that mark a request as a side request
     source: str = "<inline>"
+
+    @property
+    def scripts_shell(self) -> bool:
+        return any(r.scripts_shell for r in self.responses)
+
+    def side_pattern(self, canonical: Canonical) -> str | None:
+        """The first ``side_requests`` pattern found in the request's last user or last system
+        text (a title request puts its instruction in either), or None."""
+        texts = (last_text(canonical, "user"), last_text(canonical, "system"))
+        return next((p for p in self.side_requests if any(p in t for t in texts)), None)
 
 
 # --- loading ------------------------------------------------------------------------------
@@ -186,17 +206,19 @@ def demo_scenario() -> Scenario:
 
 def parse_scenario(data: dict, source: str = "<inline>") -> Scenario:
     reader = _Reader(source)
-    reader.only(data, "scenario", {"name", "model", "shell_tool", "responses"})
-    name = reader.string(data, "scenario", "name", required=True)
+    reader.only(data, "scenario", {"name", "model", "shell_tool", "side_requests", "responses"})
+    name = reader.required(data, "scenario", "name")
     model = reader.string(data, "scenario", "model")
     shell_tool = None
     if "shell_tool" in data:
         shell_tool = reader.shell_tool(data["shell_tool"])
+    side_requests = reader.side_requests(data.get("side_requests", []))
     raw = data.get("responses")
     if not isinstance(raw, list) or not raw:
         raise ScenarioError(source, "responses", "at least one [[responses]] table is required")
     responses = tuple(reader.response(r, f"responses[{i}]") for i, r in enumerate(raw))
-    return Scenario(name=name, responses=responses, model=model, shell_tool=shell_tool, source=source)
+    return Scenario(name=name, responses=responses, model=model, shell_tool=shell_tool,
+                    side_requests=side_requests, source=source)
 
 
 _FRAME_KEYS = ("text", "reasoning", "tool_call", "shell", "pause", "stall", "disconnect",
@@ -217,7 +239,7 @@ class _Reader:
     def __init__(self, source: str):
         self.source = source
 
-    def fail(self, item: str, problem: str):
+    def fail(self, item: str, problem: str) -> NoReturn:
         raise ScenarioError(self.source, item, problem)
 
     def only(self, table: Any, item: str, allowed: set[str]):
@@ -227,11 +249,15 @@ class _Reader:
         if unknown:
             self.fail(item, f"unknown key(s) {', '.join(unknown)} (allowed: {', '.join(sorted(allowed))})")
 
-    def string(self, table: dict, item: str, key: str, required: bool = False) -> str | None:
+    def required(self, table: dict, item: str, key: str) -> str:
+        value = self.string(table, item, key)
+        if value is None:
+            self.fail(item, f"'{key}' is required")
+        return value
+
+    def string(self, table: dict, item: str, key: str) -> str | None:
         value = table.get(key)
         if value is None:
-            if required:
-                self.fail(item, f"'{key}' is required")
             return None
         if not isinstance(value, str) or not value:
             self.fail(f"{item}.{key}", "must be a non-empty string")
@@ -246,12 +272,20 @@ class _Reader:
 
     def shell_tool(self, raw: Any) -> ShellToolOverride:
         self.only(raw, "shell_tool", {"name", "field", "argv"})
-        name = self.string(raw, "shell_tool", "name", required=True)
+        name = self.required(raw, "shell_tool", "name")
         field_name = self.string(raw, "shell_tool", "field") or "command"
         argv = raw.get("argv", False)
         if not isinstance(argv, bool):
             self.fail("shell_tool.argv", "must be true or false")
         return ShellToolOverride(name=name, field=field_name, argv=argv)
+
+    def side_requests(self, raw: Any) -> tuple[str, ...]:
+        if not isinstance(raw, list):
+            self.fail("side_requests", f"must be an array of strings, not {type(raw).__name__}")
+        for i, pattern in enumerate(raw):
+            if not isinstance(pattern, str) or not pattern.strip():
+                self.fail(f"side_requests[{i}]", "must be a non-empty string")
+        return tuple(raw)
 
     def response(self, raw: Any, item: str) -> Response:
         self.only(raw, item, {"match", "repeat", "frames"})
@@ -272,7 +306,8 @@ class _Reader:
         self.only(raw, item, {"last", "tools", "contains"})
         last = raw.get("last")
         if last is not None and last not in MATCH_ROLES:
-            self.fail(f"{item}.last", f"must be one of {', '.join(MATCH_ROLES)}, not {last!r}")
+            self.fail(f"{item}.last", f"must be one of {', '.join(MATCH_ROLES)}, not {last!r} (the last turn "
+                                      "is the last message that is not a system message)")
         tools = raw.get("tools")
         if tools is not None and not isinstance(tools, bool):
             self.fail(f"{item}.tools", "must be true or false")
@@ -338,7 +373,7 @@ class _Reader:
 
     def tool_call(self, value: Any, where: str, pacing: dict) -> ToolCall:
         self.only(value, where, {"name", "arguments"})
-        name = self.string(value, where, "name", required=True)
+        name = self.required(value, where, "name")
         arguments = value.get("arguments", {})
         if isinstance(arguments, str):
             try:
@@ -363,7 +398,7 @@ class _Reader:
         w = value.get("window")
         wi = f"{where}.window"
         self.only(w, wi, {"id", "depth", "fanout", "ignore_term", "escape", "hold_s", "marker"})
-        window_id = self.string(w, wi, "id", required=True)
+        window_id = self.required(w, wi, "id")
         if not window_id.replace("-", "").replace("_", "").isalnum():
             self.fail(f"{wi}.id", "may contain only letters, digits, '-' and '_'")
         for flag in ("ignore_term", "escape"):

@@ -9,16 +9,23 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
+from . import canonical as cn
 from . import scenario as sc
+from .canonical import Canonical, estimate_tokens
+from .records import Response, Side
 from .shell import NoShellTool, ShellTool, ToolDef, detect_shell_tool, shell_arguments, shell_command
+
+SIDE_TEXT = "stopbench side answer"    # what every side request gets: short, and recognisable in a log
+NO_ROUTE: MappingProxyType[str, str] = MappingProxyType({})   # a route without path parameters
 
 
 @dataclass
 class Parsed:
-    """A request understood: its API, its canonical form, and what streaming asked for."""
-    api: str                       # "chat" | "responses" | "anthropic"
-    canonical: dict
+    """A request understood: its wire API, its canonical form, and what streaming asked for."""
+    api: str                       # the wire's NAME: "chat" | "responses" | "anthropic"
+    canonical: Canonical
     tool_defs: list[ToolDef]
     stream: bool
     include_usage: bool = False
@@ -47,27 +54,27 @@ class ScenarioCursor:
         self.scenario = scenario
         self.used: set[int] = set()
 
-    def release(self, index: int):
-        """Make a response chosen for a request that could not be answered available again."""
-        self.used.discard(index)
-
-    def choose(self, canonical: dict) -> tuple[int, sc.Response]:
+    def choose(self, canonical: Canonical) -> tuple[int, sc.Response]:
+        """The first unused response that accepts ``canonical`` and can be answered in it (one
+        that calls the shell needs a request offering a shell tool); it is used up unless it
+        repeats. Exhausted, saying why, when there is none."""
+        shell_offered = canonical["shell_tool"] is not None
         for index, response in enumerate(self.scenario.responses):
             if index in self.used or not response.match.accepts(canonical):
+                continue
+            if response.scripts_shell and not shell_offered:
                 continue
             if not response.repeat:
                 self.used.add(index)
             return index, response
         left = len(self.scenario.responses) - len(self.used)
+        turn = cn.last_turn(canonical)
+        offered = ", ".join(canonical["tools"]) or "none"
         raise Exhausted(
             f"scenario '{self.scenario.name}' ({self.scenario.source}) has no response left for this "
             f"request: {len(self.scenario.responses)} responses, {left} unused, none of them matches "
-            f"(last message role: {_last_role(canonical)!r}, tools offered: {bool(canonical.get('tools'))})")
-
-
-def _last_role(canonical: dict) -> str | None:
-    messages = canonical.get("messages") or []
-    return messages[-1].get("role") if messages else None
+            f"(last turn role: {turn['role'] if turn else None!r}, tools offered: {offered}, "
+            f"shell tool: {canonical['shell_tool'] or 'none'})")
 
 
 def detect_shell(parsed: Parsed, scenario: sc.Scenario) -> ShellTool | None:
@@ -98,22 +105,35 @@ class Plan:
     index: int
     text: str = ""
     reasoning: str = ""
-    tool_calls: list[dict] = field(default_factory=list)
+    tool_calls: list[cn.Call] = field(default_factory=list)
     finish_reason: str = "stop"
     steps: list = field(default_factory=list)          # Delta | Sleep
     ending: object = None          # None (normal finish) | Stall | Disconnect | StreamError
     http_error: sc.HttpError | None = None
     input_tokens: int = 0
     output_tokens: int = 0
+    side: str | None = None        # for a side request: how it was recognised (no response is used)
 
-    def response_record(self, request_no: int) -> dict:
-        record = {"kind": "response", "request": request_no, "response_index": self.index,
-                  "text": self.text, "tool_calls": self.tool_calls, "finish_reason": self.finish_reason}
-        if self.http_error is not None:
-            record["http_error"] = self.http_error.status
-        if self.ending is not None:
-            record["ending"] = type(self.ending).__name__.lower()
-        return record
+    def response_record(self, request_no: int) -> Response:
+        return Response(request=request_no, response_index=self.index, text=self.text,
+                        tool_calls=list(self.tool_calls), finish_reason=self.finish_reason,
+                        http_error=self.http_error.status if self.http_error is not None else None,
+                        ending=type(self.ending).__name__.lower() if self.ending is not None else None)
+
+    def side_record(self, parsed: Parsed, path: str) -> Side:
+        assert self.side is not None, "side_record of a plan that answers the scenario"
+        return Side(api=parsed.api, path=path, stream=parsed.stream, reason=self.side,
+                    messages=cn.outline(parsed.canonical), tools=list(parsed.canonical["tools"]),
+                    text=self.text)
+
+
+def side_plan(parsed: Parsed, reason: str) -> Plan:
+    """The canned answer to a side request: one text chunk, finished at once."""
+    plan = Plan(index=-1, text=SIDE_TEXT, side=reason)
+    plan.steps.append(Delta("text", SIDE_TEXT, first=True))
+    plan.input_tokens = estimate_tokens(parsed.canonical)
+    plan.output_tokens = max(1, len(SIDE_TEXT) // 4)
+    return plan
 
 
 def build_plan(index: int, response: sc.Response, parsed: Parsed, shell: ShellTool | None,
@@ -134,9 +154,7 @@ def build_plan(index: int, response: sc.Response, parsed: Parsed, shell: ShellTo
             _paced(plan, kind, frame.text, frame.chunk, frame.interval_s)
         elif isinstance(frame, (sc.ToolCall, sc.Shell)):
             name, arguments = _call_target(frame, shell, beacon_url)
-            call = {"id": ids.new("toolu" if parsed.api == "anthropic" else "call"), "name": name,
-                    "arguments": arguments}
-            plan.tool_calls.append(call)
+            plan.tool_calls.append(cn.call(ids.new("toolu" if parsed.api == "anthropic" else "call"), name, arguments))
             _paced(plan, "tool", arguments, frame.chunk, frame.interval_s, call=len(plan.tool_calls) - 1)
         elif isinstance(frame, sc.Pause):
             plan.steps.append(Sleep(frame.seconds))
@@ -168,7 +186,3 @@ def _paced(plan: Plan, kind: str, text: str, size: int, interval_s: float, call:
             plan.steps.append(Sleep(interval_s))
         plan.steps.append(Delta(kind, text[start:start + size], call=call, first=(start == 0)))
 
-
-def estimate_tokens(canonical: dict) -> int:
-    chars = sum(len(m.get("text") or "") for m in canonical.get("messages") or [])
-    return max(1, chars // 4)

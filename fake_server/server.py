@@ -8,43 +8,38 @@ from __future__ import annotations
 import asyncio
 import json
 import secrets
+from collections.abc import Mapping
+from typing import Any
 
 from aiohttp import web
 
-from . import wire_chat
+from .canonical import estimate_tokens
 from .errors import ApiError, api_error
-from .playout import chunk_record, family_of, http_error_of, play, prepare, sse
-from .records import Records
-from .scenario import Disconnect, Scenario, demo_scenario
-from .script import Ids, ScenarioCursor, estimate_tokens
+from .playout import chunk_record, http_error_of, play, prepare, sse
+from .records import Disconnect, Error, Record, RecordError, Records, Request, StreamEnd
+from .scenario import Disconnect as DisconnectFrame
+from .scenario import Scenario, StreamError, demo_scenario
+from .script import Ids, Plan, ScenarioCursor
+from .wire import StreamEncoder, Wire, wire_for, wires
 
 MAX_BODY_BYTES = 8 * 1024 * 1024
+MAX_POLL_S = 300.0
 SECRET_HEADERS = {"authorization", "x-api-key", "api-key", "proxy-authorization", "cookie"}
 SSE_HEADERS = {"Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache",
                "Connection": "keep-alive"}
 
 
-def redact(headers) -> dict:
+def redact(headers: Mapping[str, str]) -> dict[str, str]:
     """Header names lower-cased (HTTP does not care) and secrets replaced."""
     return {k.lower(): ("[redacted]" if k.lower() in SECRET_HEADERS else v) for k, v in headers.items()}
-
-
-def wire_for(api: str):
-    """The wire module of ``api`` (parse, Encoder, event names)."""
-    if api == "chat":
-        return wire_chat
-    if api == "responses":
-        from . import wire_responses
-        return wire_responses
-    from . import wire_anthropic
-    return wire_anthropic
 
 
 class FakeServer:
     def __init__(self, scenario: Scenario | None = None, port: int = 0, seed: str | None = None,
                  max_body_bytes: int = MAX_BODY_BYTES, keep_wire: bool = False):
         """``keep_wire`` keeps every byte sent for each model request in ``self.wire`` (request
-        number → {"api", "status", "sse", "payloads"}), for checking the wire format itself."""
+        number → {"api", "status", "sse", "payloads"}), and for each side request in
+        ``self.side_wire`` (in order), for checking the wire format itself."""
         self.scenario = scenario or demo_scenario()
         self.cursor = ScenarioCursor(self.scenario)
         self.ids = Ids(seed or secrets.token_hex(3))
@@ -52,7 +47,8 @@ class FakeServer:
         self.port = port
         self.max_body_bytes = max_body_bytes
         self.keep_wire = keep_wire
-        self.wire: dict[int, dict] = {}
+        self.wire: dict[int, dict[str, Any]] = {}
+        self.side_wire: list[dict[str, Any]] = []
         self._runner: web.AppRunner | None = None
         self._closing = False
 
@@ -65,21 +61,21 @@ class FakeServer:
     def base_url(self) -> str:
         return f"{self.url}/v1"
 
-    def load(self, scenario: Scenario):
+    def load(self, scenario: Scenario) -> None:
         """Serve ``scenario`` from its first response on; records and numbering go on."""
         self.scenario = scenario
         self.cursor = ScenarioCursor(scenario)
 
-    async def start(self) -> "FakeServer":
+    async def start(self) -> FakeServer:
         app = web.Application(client_max_size=self.max_body_bytes)
         app.router.add_get("/", self._root)
         for prefix in ("/v1", ""):
             app.router.add_get(f"{prefix}/models", self._models)
             app.router.add_get(f"{prefix}/models/{{model}}", self._model)
             app.router.add_post(f"{prefix}/messages/count_tokens", self._count_tokens)
-            app.router.add_post(f"{prefix}/chat/completions", self._model_route("chat"))
-            app.router.add_post(f"{prefix}/responses", self._model_route("responses"))
-            app.router.add_post(f"{prefix}/messages", self._model_route("anthropic"))
+        for wire in wires():
+            for path in wire.PATHS:
+                app.router.add_post(path, self._model_route(wire))
         app.router.add_get("/_stopbench/records", self._records)
         app.router.add_post("/_stopbench/beacon", self._beacon)
         app.router.add_route("*", "/{tail:.*}", self._unknown)
@@ -90,139 +86,170 @@ class FakeServer:
         self.port = self._runner.addresses[0][1]
         return self
 
-    async def close(self):
+    async def close(self) -> None:
         self._closing = True
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
 
-    async def __aenter__(self):
+    async def __aenter__(self) -> FakeServer:
         return await self.start()
 
-    async def __aexit__(self, *exc):
+    async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
     # --- plain routes ---------------------------------------------------------------------
-    async def _root(self, request: web.Request):
+    async def _root(self, request: web.Request) -> web.Response:
         return web.Response(text="stopbench fake model server\n")
 
-    def _model_entry(self, model: str) -> dict:
+    def _model_entry(self, model: str) -> dict[str, Any]:
         return {"id": model, "object": "model", "created": 0, "owned_by": "stopbench",
                 "type": "model", "display_name": model, "created_at": "1970-01-01T00:00:00Z"}
 
-    async def _models(self, request: web.Request):
+    async def _models(self, request: web.Request) -> web.Response:
         return web.json_response({"object": "list",
                                   "data": [self._model_entry(self.scenario.model or "stopbench-fake")]})
 
-    async def _model(self, request: web.Request):
+    async def _model(self, request: web.Request) -> web.Response:
         model = request.match_info["model"]
         if self.scenario.model and model != self.scenario.model:
-            error = api_error("openai", 404, f"The model `{model}` does not exist or you do not have access to it.",
-                              param="model", code="model_not_found")
+            error = wire_for("chat").unknown_model(model)
             return web.json_response(error.body, status=404)
         return web.json_response(self._model_entry(model))
 
-    async def _count_tokens(self, request: web.Request):
+    async def _count_tokens(self, request: web.Request) -> web.Response:
         """Anthropic token counting (Claude Code asks): not a model request, so not numbered."""
+        wire = wire_for("anthropic")
         try:
             body = await request.json()
             if not isinstance(body, dict):
                 raise ValueError
-            parsed = wire_for("anthropic").parse({"max_tokens": 1, **body})
+            parsed = wire.parse({"max_tokens": 1, **body}, request.match_info)
         except (ValueError, UnicodeDecodeError):
-            error = api_error("anthropic", 400, "The request body is not valid JSON.")
+            error = wire.error(400, "The request body is not valid JSON.")
             return web.json_response(error.body, status=400)
         except ApiError as exc:
             return web.json_response(exc.body, status=exc.status)
         return web.json_response({"input_tokens": estimate_tokens(parsed.canonical)})
 
-    async def _unknown(self, request: web.Request):
+    async def _unknown(self, request: web.Request) -> web.Response:
         family = "anthropic" if "anthropic-version" in request.headers else "openai"
         problem = f"Invalid URL ({request.method} {request.path})"
-        self.records.append({"kind": "error", "path": request.path, "method": request.method,
-                             "status": 404, "problem": problem})
+        self.records.append(Error(path=request.path, method=request.method, status=404, problem=problem))
         error = api_error(family, 404, problem)
         return web.json_response(error.body, status=404)
 
-    async def _records(self, request: web.Request):
+    async def _records(self, request: web.Request) -> web.Response:
+        """The long poll: the records after ``after``, waiting up to ``wait`` seconds for one."""
         try:
             after = int(request.query.get("after", "0"))
-            wait = min(float(request.query.get("wait", "0")), 300.0)
+            wait = min(float(request.query.get("wait", "0")), MAX_POLL_S)
         except ValueError:
             return web.json_response({"error": "after must be an integer and wait a number"}, status=400)
-        return web.json_response(await self.records.wait_after(after, wait))
+        if wait > 0:
+            try:
+                async with asyncio.timeout(wait):
+                    await self.records.wait_after(after)
+            except TimeoutError:
+                pass                # nothing new within the poll: an empty answer
+        return web.json_response(self.records.to_json(after))
 
-    async def _beacon(self, request: web.Request):
+    async def _beacon(self, request: web.Request) -> web.Response:
+        """A record from another process (a window, in-process playback), parsed at the edge:
+        a malformed one is refused with 400 and recorded as an error, never stored."""
+        where = f"beacon {request.method} {request.path}"
         try:
-            record = await request.json()
+            data = await request.json()
         except (json.JSONDecodeError, UnicodeDecodeError):
-            record = None
-        if not isinstance(record, dict) or not isinstance(record.get("kind"), str):
-            problem = "beacon body must be a JSON object with a string 'kind'"
-            self.records.append({"kind": "error", "path": request.path, "problem": problem})
-            return web.json_response({"error": problem}, status=400)
-        record.setdefault("source", "beacon")
-        return web.json_response(self.records.append(record))
+            data = None
+        try:
+            if not isinstance(data, dict):
+                raise RecordError(where, "the body must be a JSON object (one record)")
+            record = Record.from_json({"source": "beacon", **data}, where)
+        except RecordError as exc:
+            self.records.append(Error(path=request.path, problem=str(exc)))
+            return web.json_response({"error": str(exc)}, status=400)
+        return web.json_response(self.records.append(record).to_json())
 
     # --- model requests -------------------------------------------------------------------
-    def _model_route(self, api: str):
-        async def handler(request: web.Request):
-            return await self._model_request(request, api)
+    def _model_route(self, wire: Wire):
+        async def handler(request: web.Request) -> web.StreamResponse:
+            return await self._model_request(request, wire)
         return handler
 
-    async def _model_request(self, request: web.Request, api: str):
-        family = family_of(api)
-        base = {"kind": "request", "request": self.records.next_request_number(), "api": api,
-                "path": request.path_qs, "headers": redact(request.headers)}
-        request_no = base["request"]
+    async def _model_request(self, request: web.Request, wire: Wire) -> web.StreamResponse:
+        seen: dict[str, Any] = {"api": wire.NAME, "path": request.path_qs, "headers": redact(request.headers)}
         try:
-            body = await self._read_json(request, family, base)
-            parsed = wire_for(api).parse(body)
-            base["canonical"] = parsed.canonical
+            body = await self._read_json(request, wire, seen)
+            parsed = wire.parse(body, request.match_info)
+            seen["canonical"] = parsed.canonical
             plan = prepare(parsed, self.cursor, self.ids, self.url)
         except ApiError as exc:
-            self.records.append({**base, "status": exc.status, "error": exc.message})
-            self.records.append({"kind": "error", "request": request_no, "problem": exc.message})
-            return self._json(request_no, api, exc.body, exc.status, exc.headers)
-        refusal = http_error_of(plan, api)
-        self.records.append({**base, "status": refusal.status if refusal else 200,
-                             **({"error": refusal.message} if refusal else {})})
+            refused = self.records.append(Request(**seen, status=exc.status, error=exc.message))
+            assert refused.request is not None
+            self.records.append(Error(request=refused.request, problem=exc.message))
+            return self._json(refused.request, wire, exc.body, exc.status, exc.headers)
+        encoder = wire.Encoder(plan, parsed, self.ids)
+        if plan.side is not None:
+            self.records.append(plan.side_record(parsed, request.path_qs))
+            if parsed.stream:
+                return await self._stream(request, None, plan, encoder, self._exchange(None, wire, 200, True))
+            return await self._whole(request, None, wire, plan, encoder)
+        refusal = http_error_of(plan, wire.NAME)
+        stored = self.records.append(Request(**seen, status=refusal.status if refusal else 200,
+                                             error=refusal.message if refusal else None))
+        request_no = stored.request
+        assert request_no is not None
         self.records.append(plan.response_record(request_no))
         if refusal is not None:
-            return self._json(request_no, api, refusal.body, refusal.status, refusal.headers)
-        encoder = wire_for(api).Encoder(plan, parsed, self.ids)
+            return self._json(request_no, wire, refusal.body, refusal.status, refusal.headers)
         if parsed.stream:
-            return await self._stream(request, request_no, api, plan, encoder)
-        return await self._whole(request, request_no, api, plan, encoder)
+            return await self._stream(request, request_no, plan, encoder, self._exchange(request_no, wire, 200, True))
+        return await self._whole(request, request_no, wire, plan, encoder)
 
-    def _json(self, request_no: int, api: str, body: dict, status: int = 200, headers=None):
+    def _exchange(self, request_no: int | None, wire: Wire, status: int, streamed: bool) -> list[bytes] | None:
+        """Where the bytes of one answer are kept (``keep_wire``): its payload list, or None."""
+        if not self.keep_wire:
+            return None
+        payloads: list[bytes] = []
+        exchange = {"api": wire.NAME, "status": status, "sse": streamed, "payloads": payloads}
+        if request_no is None:
+            self.side_wire.append(exchange)
+        else:
+            self.wire[request_no] = exchange
+        return payloads
+
+    def _json(self, request_no: int | None, wire: Wire, body: dict, status: int = 200,
+              headers: Mapping[str, str] | None = None) -> web.Response:
         response = web.json_response(body, status=status, headers=headers)
-        if self.keep_wire:
-            self.wire[request_no] = {"api": api, "status": status, "sse": False, "payloads": [response.body]}
+        exchange = self._exchange(request_no, wire, status, False)
+        if exchange is not None:
+            assert isinstance(response.body, bytes)
+            exchange.append(response.body)
         return response
 
-    async def _read_json(self, request: web.Request, family: str, base: dict) -> dict:
+    async def _read_json(self, request: web.Request, wire: Wire, seen: dict[str, Any]) -> dict[str, Any]:
         try:
             raw = await request.read()
         except web.HTTPRequestEntityTooLarge:
-            raise api_error(family, 413, f"Request body exceeds the maximum of {self.max_body_bytes} bytes.")
+            raise wire.error(413, f"Request body exceeds the maximum of {self.max_body_bytes} bytes.") from None
         try:
             body = json.loads(raw)
         except (json.JSONDecodeError, UnicodeDecodeError):
-            base["body_text"] = raw[:2000].decode("utf-8", "replace")
-            raise api_error(family, 400, "We could not parse the JSON body of your request. The API "
-                                         "expects a JSON payload, but what was sent was not valid JSON.")
-        base["body"] = body
+            seen["body_text"] = raw[:2000].decode("utf-8", "replace")
+            raise wire.error(400, "We could not parse the JSON body of your request. The API "
+                                  "expects a JSON payload, but what was sent was not valid JSON.") from None
+        seen["body"] = body
         if not isinstance(body, dict):
-            raise api_error(family, 400, "The request body must be a JSON object.")
+            raise wire.error(400, "The request body must be a JSON object.")
         return body
 
-    async def _stream(self, request: web.Request, request_no: int, api: str, plan, encoder):
+    async def _stream(self, request: web.Request, request_no: int | None, plan: Plan, encoder: StreamEncoder,
+                      sent: list[bytes] | None) -> web.StreamResponse:
+        """Play ``plan`` as SSE. A numbered request records its chunks, its end or the client's
+        disconnect; a side request (``request_no`` None) records nothing more."""
         response = web.StreamResponse(status=200, headers=SSE_HEADERS)
         last_chunk = 0
-        sent = [] if self.keep_wire else None
-        if sent is not None:
-            self.wire[request_no] = {"api": api, "status": 200, "sse": True, "payloads": sent}
         try:
             await response.prepare(request)
             async for emit in play(plan, encoder):
@@ -231,38 +258,46 @@ class FakeServer:
                     sent.append(payload)
                 if payload:
                     await response.write(payload)
+                if request_no is None:
+                    continue
                 if emit.delta is not None:
                     last_chunk = emit.chunk
                     self.records.append(chunk_record(request_no, emit, plan))
                 if emit.final:
-                    self.records.append({"kind": "stream_end", "request": request_no, "complete": emit.complete})
-                    if isinstance(plan.ending, Disconnect):
+                    self.records.append(StreamEnd(request=request_no, complete=emit.complete))
+                    if isinstance(plan.ending, DisconnectFrame):
+                        assert request.transport is not None
                         request.transport.abort()
                         return response
             await response.write_eof()
         except asyncio.CancelledError:      # the client hung up (handler_cancellation) or we are closing
-            if not self._closing:
-                self.records.append({"kind": "disconnect", "request": request_no, "after_chunk": last_chunk})
+            if not self._closing and request_no is not None:
+                self.records.append(Disconnect(request=request_no, after_chunk=last_chunk))
             raise
         except ConnectionResetError:        # the hang-up surfaced in a write instead
-            self.records.append({"kind": "disconnect", "request": request_no, "after_chunk": last_chunk})
+            if request_no is not None:
+                self.records.append(Disconnect(request=request_no, after_chunk=last_chunk))
         return response
 
-    async def _whole(self, request: web.Request, request_no: int, api: str, plan, encoder):
+    async def _whole(self, request: web.Request, request_no: int | None, wire: Wire, plan: Plan,
+                     encoder: StreamEncoder) -> web.StreamResponse:
         """Non-streamed answer: the same plan and timing, one JSON body at the end."""
         complete = True
         try:
             async for emit in play(plan, encoder):
                 complete = emit.complete
         except asyncio.CancelledError:
-            if not self._closing:
-                self.records.append({"kind": "disconnect", "request": request_no, "after_chunk": 0})
+            if not self._closing and request_no is not None:
+                self.records.append(Disconnect(request=request_no, after_chunk=0))
             raise
-        self.records.append({"kind": "stream_end", "request": request_no, "complete": complete})
+        if request_no is not None:
+            self.records.append(StreamEnd(request=request_no, complete=complete))
         if complete:
-            return self._json(request_no, api, encoder.body())
-        if isinstance(plan.ending, Disconnect):
+            return self._json(request_no, wire, encoder.body())
+        if isinstance(plan.ending, DisconnectFrame):
+            assert request.transport is not None
             request.transport.abort()
             return web.Response()
-        error = api_error(family_of(api), 500, plan.ending.message)
-        return self._json(request_no, api, error.body, 500)
+        assert isinstance(plan.ending, StreamError), "only a disconnect or an error ends a played plan early"
+        error = wire.error(500, plan.ending.message)
+        return self._json(request_no, wire, error.body, 500)

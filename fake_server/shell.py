@@ -18,6 +18,11 @@ from .scenario import Shell, ShellToolOverride, Window
 KNOWN_SHELL_TOOLS = ("bash", "Bash", "shell", "Shell", "exec_command", "run_shell_command",
                      "run_terminal_cmd", "execute_command", "run_command", "terminal", "shell_command")
 COMMAND_FIELDS = ("command", "cmd", "commands", "script")
+# Arguments added when the tool's schema has them and the scenario does not set them: each keeps
+# a long command in the foreground. Codex's exec_command backgrounds a command after
+# yield_time_ms (10 s by default) and asks the model again, which would end a window mid-task;
+# Codex clamps the value (to 30 s in the versions seen), so ask for the longest a window holds.
+FOREGROUND_DEFAULTS = {"yield_time_ms": 600_000}
 
 
 class NoShellTool(LookupError):
@@ -35,6 +40,7 @@ class ShellTool:
     name: str
     field: str
     argv: bool
+    defaults: tuple[tuple[str, object], ...] = ()   # FOREGROUND_DEFAULTS its schema has
 
 
 def detect_shell_tool(tools: list[ToolDef], override: ShellToolOverride | None = None) -> ShellTool | None:
@@ -43,14 +49,21 @@ def detect_shell_tool(tools: list[ToolDef], override: ShellToolOverride | None =
     if override is not None:
         if override.name not in by_name:
             return None
-        return ShellTool(override.name, override.field, override.argv)
+        return ShellTool(override.name, override.field, override.argv, _defaults(by_name[override.name]))
     candidates = [by_name[n] for n in KNOWN_SHELL_TOOLS if n in by_name]
     candidates += [t for t in tools if t not in candidates and _looks_like_shell(t.name)]
     for tool in candidates:
         found = _command_field(tool.parameters)
         if found:
-            return ShellTool(tool.name, *found)
+            return ShellTool(tool.name, *found, _defaults(tool))
     return None
+
+
+def _defaults(tool: ToolDef) -> tuple[tuple[str, object], ...]:
+    props = tool.parameters.get("properties") if isinstance(tool.parameters, dict) else None
+    if not isinstance(props, dict):
+        return ()
+    return tuple((name, value) for name, value in FOREGROUND_DEFAULTS.items() if name in props)
 
 
 def _looks_like_shell(name: str) -> bool:
@@ -76,16 +89,18 @@ def _is_array(spec: dict) -> bool:
 
 
 def shell_arguments(tool: ShellTool, command: str, extra: dict) -> str:
-    """JSON arguments for ``tool`` running ``command``, in that tool's own schema."""
+    """JSON arguments for ``tool`` running ``command``, in that tool's own schema; the
+    scenario's ``extra`` wins over the tool's foreground defaults."""
     value: str | list[str] = ["bash", "-lc", command] if tool.argv else command
-    return json.dumps({tool.field: value, **extra}, ensure_ascii=False)
+    return json.dumps({tool.field: value, **dict(tool.defaults), **extra}, ensure_ascii=False)
 
 
 def shell_command(frame: Shell, beacon_url: str | None) -> str:
     """The command line a shell frame runs: its own command, or the window program."""
-    if frame.window is None:
-        return frame.command
-    return window_command(frame.window, beacon_url)
+    if frame.window is not None:
+        return window_command(frame.window, beacon_url)
+    assert frame.command is not None, "a shell frame has a command or a window"
+    return frame.command
 
 
 def window_command(window: Window, beacon_url: str | None) -> str:

@@ -3,17 +3,36 @@
 Claude Code sends ``HEAD /`` and then ``POST /v1/messages?beta=true`` with thinking enabled;
 the stream follows the real sequence: message_start, ping, content blocks (start, deltas,
 stop), message_delta with the stop reason, message_stop.
+
+Besides the top-level ``system``, a message with role ``system`` may stand anywhere in
+``messages``: Claude Code sends one with its default tool set (MCP instructions, reminders) and
+the real API accepts it. Any other role is refused. Tool results pair with the tool uses of
+the previous non-system message.
 """
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
+from typing import Any
 
-from .errors import STREAM_ERROR_STATUS, anthropic_error
-from .script import Delta, Ids, Parsed, Plan
+from . import canonical as cn
+from .errors import STREAM_ERROR_STATUS, ApiError, anthropic_error
+from .script import NO_ROUTE, Delta, Ids, Parsed, Plan
 from .shell import ToolDef
 
+NAME = "anthropic"
+PATHS = ("/v1/messages", "/messages")
+ROLES = ("user", "assistant", "system")
 STOP_REASONS = {"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_use"}
 THINKING_SIGNATURE = "c3RvcGJlbmNoLWZha2Utc2lnbmF0dXJl"   # a fixed, opaque signature
+
+
+def error(status: int, message: str | None = None, *, retry_after: float | None = None) -> ApiError:
+    return anthropic_error(status, message, retry_after=retry_after)
+
+
+def unknown_model(model: str) -> ApiError:
+    return anthropic_error(404, f"model: {model}")
 
 
 def _field(body: dict, key: str, kind: type, what: str):
@@ -38,61 +57,56 @@ def _text(content) -> str:
                    and isinstance(b.get("text"), str))
 
 
-def parse(body: dict) -> Parsed:
+def parse(body: dict[str, Any], route: Mapping[str, str] = NO_ROUTE) -> Parsed:
     model = _field(body, "model", str, "a valid string")
     _field(body, "max_tokens", int, "a valid integer")
     raw = _field(body, "messages", list, "a valid list")
     for i, m in enumerate(raw):
-        if not isinstance(m, dict) or m.get("role") not in ("user", "assistant"):
-            raise anthropic_error(400, f"messages.{i}.role: Input should be 'user' or 'assistant'")
+        if not isinstance(m, dict) or m.get("role") not in ROLES:
+            raise anthropic_error(400, f"messages.{i}.role: Input should be 'user', 'assistant' or 'system'")
         if not isinstance(m.get("content"), (str, list)):
             raise anthropic_error(400, f"messages.{i}.content: Field required")
     check_balanced(raw)
-    messages = []
+    messages: list[cn.Message] = []
     system = body.get("system")
     if system:
-        messages.append(_message("system", system if isinstance(system, str) else _text(system)))
+        messages.append(cn.message("system", system if isinstance(system, str) else _text(system)))
     for m in raw:
         blocks = _blocks(m["content"])
-        if m["role"] == "assistant":
-            entry = _message("assistant", _text(m["content"]))
-            entry["tool_calls"] = [{"id": b.get("id"), "name": b.get("name"),
-                                    "arguments": json.dumps(b.get("input", {}), ensure_ascii=False)}
-                                   for b in blocks if b.get("type") == "tool_use"]
-            messages.append(entry)
+        if m["role"] != "user":
+            calls = [cn.call(b.get("id"), b.get("name"), json.dumps(b.get("input", {}), ensure_ascii=False))
+                     for b in blocks if b.get("type") == "tool_use"] if m["role"] == "assistant" else []
+            messages.append(cn.message(m["role"], _text(m["content"]), calls))
             continue
         for b in blocks:
             if b.get("type") == "tool_result":
                 content = b.get("content")
                 text = content if isinstance(content, str) else _text(content)
-                messages.append({**_message("tool", text), "tool_call_id": b.get("tool_use_id")})
+                messages.append(cn.message("tool", text, tool_call_id=b.get("tool_use_id")))
         text = _text(m["content"])
         if text or not any(b.get("type") == "tool_result" for b in blocks):
-            messages.append(_message("user", text))
+            messages.append(cn.message("user", text))
     tools = body.get("tools") or []
     if not isinstance(tools, list):
         raise anthropic_error(400, "tools: Input should be a valid list")
-    tool_defs = [ToolDef(t.get("name", t.get("type", "?")), t.get("input_schema") or {})
+    tool_defs = [ToolDef(str(t.get("name", t.get("type", "?"))), t.get("input_schema") or {})
                  for t in tools if isinstance(t, dict)]
     stream = body.get("stream", False)
     if not isinstance(stream, bool):
         raise anthropic_error(400, "stream: Input should be a valid boolean")
-    canonical = {"model": model, "stream": stream, "messages": messages,
-                 "tools": [t.name for t in tool_defs], "shell_tool": None}
-    return Parsed("anthropic", canonical, tool_defs, stream, model=model)
+    canonical = cn.request(model, stream, messages, [t.name for t in tool_defs])
+    return Parsed(NAME, canonical, tool_defs, stream, model=model)
 
 
-def _message(role: str, text: str) -> dict:
-    return {"role": role, "text": text, "tool_calls": [], "tool_call_id": None}
-
-
-def check_balanced(raw: list[dict]):
-    """Anthropic's rule: tool_use blocks are answered by tool_result blocks in the very next message."""
-    for i, m in enumerate(raw):
+def check_balanced(raw: list[dict]) -> None:
+    """Anthropic's rule: tool_use blocks are answered by tool_result blocks in the very next
+    message (system messages between the two are passed over, not counted as that message)."""
+    turns = [(i, m) for i, m in enumerate(raw) if m["role"] != "system"]
+    for k, (i, m) in enumerate(turns):
         uses = [b.get("id") for b in _blocks(m["content"]) if b.get("type") == "tool_use"] \
             if m["role"] == "assistant" else []
         if m["role"] == "user":
-            previous = raw[i - 1] if i > 0 else None
+            previous = turns[k - 1][1] if k > 0 else None
             offered = {b.get("id") for b in _blocks(previous["content"]) if b.get("type") == "tool_use"} \
                 if previous and previous["role"] == "assistant" else set()
             for j, b in enumerate(_blocks(m["content"])):
@@ -103,13 +117,13 @@ def check_balanced(raw: list[dict]):
                                                "previous message.")
         if not uses:
             continue
-        following = raw[i + 1] if i + 1 < len(raw) else None
+        following = turns[k + 1][1] if k + 1 < len(turns) else None
         answered = {b.get("tool_use_id") for b in _blocks(following["content"]) if b.get("type") == "tool_result"} \
             if following and following["role"] == "user" else set()
         missing = [u for u in uses if u not in answered]
         if missing:
             raise anthropic_error(400, f"messages.{i}: `tool_use` ids were found without `tool_result` blocks "
-                                       f"immediately after: {', '.join(missing)}. Each `tool_use` block must "
+                                       f"immediately after: {', '.join(map(str, missing))}. Each `tool_use` block must "
                                        "have a corresponding `tool_result` block in the next message.")
 
 
@@ -152,6 +166,7 @@ class Encoder:
 
     def _open(self, d: Delta):
         self.open_kind, self.is_open = d.kind, True
+        block: dict[str, Any]
         if d.kind == "text":
             block = {"type": "text", "text": ""}
         elif d.kind == "reasoning":

@@ -1,11 +1,21 @@
-"""OpenAI Chat Completions: request parsing, strictness, chunk and body encoding."""
+"""OpenAI Chat Completions (``POST /v1/chat/completions``): parsing, strictness, chunk and body encoding.
+
+Most agents speak this API. ``system`` and ``developer`` messages are accepted anywhere in the
+conversation, as OpenAI accepts them (gptme and OpenHands put them mid-conversation).
+"""
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
+from typing import Any
 
-from .errors import STREAM_ERROR_STATUS, openai_error
-from .script import Delta, Ids, Parsed, Plan
+from . import canonical as cn
+from .errors import STREAM_ERROR_STATUS, ApiError, openai_error
+from .script import NO_ROUTE, Delta, Ids, Parsed, Plan
 from .shell import ToolDef
+
+NAME = "chat"
+PATHS = ("/v1/chat/completions", "/chat/completions")
 
 ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant",
          "tool": "tool", "function": "tool"}
@@ -40,30 +50,34 @@ def content_text(content) -> str:
     return ""
 
 
-def parse(body: dict) -> Parsed:
+def error(status: int, message: str | None = None, *, retry_after: float | None = None) -> ApiError:
+    return openai_error(status, message, retry_after=retry_after)
+
+
+def unknown_model(model: str) -> ApiError:
+    return openai_error(404, f"The model `{model}` does not exist or you do not have access to it.",
+                        param="model", code="model_not_found")
+
+
+def parse(body: dict[str, Any], route: Mapping[str, str] = NO_ROUTE) -> Parsed:
     model = require(body, "model", str, "a string")
     messages = require(body, "messages", list, "an array")
     if not messages:
         raise openai_error(400, "Invalid 'messages': empty array. Expected an array with minimum "
                                 "length 1, but got an empty array instead.", param="messages",
                            code="empty_array")
-    canonical_messages = []
+    canonical_messages: list[cn.Message] = []
     for i, m in enumerate(messages):
         if not isinstance(m, dict) or m.get("role") not in ROLES:
             raise openai_error(400, f"Invalid value for 'messages[{i}].role': expected one of "
                                     "'system', 'developer', 'user', 'assistant', 'tool'.",
                                param=f"messages.[{i}].role", code="invalid_value")
-        entry = {"role": ROLES[m["role"]], "text": content_text(m.get("content")),
-                 "tool_calls": [], "tool_call_id": m.get("tool_call_id")}
         calls = m.get("tool_calls") or []
         if not isinstance(calls, list) or not all(isinstance(c, dict) for c in calls):
             raise openai_error(400, f"Invalid type for 'messages[{i}].tool_calls': expected an array "
                                     "of objects.", param=f"messages.[{i}].tool_calls", code="invalid_type")
-        for call in calls:
-            function = call.get("function") if isinstance(call.get("function"), dict) else {}
-            entry["tool_calls"].append({"id": call.get("id"), "name": function.get("name"),
-                                        "arguments": function.get("arguments", "")})
-        canonical_messages.append(entry)
+        canonical_messages.append(cn.message(ROLES[m["role"]], content_text(m.get("content")),
+                                             [_call(c) for c in calls], m.get("tool_call_id")))
     tools = body.get("tools") or []
     if not isinstance(tools, list):
         raise openai_error(400, f"Invalid type for 'tools': expected an array, but got "
@@ -80,16 +94,20 @@ def parse(body: dict) -> Parsed:
         raise openai_error(400, f"Invalid type for 'stream': expected a boolean, but got "
                                 f"{json_type(stream)} instead.", param="stream", code="invalid_type")
     options = body.get("stream_options") or {}
-    canonical = {"model": model, "stream": stream, "messages": canonical_messages,
-                 "tools": [t.name for t in tool_defs], "shell_tool": None}
     check_balanced(canonical_messages)
-    return Parsed("chat", canonical, tool_defs, stream,
+    canonical = cn.request(model, stream, canonical_messages, [t.name for t in tool_defs])
+    return Parsed(NAME, canonical, tool_defs, stream,
                   include_usage=bool(isinstance(options, dict) and options.get("include_usage")), model=model)
 
 
-def check_balanced(messages: list[dict]):
+def _call(call: dict) -> cn.Call:
+    function = call["function"] if isinstance(call.get("function"), dict) else {}
+    return cn.call(call.get("id"), function.get("name"), function.get("arguments", ""))
+
+
+def check_balanced(messages: list[cn.Message]) -> None:
     """OpenAI's rule: tool calls are answered by tool messages right after, and only then."""
-    pending: list[str] = []
+    pending: list[str | None] = []
     pending_at = 0
     for i, m in enumerate(messages):
         if m["role"] == "tool":
@@ -107,10 +125,10 @@ def check_balanced(messages: list[dict]):
         raise _unanswered(pending, pending_at)
 
 
-def _unanswered(ids: list[str], index: int):
+def _unanswered(ids: list[str | None], index: int) -> ApiError:
     return openai_error(400, "An assistant message with 'tool_calls' must be followed by tool messages "
                              "responding to each 'tool_call_id'. The following tool_call_ids did not "
-                             f"have response messages: {', '.join(ids)}", param=f"messages.[{index}].role")
+                             f"have response messages: {', '.join(map(str, ids))}", param=f"messages.[{index}].role")
 
 
 class Encoder:
@@ -164,7 +182,7 @@ class Encoder:
         return {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}
 
     def body(self) -> dict:
-        message = {"role": "assistant", "content": self.plan.text or None, "refusal": None}
+        message: dict[str, Any] = {"role": "assistant", "content": self.plan.text or None, "refusal": None}
         if self.plan.reasoning:
             message["reasoning_content"] = self.plan.reasoning
         if self.plan.tool_calls:

@@ -8,16 +8,22 @@ is opened (``output_item.added``), filled by deltas, and closed (``.done`` event
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
+from typing import Any
 
+from . import canonical as cn
 from .errors import STREAM_ERROR_STATUS, openai_error
-from .script import Delta, Ids, Parsed, Plan
+from .script import NO_ROUTE, Delta, Ids, Parsed, Plan
 from .shell import ToolDef
-from .wire_chat import content_text, json_type, require
+from .wire_chat import content_text, error, json_type, require, unknown_model
 
+NAME = "responses"
+PATHS = ("/v1/responses", "/responses")
 ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant"}
+__all__ = ["NAME", "PATHS", "Encoder", "error", "parse", "unknown_model"]
 
 
-def parse(body: dict) -> Parsed:
+def parse(body: dict[str, Any], route: Mapping[str, str] = NO_ROUTE) -> Parsed:
     model = require(body, "model", str, "a string")
     if "input" not in body:
         raise openai_error(400, "Missing required parameter: 'input'.", param="input",
@@ -28,9 +34,9 @@ def parse(body: dict) -> Parsed:
     if not isinstance(raw_input, list):
         raise openai_error(400, f"Invalid type for 'input': expected a string or an array, but got "
                                 f"{json_type(raw_input)} instead.", param="input", code="invalid_type")
-    messages = []
+    messages: list[cn.Message] = []
     if isinstance(body.get("instructions"), str) and body["instructions"]:
-        messages.append(_message("system", body["instructions"]))
+        messages.append(cn.message("system", body["instructions"]))
     for i, item in enumerate(raw_input):
         if not isinstance(item, dict):
             raise openai_error(400, f"Invalid type for 'input[{i}]': expected an object, but got "
@@ -40,17 +46,17 @@ def parse(body: dict) -> Parsed:
             if item.get("role") not in ROLES:
                 raise openai_error(400, f"Invalid value for 'input[{i}].role'.", param=f"input[{i}].role",
                                    code="invalid_value")
-            messages.append(_message(ROLES[item["role"]], content_text(item.get("content"))))
+            messages.append(cn.message(ROLES[item["role"]], content_text(item.get("content"))))
         elif kind == "function_call":
-            call = {"id": item.get("call_id"), "name": item.get("name"), "arguments": item.get("arguments", "")}
+            call = cn.call(item.get("call_id"), item.get("name"), item.get("arguments", ""))
             if messages and messages[-1]["role"] == "assistant":
                 messages[-1]["tool_calls"].append(call)
             else:
-                messages.append({**_message("assistant", ""), "tool_calls": [call]})
+                messages.append(cn.message("assistant", "", [call]))
         elif kind == "function_call_output":
             output = item.get("output")
             text = output if isinstance(output, str) else content_text(output)
-            messages.append({**_message("tool", text), "tool_call_id": item.get("call_id")})
+            messages.append(cn.message("tool", text, tool_call_id=item.get("call_id")))
         # reasoning and other item types carry nothing the canonical form keeps
     tools = body.get("tools") or []
     if not isinstance(tools, list):
@@ -63,19 +69,14 @@ def parse(body: dict) -> Parsed:
         raise openai_error(400, f"Invalid type for 'stream': expected a boolean, but got {json_type(stream)} "
                                 "instead.", param="stream", code="invalid_type")
     check_balanced(messages)
-    canonical = {"model": model, "stream": stream, "messages": messages,
-                 "tools": [t.name for t in tool_defs], "shell_tool": None}
-    return Parsed("responses", canonical, tool_defs, stream, model=model)
+    canonical = cn.request(model, stream, messages, [t.name for t in tool_defs])
+    return Parsed(NAME, canonical, tool_defs, stream, model=model)
 
 
-def _message(role: str, text: str) -> dict:
-    return {"role": role, "text": text, "tool_calls": [], "tool_call_id": None}
-
-
-def check_balanced(messages: list[dict]):
+def check_balanced(messages: list[cn.Message]) -> None:
     """The Responses rule: every function_call has its output somewhere later, and vice versa."""
-    called: set = set()
-    answered: set = set()
+    called: set[str | None] = set()
+    answered: set[str | None] = set()
     for m in messages:
         if m["role"] == "tool":
             if m["tool_call_id"] not in called:
@@ -110,9 +111,10 @@ class Encoder:
         p = self.plan
         extra = dict(extra)
         if status != "in_progress":
-            extra["usage"] = {"input_tokens": p.input_tokens, "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
-                     "output_tokens": p.output_tokens, "output_tokens_details": {"reasoning_tokens": 0},
-                     "total_tokens": p.input_tokens + p.output_tokens}
+            extra["usage"] = {"input_tokens": p.input_tokens,
+                              "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+                              "output_tokens": p.output_tokens, "output_tokens_details": {"reasoning_tokens": 0},
+                              "total_tokens": p.input_tokens + p.output_tokens}
         return {"id": self.id, "object": "response", "created_at": self.created, "status": status,
                 "completed_at": self.created if status == "completed" else None, "error": None,
                 "incomplete_details": None, "instructions": None, "max_output_tokens": None,
@@ -131,18 +133,20 @@ class Encoder:
         if self.open is None or d.kind != self.open_kind or (d.kind == "tool" and d.first):
             events += self._close()
             events += self._open(d)
+        item = self.open
+        assert item is not None
         index = len(self.output)
-        item_id = self.open["id"]
+        item_id = item["id"]
         if d.kind == "text":
-            self.open["content"][0]["text"] += d.text
+            item["content"][0]["text"] += d.text
             events.append(self._event("response.output_text.delta", item_id=item_id, output_index=index,
                                       content_index=0, delta=d.text, logprobs=[]))
         elif d.kind == "reasoning":
-            self.open["summary"][0]["text"] += d.text
+            item["summary"][0]["text"] += d.text
             events.append(self._event("response.reasoning_summary_text.delta", item_id=item_id,
                                       output_index=index, summary_index=0, delta=d.text))
         else:
-            self.open["arguments"] += d.text
+            item["arguments"] += d.text
             events.append(self._event("response.function_call_arguments.delta", item_id=item_id,
                                       output_index=index, delta=d.text))
         return events
@@ -160,7 +164,8 @@ class Encoder:
                                 content_index=0, part={"type": "output_text", "text": "", "annotations": [],
                                                        "logprobs": []})]
         if d.kind == "reasoning":
-            self.open = {"id": self.ids.new("rs"), "type": "reasoning", "summary": [{"type": "summary_text", "text": ""}]}
+            self.open = {"id": self.ids.new("rs"), "type": "reasoning",
+                         "summary": [{"type": "summary_text", "text": ""}]}
             added = {**self.open, "summary": []}
             return [self._event("response.output_item.added", output_index=index, item=added),
                     self._event("response.reasoning_summary_part.added", item_id=self.open["id"], output_index=index,

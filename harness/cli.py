@@ -24,19 +24,19 @@ from collections.abc import Coroutine, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+from harness.agents.install import NotInstalled
 from harness.checks import REGISTRY
 from harness.contract import DRIVERS
 from harness.machine import null_agent_costs
 from harness.model import RunResult, RunStatus, TaskResult
 from harness.mutants import FailpointsError, list_failpoints, mutation_summary
 from harness.planning import ShardError, WorkItem, parse_shard, plan, shard_items
-from harness.profiles import Profile, ProfileError, builtin_names, load_profile
+from harness.profiles import Profile, ProfileError, agent_binary, builtin_names, load_profile
 from harness.provenance import run_header
 from harness.report import format_written, gate_main, load_results, merge_main, report_main, write_reports
-from harness.report.writer import write_leaderboard
 from harness.report.load import ResultsError
 from harness.report.progress import Progress, item_label, latency_table, mutation_table, scoreboard
-from harness.report.writer import results_text, write_text
+from harness.report.writer import results_text, write_leaderboard, write_text
 from harness.runner import DEFAULT_RETRIES, HarnessError, ItemOutcome, run_item
 from harness.tasks import TASKS_DIR, Task, TaskError, load_all
 
@@ -121,6 +121,8 @@ def build_parser() -> argparse.ArgumentParser:
     lst = sub.add_parser("list", help=COMMANDS[1][1])
     lst.add_argument("--tasks-dir", default=None, help="folder of task folders (default: the built-in tasks)")
     lst.set_defaults(func=cmd_list)
+    from harness.agents.cli import add_parser as add_agents_parser
+    add_agents_parser(sub)
     for name, what in COMMANDS[2:]:  # parsed by their own modules; listed here for --help
         sub.add_parser(name, help=what, add_help=False)
     return parser
@@ -343,7 +345,9 @@ def cmd_list(args: argparse.Namespace) -> int:
 def _load(args: argparse.Namespace, agent: str) -> tuple[Profile, list[Task]]:
     try:
         profile = load_profile(agent)
-    except ProfileError as exc:
+        if profile.agent:
+            agent_binary(profile)
+    except (ProfileError, NotInstalled) as exc:
         raise UsageError(str(exc)) from None
     tasks = _tasks(args)
     wanted = _split(args.task)

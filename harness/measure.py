@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.model import LatencySample, Observation, Settlement
+from harness.model import LatencySample, Observation
 from harness.planning import WorkItem
 
 

@@ -13,170 +13,36 @@ from __future__ import annotations
 
 import re
 import signal
-import string
-import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
+from fake_server.wire import wires
 from harness.datafile import DataFileError, read_toml
+from harness.profile_model import (
+    BUDGET_KEYS,
+    KEY_NAMES,
+    OPTIONS,
+    PLACEHOLDERS,
+    Budgets,
+    CommandSpec,
+    Interactive,
+    MissingValue,
+    Profile,
+    SessionSpec,
+    agent_binary,
+    base_values,
+    fill,
+    template_names,
+)
 from harness.readers import reader_names
 
 BUILTIN_DIR = Path(__file__).with_name("profiles")
-
-PLACEHOLDERS = frozenset(
-    {
-        "base_url",  # OpenAI-style base URL of the fake server (…/v1)
-        "url",  # the fake server's root URL
-        "api_key",  # the run's unique canary key
-        "model",
-        "sessions_dir",
-        "cwd",
-        "home",
-        "prompt",
-        "timeout",
-        "session_id",
-        "scenario",  # path of the task's scenario file
-        "adapter",
-        "bindir",  # directory of the running Python's scripts (the venv's bin/)
-        "python",  # the running interpreter
-        "profile_dir",  # the folder of the profile file (helpers shipped beside it), absolute
-        "session_uuid",  # a session id the harness chooses and hands to the agent (--session-id …)
-    }
-)
-OPTIONS = "{options}"  # a list element replaced by the spliced option lists
-WIRE_APIS = frozenset({"chat", "responses", "anthropic"})  # the fake server serves all three
-KEY_NAMES = frozenset({"esc", "ctrl-c", "ctrl-d", "enter"})
+WIRE_APIS = frozenset(w.NAME for w in wires())  # the wires the fake server serves
 
 
 class ProfileError(DataFileError):
     """A profile that cannot be used, naming the file, the item and the problem."""
-
-
-class MissingValue(KeyError):
-    pass
-
-
-@dataclass(frozen=True)
-class CommandSpec:
-    """A command template plus the option lists a driver splices in at ``{options}``."""
-
-    command: tuple[str, ...]
-    timeout_options: tuple[str, ...] = ()
-    resume_options: tuple[str, ...] = ()
-    adapter_options: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
-    stdin: str | None = None  # what a headless run is given on stdin (then closed); None: /dev/null
-
-    @property
-    def needs_session_id(self) -> bool:
-        """Resuming names the session (``--resume {session_id}``) rather than "the last" (``-c``)."""
-        return any("session_id" in template_names(o) for o in self.resume_options)
-
-    def render(self, values: Mapping[str, Any], *, timeout: bool = False, resume: bool = False) -> list[str]:
-        options: list[str] = []
-        if timeout:
-            options += self.timeout_options
-        if resume:
-            options += self.resume_options
-        options += self.adapter_options.get(str(values.get("adapter")), ())
-        argv: list[str] = []
-        for part in self.command:
-            if part == OPTIONS:
-                argv += [fill(o, values) for o in options]
-            else:
-                argv.append(fill(part, values))
-        return argv
-
-
-@dataclass(frozen=True)
-class Interactive(CommandSpec):
-    prompt_regex: str = "(?m)^> "
-    turn_ended_regex: str = ""
-    queued_regex: str = ""
-    cancel_command: str = ""
-    stop_keys: tuple[str, ...] = ("esc",)
-    quit_keys: tuple[str, ...] = ("ctrl-d",)
-
-
-@dataclass(frozen=True)
-class Budgets:
-    """How long each kind of step may take with this agent, in seconds: the failsafes a step
-    runs under. Real CLIs take 10 s to start under load, so a profile can raise them."""
-
-    startup: float = 30.0  # spawn → the agent is ready (its prompt, its session line)
-    turn: float = 60.0  # a turn's input → the beacon a step waits for
-    settle: float = 30.0  # Stop, a timeout or a turn's end → the settlement
-
-
-BUDGET_KEYS = ("startup", "turn", "settle")
-
-
-@dataclass(frozen=True)
-class SessionSpec:
-    """Where the agent's session id and store are found (each agent shows them differently)."""
-
-    stderr_regex: str | None = None  # (?P<id>…) and optionally (?P<path>…), printed any time, even at exit
-    stdout_regex: str | None = None
-    path_regex: str | None = None  # (?P<id>…) over the path of the file log_glob finds
-    log_glob: str | None = None
-    chosen: bool = False  # the harness picks the id and hands it over ({session_uuid})
-
-
-@dataclass(frozen=True)
-class Profile:
-    name: str
-    path: str
-    description: str = ""
-    adapters: tuple[str, ...] = ("http",)
-    wire_api: str = "chat"
-    model: str = "stopbench-1"
-    log_reader: str = "none"
-    fresh_home: bool = True
-    env: Mapping[str, str] = field(default_factory=dict)
-    files: tuple[Mapping[str, str], ...] = ()  # {path, content} written before the agent starts
-    version_command: tuple[str, ...] = ()
-    headless: CommandSpec | None = None
-    exit_codes: Mapping[str, int] = field(default_factory=dict)
-    interactive: Interactive | None = None
-    stop_signal: int = signal.SIGINT
-    session: SessionSpec = field(default_factory=SessionSpec)
-    streams: bool = True  # False: the agent's model requests are not streamed (waits for chunks wait for the answer)
-    inproc_factory: str | None = None
-    failpoints_env: str | None = None
-    failpoints_list_command: tuple[str, ...] = ()
-    repair_outcome_unknown: str | None = None  # the agent's own wording for TOOL_OUTCOME_UNKNOWN (C14)
-    repair_not_started: str | None = None  # … and for TOOL_NOT_STARTED
-    budgets: Budgets = field(default_factory=Budgets)
-    watchdog_signal: int = signal.SIGTERM  # what CI's watchdog sends an agent without a timeout option
-
-    def drivers(self) -> list[str]:
-        """The drivers this profile can be driven by."""
-        out = []
-        if self.inproc_factory:
-            out.append("inproc")
-        if self.headless:
-            out.append("subprocess")
-        if self.interactive:
-            out.append("terminal")
-        return out
-
-
-def fill(template: str, values: Mapping[str, Any]) -> str:
-    """Substitute ``{name}`` placeholders; a placeholder without a value is an error."""
-    out = []
-    for literal, name, spec, _ in string.Formatter().parse(template):
-        out.append(literal)
-        if name is None:
-            continue
-        if name not in values or values[name] is None:
-            raise MissingValue(name)
-        out.append(format(values[name], spec or ""))
-    return "".join(out)
-
-
-def template_names(template: str) -> set[str]:
-    return {name for _, name, _, _ in string.Formatter().parse(template) if name is not None}
 
 
 def builtin_names() -> list[str]:
@@ -200,13 +66,15 @@ def load_profile(name_or_path: str | Path) -> Profile:
 _TOP_KEYS = {
     "name", "description", "version_command", "adapters", "wire_api", "model", "log_reader",
     "fresh_home", "env", "files", "headless", "interactive", "stop", "session", "inproc",
-    "failpoints", "repair", "timeouts", "watchdog", "streams",
+    "failpoints", "repair", "timeouts", "watchdog", "streams", "agent",
 }
 # The keys each section takes; anything else is refused, naming file, section and key.
 _SECTION_KEYS = {
-    "headless": {"command", "timeout_options", "resume_options", "adapter_options", "exit_codes", "stdin"},
-    "interactive": {"command", "resume_options", "adapter_options", "timeout_options", "prompt_regex",
-                    "turn_ended_regex", "queued_regex", "cancel_command", "stop_keys", "quit_keys"},
+    "headless": {"command", "timeout_options", "resume_options", "first_options", "adapter_options", "exit_codes",
+                 "stdin"},
+    "interactive": {"command", "resume_options", "first_options", "adapter_options", "timeout_options", "prompt_regex",
+                    "turn_ended_regex", "queued_regex", "cancel_command", "stop_keys", "quit_keys", "match_on",
+                    "busy_regex"},
     "stop": {"signal"},
     "session": {"stderr_regex", "stdout_regex", "path_regex", "log_glob"},
     "inproc": {"factory"},
@@ -272,15 +140,22 @@ def parse_profile(data: Mapping[str, Any], path: str | Path = "<profile>") -> Pr
         i = v.table(data, "interactive")
         extra: dict[str, Any] = {
             "prompt_regex": v.string(i, "prompt_regex", required=True, item="interactive.prompt_regex"),
-            "turn_ended_regex": v.string(i, "turn_ended_regex", required=True, item="interactive.turn_ended_regex"),
+            "turn_ended_regex": v.string(i, "turn_ended_regex", default="", item="interactive.turn_ended_regex"),
+            "match_on": v.string(i, "match_on", default="stream", item="interactive.match_on"),
+            "busy_regex": v.string(i, "busy_regex", default="", item="interactive.busy_regex"),
             "queued_regex": v.string(i, "queued_regex", default="", item="interactive.queued_regex"),
             "cancel_command": v.string(i, "cancel_command", default="", item="interactive.cancel_command"),
             "stop_keys": tuple(v.strings(i, "stop_keys", default=["esc"], item="interactive.stop_keys")),
             "quit_keys": tuple(v.strings(i, "quit_keys", default=["ctrl-d"], item="interactive.quit_keys")),
         }
-        for key in ("prompt_regex", "turn_ended_regex", "queued_regex"):
+        if extra["match_on"] not in ("stream", "screen"):
+            v.fail("interactive.match_on", "one of stream, screen")
+        if not (extra["turn_ended_regex"] or extra["busy_regex"]):
+            v.fail("interactive.turn_ended_regex",
+                   "required (or busy_regex, for a UI that shows nothing when a turn ends)")
+        for key in ("prompt_regex", "turn_ended_regex", "queued_regex", "busy_regex"):
             if extra[key]:
-                v.regex(f"interactive.{key}", extra[key], groups={"item_id"} if key == "queued_regex" else set())
+                v.regex(f"interactive.{key}", extra[key], groups=set())
         for key in extra["stop_keys"] + extra["quit_keys"]:
             if key not in KEY_NAMES:
                 v.fail("interactive.stop_keys", f"{key!r} is not a known key ({', '.join(sorted(KEY_NAMES))})")
@@ -325,6 +200,7 @@ def parse_profile(data: Mapping[str, Any], path: str | Path = "<profile>") -> Pr
         session=SessionSpec(**regexes, log_glob=v.string(session, "log_glob", item="session.log_glob"),
                             chosen=_uses(data, "session_uuid")),
         streams=v.boolean(data, "streams", default=True),
+        agent=v.string(data, "agent", item="agent"),
         inproc_factory=factory,
         failpoints_env=v.string(failpoints, "env", item="failpoints.env"),
         failpoints_list_command=tuple(v.strings(failpoints, "list_command", default=[],
@@ -414,16 +290,11 @@ class _Validator:
             timeout_options=tuple(self.strings(table, "timeout_options", default=[],
                                                item=f"{section}.timeout_options")),
             resume_options=tuple(self.strings(table, "resume_options", default=[], item=f"{section}.resume_options")),
+            first_options=tuple(self.strings(table, "first_options", default=[], item=f"{section}.first_options")),
             adapter_options=adapter_options,
             stdin=self.string(table, "stdin", item=f"{section}.stdin"),
             **(extra or {}),
         )
-
-
-def base_values(profile: Profile) -> dict[str, str]:
-    """Placeholder values that do not depend on the run."""
-    return {"bindir": str(Path(sys.executable).parent), "python": sys.executable,
-            "profile_dir": str(Path(profile.path).resolve().parent)}
 
 
 def _uses(data: Mapping[str, Any], placeholder: str) -> bool:
@@ -444,3 +315,8 @@ def _uses(data: Mapping[str, Any], placeholder: str) -> bool:
     for section in ("headless", "interactive"):
         walk(data.get(section, {}))
     return found
+
+
+__all__ = ["BUDGET_KEYS", "BUILTIN_DIR", "KEY_NAMES", "OPTIONS", "PLACEHOLDERS", "WIRE_APIS", "Budgets", "CommandSpec",
+           "Interactive", "MissingValue", "Profile", "ProfileError", "SessionSpec", "agent_binary", "base_values",
+           "builtin_names", "fill", "load_profile", "parse_profile", "template_names"]

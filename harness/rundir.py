@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import os
 import secrets
-import uuid
 import tempfile
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path

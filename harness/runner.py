@@ -13,16 +13,19 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import datetime as dt
+import os
 import shutil
 import time
 import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from fake_server import FakeServer
 from harness import secrets
 from harness.checks import run_checks
+from harness.containment import Containment, EndReport
 from harness.drivers import Driver, Unsupported, make_driver
 from harness.history import History
 from harness.measure import latencies
@@ -50,6 +53,7 @@ from harness.timeline import timeline
 
 DEFAULT_RETRIES = 2
 TAIL_CHARS = 1500
+CONTAIN_BUDGET_S = 10.0  # failsafe: ending a frozen cgroup takes milliseconds
 
 
 class HarnessError(Exception):
@@ -84,11 +88,14 @@ async def run_once(profile: Profile, item: WorkItem) -> ItemOutcome:
     api_key = canary_key()
     history = History()
     reader = get_reader(profile.log_reader)
+    containment = await asyncio.to_thread(Containment.open, dirs.root, os.urandom(8).hex())
+    outlived: EndReport | None = None
     driver: Driver | None = None
     window_refs: list[ProcRef] = []
     try:
         async with FakeServer(scenario=item.task.scenario, port=0) as server:
-            ctx = agent_context(profile, item, dirs, server.url, server.base_url, api_key)
+            ctx = agent_context(profile, item, dirs, server.url, server.base_url, api_key,
+                                env_extra=containment.env, preexec=containment.preexec())
             driver = make_driver(item.driver, ctx, history)
             run = TaskRun(profile=profile, driver=driver, server=server, history=history, reader=reader)
             failure: AgentFailure | None = None
@@ -100,14 +107,16 @@ async def run_once(profile: Profile, item: WorkItem) -> ItemOutcome:
                 window_refs = await run.record_windows()  # before the agent ends: what outlived its tools is evidence
                 await driver.close()
                 await asyncio.to_thread(kill_all, window_refs)
+                # Whatever is still alive now no PID led to: daemons, escapees. Found, ended, reported.
+                outlived = await asyncio.to_thread(containment.end, CONTAIN_BUDGET_S)
             final = run.capture("final")
-            records = tuple(dict(r) for r in server.records)
+            records = tuple(r.to_json() for r in server.records)  # the observation's plain, versioned form
         obs = observe(item, profile, history=history, records=records, reader=reader, final=final,
                       log_path=driver.log_path, transcript=driver.transcript(), api_key=api_key,
                       canary_hits=secrets.scan_files(api_key, dirs.root, dirs.profile_files), failure=failure)
         checks = run_checks(obs, dict(item.task.checks))
         result = _result(profile, item, started, t0_ns, checks, RunStatus.RAN, failure.what if failure else None,
-                         obs, final)
+                         obs, final, _contained(containment, outlived))
         samples = latencies(item, profile.name, obs) if item.mutant is None else []
         return ItemOutcome(_redacted(result, api_key), samples, obs)
     except NotExercised as exc:
@@ -129,11 +138,14 @@ async def run_once(profile: Profile, item: WorkItem) -> ItemOutcome:
         result = _result(profile, item, started, t0_ns, (), RunStatus.ERRORED, reason, None, None)
         return ItemOutcome(_redacted(result, api_key), [], None)
     finally:
+        last = await asyncio.to_thread(containment.end, CONTAIN_BUDGET_S)  # on every path, before the folder goes
         agent_refs = driver.processes() if driver is not None else []
         shutil.rmtree(dirs.root, ignore_errors=True)
         left = await asyncio.to_thread(leftovers, agent_refs + window_refs)
-        if left and await asyncio.to_thread(kill_all, left):
-            raise HarnessError(f"{item.key}: processes survived SIGKILL: {[r.to_json() for r in left]}")
+        if last.survivors or (left and await asyncio.to_thread(kill_all, left)):
+            survivors = [m.to_json() for m in last.survivors] + [r.to_json() for r in left]
+            raise HarnessError(f"{item.key}: processes survived SIGKILL: {survivors}")
+        containment.close()
 
 
 def _all(item: WorkItem, verdict: Callable[[str, str], CheckResult], summary: str) -> tuple[CheckResult, ...]:
@@ -148,14 +160,29 @@ def _not_run(profile: Profile, item: WorkItem) -> TaskResult:
 
 
 def _result(profile: Profile, item: WorkItem, started: str, t0_ns: int, checks: tuple[CheckResult, ...],
-            status: RunStatus, reason: str | None, obs: Observation | None, final: LogCapture | None) -> TaskResult:
+            status: RunStatus, reason: str | None, obs: Observation | None, final: LogCapture | None,
+            containment: dict[str, Any] | None = None) -> TaskResult:
+    evidence: dict[str, object] = {"reproduce": reproducer(profile, item)}
+    if obs is not None:
+        evidence = _evidence(profile, item, obs, final, t0_ns)
+    if containment is not None:
+        evidence["containment"] = containment
     return TaskResult(
         task=item.variant, agent=profile.name, adapter=item.adapter, repeat=item.repeat, driver=item.driver,
         checks=checks, started=started, duration_s=round((time.monotonic_ns() - t0_ns) / 1e9, 3),
         status=status, reason=reason, mutant=item.mutant,
         timeline=timeline(obs, t0_ns) if obs is not None else (),
-        evidence=_evidence(profile, item, obs, final) if obs is not None else {"reproduce": reproducer(profile, item)},
+        evidence=evidence,
     )
+
+
+def _contained(containment: Containment, outlived: EndReport | None) -> dict[str, Any]:
+    """Which containment held the run, and what it found still alive after the agent and
+    its tools were ended (each with how it was found): daemons no PID led to."""
+    report: dict[str, Any] = {"kind": containment.kind, "why": containment.why}
+    if outlived is not None:
+        report["outlived"] = [m.to_json() for m in outlived.found]
+    return report
 
 
 def reproducer(profile: Profile, item: WorkItem) -> str:
@@ -165,7 +192,8 @@ def reproducer(profile: Profile, item: WorkItem) -> str:
     return command + (f" --mutants --failpoint {item.mutant}" if item.mutant else "")
 
 
-def _evidence(profile: Profile, item: WorkItem, obs: Observation, final: LogCapture | None) -> dict[str, object]:
+def _evidence(profile: Profile, item: WorkItem, obs: Observation, final: LogCapture | None,
+              t0_ns: int) -> dict[str, object]:
     """What a profile author needs to act on a run: each process with its command line and
     output tails, the server's records outlined, and why the run ended early, if it did."""
 
@@ -176,7 +204,8 @@ def _evidence(profile: Profile, item: WorkItem, obs: Observation, final: LogCapt
     records = [{k: r.get(k) for k in ("index", "kind", "request", "chunk", "window", "status", "problem", "error")
                 if r.get(k) is not None} for r in obs.records]
     evidence: dict[str, object] = {"processes": [process(e) for e in obs.exits], "records": records,
-                                   "log_path": obs.log_path, "reproduce": reproducer(profile, item)}
+                                   "log_path": obs.log_path, "reproduce": reproducer(profile, item),
+                                   "start_ns": t0_ns}
     if final is not None and final.error:
         evidence["log_error"] = final.error
     if obs.failure is not None:

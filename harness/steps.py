@@ -25,6 +25,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from fake_server import records
 from harness.contract import TASK_STOP_SOURCES
 from harness.model import AgentFailure, AgentKill, ProcessExit, Restart, StopDelivery
 from harness.profiles import Budgets
@@ -105,6 +106,8 @@ def _validate_send(step: Step, item: str, fail: Fail, state: ParseState) -> None
 
 async def _send(run: TaskRun, step: Step) -> None:
     timeout_s = step.get("timeout")
+    if timeout_s is not None:
+        timeout_s = max(float(timeout_s), run.profile.budgets.min_run_timeout)
     own_timeout = timeout_s is not None and bool(run.headless_timeout_options)
     await run.driver.send(step.get("text"), timeout_s=timeout_s if own_timeout else None,
                           expect=step.get("expect", "completed"))
@@ -141,18 +144,17 @@ def beacon_name(step: Step) -> str:
     return f"request {step.get('request')}"
 
 
-def _beacon_predicate(step: Step, streams: bool) -> Callable[[Mapping[str, Any]], bool]:
-    beacon = step.get("for")
+def _beacon_predicate(step: Step, streams: bool) -> Callable[[records.Record], bool]:
+    beacon, number = step.get("for"), step.get("request")
     if beacon == "request":
-        return lambda r: r.get("kind") == "request" and r.get("request") == step.get("request")
+        return lambda r: isinstance(r, records.Request) and r.request == number
     if beacon == "chunk" and not streams:  # an agent that does not stream gets the answer whole
-        return lambda r: r.get("kind") == "response" and r.get("request") == step.get("request")
+        return lambda r: isinstance(r, records.Response) and r.request == number
     if beacon == "chunk":
-        return lambda r: (r.get("kind") == "chunk" and r.get("request") == step.get("request")
-                          and r.get("chunk") == step.get("chunk"))
+        return lambda r: isinstance(r, records.Chunk) and r.request == number and r.chunk == step.get("chunk")
     if beacon == "disconnect":
-        return lambda r: r.get("kind") == "disconnect" and r.get("request") == step.get("request")
-    return lambda r: r.get("kind") == "window" and r.get("window") == step.get("window")
+        return lambda r: isinstance(r, records.Disconnect) and r.request == number
+    return lambda r: isinstance(r, records.Window) and r.window == step.get("window")
 
 
 async def _wait(run: TaskRun, step: Step) -> None:
@@ -160,8 +162,8 @@ async def _wait(run: TaskRun, step: Step) -> None:
     exited, or the server recorded an error it caused), the reason why not."""
     predicate = _beacon_predicate(step, run.profile.streams)
     record = await run.race_agent(run.server.records.wait_for(predicate, beacon_name(step)), step, beacon_name(step))
-    if step.get("for") == "window":
-        run.watch_tree(step.get("window"), record)
+    if isinstance(record, records.Window):
+        run.watch_tree(record)
     run.last_beacon = (step.get("for"), record)
 
 
@@ -227,7 +229,7 @@ async def _kill(run: TaskRun, step: Step) -> None:
     kill_ns, pid = await run.driver.kill()
     run.history.record(AgentKill(
         mono_ns=kill_ns, pid=pid, at=step.get("at", default_at.get(beacon, "chunk-flushed")),
-        request=record.get("request"), window=record.get("window") if beacon == "window" else None,
+        request=getattr(record, "request", None), window=record.window if isinstance(record, records.Window) else None,
         log=run.capture(f"after kill {len(run.history.of(AgentKill)) + 1}"),
     ))
 
@@ -259,7 +261,9 @@ async def _restart(run: TaskRun, step: Step) -> None:
     loaded = await run.race_agent(run.driver.restart(expect=step.get("expect", "ready"),
                                                      text=step.get("text", "Carry on.")),
                                   step, "the restarted agent at its prompt")
-    after = run.capture(f"after restart {number} loaded") if loaded else None
+    refused = step.get("expect", "ready") == "refused"
+    # Once it has loaded (its prompt is up), or once it has refused the store and exited.
+    after = run.capture(f"after restart {number} {'refused' if refused else 'loaded'}") if loaded or refused else None
     damage = run.pending_damage
     run.pending_damage = None
     run.history.record(Restart(mono_ns=restart_ns, before=before, after_load=after,

@@ -12,9 +12,10 @@ import asyncio
 import signal
 import threading
 import time
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable
 from typing import Any, TypeVar
 
+from fake_server import records
 from harness.drivers import Driver, DriverError
 from harness.history import History
 from harness.model import AgentFailure, LogCapture, ProcessExit, StopDelivery, WindowObservation
@@ -36,7 +37,7 @@ class TaskRun:
         self.server = server
         self.history = history
         self.reader = reader
-        self.last_beacon: tuple[str, Mapping[str, Any]] | None = None
+        self.last_beacon: tuple[str, records.Record] | None = None
         self.window_stops: dict[str, int] = {}
         self.queued: dict[str, str] = {}
         self.pending_damage: Damage | None = None
@@ -88,16 +89,16 @@ class TaskRun:
         target = asyncio.ensure_future(waiting)
         idle = asyncio.ensure_future(self.driver.idle())
         refused = asyncio.ensure_future(self.server.records.wait_for(
-            lambda r: r.get("kind") == "error" and r.get("request") is not None and r.get("index", 0) > seen,
-            "an error record"))
+            lambda r: isinstance(r, records.Error) and r.request is not None and r.index > seen, "an error record"))
         try:
             await asyncio.wait({target, idle, refused}, return_when=asyncio.FIRST_COMPLETED)
             if target.done():
                 return target.result()
             if refused.done():
-                record = refused.result()
-                raise AgentFailed(self.failure(step, awaited, f"the server refused request {record.get('request')} "
-                                               f"of the agent: {record.get('problem')}"))
+                error = refused.result()
+                assert isinstance(error, records.Error)
+                raise AgentFailed(self.failure(step, awaited, f"the server refused request {error.request} "
+                                               f"of the agent: {error.problem}"))
             # A record posted just before the agent went idle may still be in flight.
             await asyncio.wait({target}, timeout=IDLE_GRACE_S)
             if target.done():
@@ -120,31 +121,31 @@ class TaskRun:
                 task.cancel()
 
     def failure(self, step: Step, awaited: str, what: str, exit_: ProcessExit | None = None) -> AgentFailure:
-        records = tuple(dict(r) for r in list(self.server.records)[-RECORDS_IN_FAILURE:])
+        last = tuple(r.to_json() for r in list(self.server.records)[-RECORDS_IN_FAILURE:])
         return AgentFailure(step=step.describe(), awaited=awaited, what=what, after_restart=self.restarted,
-                            exit=exit_ or self.history.last(ProcessExit), records=records)
+                            exit=exit_ or self.history.last(ProcessExit), records=last)
 
     def last_seen(self) -> str:
-        records = list(self.server.records)
-        last = records[-1] if records else None
-        seen = f"record #{last.get('index')} {last.get('kind')}" if last else "no server record"
+        seen_records = list(self.server.records)
+        last = seen_records[-1] if seen_records else None
+        seen = f"record #{last.index} {last.kind}" if last else "no server record"
         return f"{seen}; agent output: {self.driver.transcript()[-200:]!r}"
 
     def beacon_context(self) -> tuple[str, int | None, str | None]:
         if self.last_beacon is None:
             return "other", None, None
-        beacon, record = self.last_beacon
-        if beacon == "window":
-            return "tool", None, record.get("window")
-        return "stream", record.get("request"), None
+        _, record = self.last_beacon
+        if isinstance(record, records.Window):
+            return "tool", None, record.window
+        return "stream", getattr(record, "request", None), None
 
     async def chunks_read_by_agent(self, request: int, budget_s: float) -> int | None:
         """How many chunks of ``request`` the agent has provably read off its socket: those
         flushed before now, once no client socket to the server holds unread bytes. None
         when that cannot be shown within the budget (the agent stopped reading)."""
         cutoff = time.monotonic_ns()
-        flushed = [r for r in self.server.records if r.get("kind") == "chunk" and r.get("request") == request
-                   and r["mono_ns"] <= cutoff]
+        flushed = [r for r in self.server.records if isinstance(r, records.Chunk) and r.request == request
+                   and r.mono_ns <= cutoff]
         port = int(self.server.port)
         end = time.monotonic() + budget_s
         while unread_bytes(port) > 0:
@@ -172,12 +173,12 @@ class TaskRun:
             raise DriverError(str(exc)) from None
 
     # -- windows -------------------------------------------------------------------------------
-    def watch_tree(self, window: str, record: Mapping[str, Any]) -> None:
+    def watch_tree(self, record: records.Window) -> None:
         """Watch a window's tree from the moment it opened until it is gone (a tight psutil
         loop in a thread): whatever ends it — Stop, a timeout, a kill, a restart's reaping —
         the moment is known, and L3 is that moment minus the Stop."""
-        refs = [ProcRef.from_record(p) for p in record.get("pids", [])]
-        self._tree_watch[window] = asyncio.create_task(asyncio.to_thread(
+        refs = [ProcRef(p.pid, p.create_time, p.role) for p in record.pids]
+        self._tree_watch[record.window] = asyncio.create_task(asyncio.to_thread(
             wait_gone, refs, deadline_s=WINDOW_WATCH_S, cancel=self._watch_cancel))
 
     async def record_windows(self) -> list[ProcRef]:
@@ -187,13 +188,15 @@ class TaskRun:
             await asyncio.gather(self._watchdog_task, return_exceptions=True)
         self._watch_cancel.set()
         refs: list[ProcRef] = []
-        for record in [r for r in self.server.records if r.get("kind") == "window"]:
-            wid = record.get("window")
-            tree = [ProcRef.from_record(p) for p in record.get("pids", [])]
+        for record in [r for r in self.server.records if isinstance(r, records.Window)]:
+            wid = record.window
+            tree = [ProcRef(p.pid, p.create_time, p.role) for p in record.pids]
             gone_ns = await self._tree_watch[wid] if wid in self._tree_watch else None
             survivors = tuple(r.to_json() for r in leftovers(tree))
-            self.history.record(WindowObservation(window=wid, pids=tuple(record.get("pids", [])),
-                                                  stop_ns=self.window_stops.get(wid), gone_ns=gone_ns,
+            watchdog = next((s.mono_ns for s in self.history.of(StopDelivery)
+                             if s.by == "watchdog" and s.exercised and s.window == wid), None)
+            self.history.record(WindowObservation(window=wid, pids=tuple(record.to_json()["pids"]),
+                                                  stop_ns=self.window_stops.get(wid, watchdog), gone_ns=gone_ns,
                                                   survivors=survivors))
             refs += tree
         return refs

@@ -11,8 +11,9 @@ raises ``StreamBroken``.
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any, AsyncIterator
+from typing import Any
 
 import aiohttp
 
@@ -120,7 +121,8 @@ class InprocAdapter:
         self._playback = Playback(load_scenario(scenario), report_to=_server_root(report_to))
 
     async def stream(self, request: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
-        from fake_server.play import ProviderError as PlayProviderError, StreamBroken as PlayStreamBroken
+        from fake_server.play import ProviderError as PlayProviderError
+        from fake_server.play import StreamBroken as PlayStreamBroken
 
         try:
             async for chunk in self._playback.chat_chunks(request):

@@ -18,9 +18,9 @@ from typing import Any
 from . import failpoints
 from .adapters import make_adapter
 from .engine import Session
-from .tools import reap_orphans
 from .log import LoadedLog, LogWriter, load, paused_gc, utc_now
 from .state import History, SessionState
+from .tools import reap_orphans
 
 SYSTEM_PROMPT = (
     "You are refagent, a small coding agent. You work in the folder {cwd}. Use the bash tool "
@@ -34,7 +34,7 @@ def default_sessions_dir() -> Path:
 
 
 def new_session_id() -> str:
-    return "s-" + dt.datetime.now(dt.timezone.utc).strftime("%Y%m%d%H%M%S") + "-" + secrets.token_hex(4)
+    return "s-" + dt.datetime.now(dt.UTC).strftime("%Y%m%d%H%M%S") + "-" + secrets.token_hex(4)
 
 
 def log_path_of(sessions_dir: str | Path, session_id: str) -> Path:
@@ -116,10 +116,10 @@ def _gap_seconds(last_time: str | None) -> float:
     if not last_time:
         return 0.0
     try:
-        then = dt.datetime.strptime(last_time, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=dt.timezone.utc)
+        then = dt.datetime.strptime(last_time, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=dt.UTC)
     except ValueError:
         return 0.0
-    return max(0.0, (dt.datetime.now(dt.timezone.utc) - then).total_seconds())
+    return max(0.0, (dt.datetime.now(dt.UTC) - then).total_seconds())
 
 
 def fork(sessions_dir: str | Path, session_id: str, at_seq: int) -> tuple[str, Path]:

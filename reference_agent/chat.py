@@ -18,7 +18,8 @@ import os
 import signal
 import sys
 import termios
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from .engine import Session, Turn
 

@@ -17,9 +17,8 @@ import sys
 import time
 from importlib import metadata
 
-from . import failpoints
+from . import failpoints, log
 from .api import default_sessions_dir, fork, latest_session_id, open_session
-from . import log
 from .log import LogDamage
 
 EXIT_CODES = {"completed": 0, "error": 2, "blocked": 2, "max_tokens": 2, "aborted": 3, "interrupted": 3}

@@ -18,8 +18,9 @@ import json
 import secrets
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from . import failpoints
 from .log import CheckpointFailed, LogWriter
@@ -87,7 +88,7 @@ def _is_json(text: str) -> bool:
 
 
 class Turn:
-    def __init__(self, session: "Session", number: int):
+    def __init__(self, session: Session, number: int):
         self.session = session
         self.number = number
         self.stop_source: str | None = None

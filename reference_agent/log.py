@@ -27,7 +27,7 @@ VERSION = 1
 
 
 def utc_now() -> str:
-    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 class LogDamage(Exception):
@@ -176,7 +176,7 @@ class LogWriter:
         self._skipped_seq = False
 
     @classmethod
-    def create(cls, path: Path, header: dict[str, Any]) -> "LogWriter":
+    def create(cls, path: Path, header: dict[str, Any]) -> LogWriter:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         try:
@@ -188,7 +188,7 @@ class LogWriter:
         return cls(path, 1)
 
     @classmethod
-    def reopen(cls, loaded: LoadedLog) -> "LogWriter":
+    def reopen(cls, loaded: LoadedLog) -> LogWriter:
         next_seq = loaded.events[-1]["seq"] + 1 if loaded.events else 1
         return cls(loaded.path, next_seq, loaded.torn)
 

@@ -1,258 +1,372 @@
-"""What is on disk: the log format and its torn-tail and damage rules (C10), and the
-semantic checkpoints that a SIGKILL must not lose (C11)."""
+"""What the store keeps: its format, continuation and damage rules (C10), and the semantic
+checkpoints a SIGKILL must not lose (C11)."""
 
 from __future__ import annotations
 
-import base64
 import os
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Sequence
 
-from harness.checks.base import check, clip, event_item, request_item
+from harness.checks.base import Findings, Item, captures, check, event_item, first_changed_event, result
 from harness.checks.views import (
-    chat_message_text,
-    first_changed_event,
+    Message,
+    Request,
+    clip,
+    event_calls,
+    event_messages,
+    first_request_after,
     last_request_before,
-    messages,
-    of_kind,
-    request_record,
+    request,
+    request_item,
     response_to,
+    same_text,
+    squeeze,
+    tool_answer,
     window_call,
+    windows_opened,
 )
-from harness.model import AgentKill, CheckResult, Observation, Restart, SessionLog, failed, passed, skipped, unknown
-from harness.readers.contract_v1 import LogDamaged, complete_prefix, event_field_problems, read_contract_v1
+from harness.contract import expected_exit_code
+from harness.model import (
+    AgentKill,
+    Capability,
+    CheckResult,
+    DecidedBy,
+    LogCapture,
+    Observation,
+    Outcome,
+    Restart,
+    SessionLog,
+)
 
-MAX_FIELD_PROBLEMS = 10
+BOX, LOG = DecidedBy.BLACK_BOX, DecidedBy.LOG
+MAX_FORMAT_PROBLEMS = 10
 
 
-@check("C10", "L")
+@check("C10")
 def log_format_holds(obs: Observation) -> CheckResult:
-    """Header on line 1, one event per line with contiguous ``seq``; a torn last line is
-    tolerated and never appended onto; damage before the last line is refused (exit 2,
-    naming file and line) and the file left untouched. Loading never rewrites earlier lines."""
-    problems: list[dict] = []
-    evidence: list[dict] = []
-    mid_file = [r for r in obs.restarts if r.damage == "mid-file"]
-    for restart in mid_file:
-        problems.extend(_refusal_problems(obs, restart, evidence))
+    """The store keeps its own format: the reader's format rules hold in the final store, and
+    its continuation rules across each restart (contract-v1: a torn last line is cut and
+    recorded, never appended onto). Every later capture keeps every durable record of an
+    earlier one (the reader's ``lost``), and the final store every earlier capture's events. A
+    store damaged mid-file on purpose is refused: the restart exits 2 naming the file and the
+    place, and the store is left untouched (the reader's ``changed``)."""
+    if obs.log_format is None:
+        return result("C10", Outcome.UNKNOWN, "no log reader for this agent, so the log format cannot be checked",
+                      needs_reader=True)
+    fmt = obs.log_format
+    found = Findings("C10")
+    damaged = [(n, r) for n, r in enumerate(obs.restarts, start=1) if r.damage == "mid-file"]
+    for number, restart in damaged:
+        _refusal(obs, number, restart, found)
+    # From the first mid-file damage on, the store is damaged by the task itself: the capture
+    # the damaged restart began with, and every later one, are not the agent's doing.
+    first = damaged[0][1] if damaged else None
+    damaged_ns = first.before.snapshot.mono_ns if first and first.before and first.before.snapshot else (
+        first.mono_ns if first else None)
+    kept = [c for c in captures(obs) if damaged_ns is None or (c.snapshot and c.snapshot.mono_ns < damaged_ns)]
+    for capture in kept:
+        if capture.error is not None:
+            found.fail(LOG, f"the store {capture.moment} could not be read: {capture.error}", moment=capture.moment)
+    _nothing_lost(obs, kept, found)
     log = obs.log
     if log is None:
-        if obs.log_error and not mid_file:
-            problems.append({"reader": obs.log_error, "note": f"the session log breaks the format: {obs.log_error}"})
-        elif not obs.log_error and not mid_file:
-            return unknown("C10", "no log reader for this agent, so the log format cannot be checked")
+        if obs.log_error and not damaged:
+            found.fail(LOG, f"the session log breaks the format: {obs.log_error}", reader=obs.log_error)
+        elif not obs.log_error and not damaged:
+            found.cannot(f"the agent left no session store{' at ' + obs.log_path if obs.log_path else ''}")
+        return found.result(f"the {fmt.name} store keeps its format and its damage rules")
+    if obs.has(Capability.FORMAT_RULES):
+        problems = fmt.format_problems(log)
+        for problem in problems[:MAX_FORMAT_PROBLEMS]:
+            found.fail(LOG, problem.note, event_item(problem.event) if problem.event else {"line": problem.line})
+        if not problems:
+            found.ok(LOG, log=log.path, events=len(log.events), session_id=log.header.session_id,
+                     note=f"the {fmt.name} format rules hold")
     else:
-        field_problems = [event_item(e, note=p) for e in log.events for p in event_field_problems(e)]
-        problems.extend(field_problems[:MAX_FIELD_PROBLEMS])
-        for number, restart in enumerate(obs.restarts, start=1):
-            if restart.damage != "mid-file":
-                problems.extend(_continuation_problems(log, restart, number, evidence))
-        problems.extend(_rewritten_bytes(obs))
-        evidence.insert(0, {"log": log.path, "events": len(log.events), "session_id": log.header.session_id})
-    if problems:
-        return failed("C10", problems[0]["note"], *problems)
-    return passed("C10", "the log keeps the v1 format, its torn-tail and its damage rules", *evidence)
+        found.cannot(f"the {fmt.name} store has no format rules its reader can check "
+                     f"({Capability.FORMAT_RULES.value})", needs_reader=True)
+    for number, restart in enumerate(obs.restarts, start=1):
+        if restart.damage == "mid-file" or restart.before is None or restart.before.log is None:
+            continue
+        problems = fmt.continuation_problems(restart.before, log)
+        for problem in problems:
+            found.fail(LOG, problem.note, event_item(problem.event) if problem.event else {"restart": number})
+        if not problems and restart.before.log.torn_tail is not None:
+            found.ok(LOG, restart=number, note=f"restart {number} continued the store by its rules after a torn tail")
+    for capture in kept:
+        if capture.log is None:
+            continue
+        changed = first_changed_event(capture.log, log)
+        if changed is not None:
+            found.fail(LOG, f"{_place(changed.line, changed.where)} was lost or rewritten after the store "
+                       f"{capture.moment}", event_item(changed))
+    return found.result(f"the {fmt.name} store keeps its format, its continuation and its damage rules")
 
 
-def _refusal_problems(obs: Observation, restart: Restart, evidence: list[dict]) -> list[dict]:
-    """A restart on a log damaged mid-file must exit 2 naming file and line, writing nothing."""
-    where = f"line {restart.damage_line}" if restart.damage_line else "the middle"
+def _place(line: int | None, where: str | None) -> str:
+    return where or f"line {line}"
+
+
+def _nothing_lost(obs: Observation, kept: Sequence[LogCapture], found: Findings) -> None:
+    """Every later capture keeps every durable record of each earlier one (the reader's ``lost``)."""
+    assert obs.log_format is not None
+    compared = 0
+    for i, earlier in enumerate(kept):
+        for later in kept[i + 1:]:
+            if earlier.snapshot is None or later.snapshot is None:
+                continue
+            compared += 1
+            change = obs.log_format.lost(earlier.snapshot, later.snapshot)
+            if change is not None:
+                found.fail(LOG, f"the store {later.moment} lost what it held {earlier.moment}: {change.where}: "
+                           f"{change.detail}", where=change.where, line=change.line, earlier=earlier.moment,
+                           later=later.moment)
+                break
+    if compared:
+        found.ok(LOG, captures=[c.moment for c in kept], note="every later capture kept what earlier ones held")
+
+
+def _refusal(obs: Observation, number: int, restart: Restart, found: Findings) -> None:
+    """A restart on a store damaged mid-file must exit 2 naming file and place, writing nothing."""
+    where = restart.damage_where or (f"line {restart.damage_line}" if restart.damage_line else "the middle")
     exit_ = next((e for e in obs.exits if e.started_ns >= restart.mono_ns), None)
     if exit_ is None:
-        return [{"damage_line": restart.damage_line,
-                 "note": f"the agent restarted on a log damaged at {where} and did not exit (it should refuse, exit 2)"}]
-    item = {"pid": exit_.pid, "returncode": exit_.returncode, "stderr_tail": clip(exit_.stderr_tail[-300:], 300)}
-    problems = []
-    if exit_.returncode != 2:
-        problems.append({**item, "note": f"the agent restarted on a log damaged at {where} exited "
-                         f"{exit_.returncode}, not 2"})
-    named = [str(restart.damage_line)] if restart.damage_line else []
+        found.fail(BOX, f"the agent restarted on a log damaged at {where} and did not exit (it should refuse, exit "
+                   f"{expected_exit_code('refused')})", restart=number, damage=where)
+        return
+    item: Item = {"pid": exit_.pid, "returncode": exit_.returncode, "stderr_tail": clip(exit_.stderr_tail[-300:], 300)}
+    refused = True
+    if exit_.returncode != expected_exit_code("refused"):
+        found.fail(BOX, f"the agent restarted on a log damaged at {where} exited {exit_.returncode}, not "
+                   f"{expected_exit_code('refused')}", item)
+        refused = False
+    named = [str(restart.damage_line)] if restart.damage_line else [restart.damage_where] if restart.damage_where \
+        else []
     if obs.log_path:
         named.append(os.path.basename(obs.log_path))
     missing = [n for n in named if n not in exit_.stderr_tail]
     if missing:
-        problems.append({**item, "note": f"the refusal does not name {' and '.join(missing)} (the damaged file and line)"})
-    if restart.bytes_before is not None and restart.bytes_after_load is not None \
-            and restart.bytes_before != restart.bytes_after_load:
-        problems.append({"bytes_before": len(restart.bytes_before), "bytes_after": len(restart.bytes_after_load),
-                         "note": "refusing the damaged log changed the file"})
-    if not problems:
-        evidence.append({**item, "note": f"refused the log damaged at {where}, file untouched"})
-    return problems
+        found.fail(BOX, f"the refusal does not name {' and '.join(missing)} (the damaged file and place)", item)
+        refused = False
+    if refused:
+        found.ok(BOX, item, note=f"refused the store damaged at {where}, naming it")
+    before, after = restart.before, restart.after_load
+    if before is None or before.snapshot is None or after is None or after.snapshot is None:
+        found.cannot(f"restart {number}: the store after the refusal was not captured, so whether it was left "
+                     "untouched is not known", restart=number)
+        return
+    assert obs.log_format is not None
+    change = obs.log_format.changed(before.snapshot, after.snapshot)
+    if change is not None:
+        found.fail(LOG, f"refusing the damaged log changed the store: {change.where}: {change.detail}",
+                   restart=number, where=change.where, line=change.line)
+    else:
+        found.ok(LOG, restart=number, note="the damaged store was left untouched")
 
 
-def _rewritten_bytes(obs: Observation) -> list[dict]:
-    """Byte for byte: every later capture of the file starts with each earlier restart's
-    complete lines. Captures from the first mid-file damage on are left out (the task
-    itself rewrote a line there)."""
-    damaged_ns = min((r.mono_ns for r in obs.restarts if r.damage == "mid-file"), default=None)
-    captures = [(k.mono_ns, f"the log after kill {n}", k.log_bytes) for n, k in enumerate(obs.kills, start=1)]
-    captures += [(r.mono_ns, f"the log before restart {n}", r.bytes_before) for n, r in enumerate(obs.restarts, start=1)]
-    captures = [c for c in captures if c[2] is not None and (damaged_ns is None or c[0] < damaged_ns)]
-    problems = []
-    for number, restart in enumerate(obs.restarts, start=1):
-        if restart.bytes_before is None or restart.damage == "mid-file":
-            continue
-        kept = complete_prefix(restart.bytes_before)
-        for ns, label, data in captures:
-            if ns > restart.mono_ns and not data.startswith(kept):
-                offset = next((i for i, (a, b) in enumerate(zip(kept, data)) if a != b), min(len(kept), len(data)))
-                line = kept.count(b"\n", 0, offset) + 1
-                problems.append({"restart": number, "capture": label, "offset": offset, "line": line,
-                                 "note": f"{label} no longer starts with the lines written before restart {number}: "
-                                         f"line {line} differs at byte {offset}"})
-                break
-    return problems
+# --- C11 --------------------------------------------------------------------------------
 
 
-def _continuation_problems(log: SessionLog, restart: Restart, number: int, evidence: list[dict]) -> list[dict]:
-    """The final log keeps every complete pre-restart line and records a dropped torn tail."""
-    if restart.bytes_before is None:
-        return []
-    try:
-        before = read_contract_v1(restart.bytes_before, path=f"log before restart {number}")
-    except LogDamaged as err:
-        return [{"restart": number, "note": f"the log was already damaged before restart {number}: {err}"}]
-    changed = first_changed_event(before, log)
-    if changed is not None:
-        return [event_item(changed, note=f"line {changed.line} was lost or rewritten across restart {number}")]
-    if before.torn_tail is not None and log.torn_tail is not None and log.torn_tail != before.torn_tail \
-            and log.torn_tail.startswith(before.torn_tail.rstrip(b"\n")):
-        return [{"restart": number, "torn_tail": clip(log.torn_tail.decode("utf-8", "replace")),
-                 "note": f"restart {number} appended onto the torn last line instead of cutting it"}]
-    if before.torn_tail is None or len(log.events) == len(before.events):
-        return []
-    follower = log.events[len(before.events)]
-    offset = len(complete_prefix(restart.bytes_before))
-    if follower.type != "torn_tail_dropped":
-        return [event_item(follower, note=f"restart {number} appended after a torn last line without a "
-                           "torn_tail_dropped event first")]
-    try:
-        dropped = base64.b64decode(str(follower.get("dropped")), validate=True)
-    except ValueError:
-        dropped = None
-    if dropped != before.torn_tail or follower.get("offset") != offset:
-        return [event_item(follower, note=f"torn_tail_dropped should hold the {len(before.torn_tail)} torn bytes "
-                           f"cut at offset {offset}")]
-    evidence.append(event_item(follower, note=f"restart {number} cut the torn tail and recorded it"))
-    return []
-
-
-@check("C11", "B+L")
+@check("C11")
 def checkpoints_are_durable(obs: Observation) -> CheckResult:
-    """A SIGKILL at a checkpoint loses nothing the checkpoint covers: the model request is
-    on disk once the server receives it, the tool call once its window opens, and the
-    previous step (assistant message, tool results, ``step_settled``) once the next request
-    arrives. Judged on the log bytes captured right after each kill."""
+    """A SIGKILL at a checkpoint loses nothing the checkpoint covers: the model request once
+    the server receives it (or streams it), the tool call once its window opens, the settled
+    step once the next request arrives.
+
+    Black-box: after the restart, the resumed request carries what was durable — the user's
+    message of a request killed as it arrived, the call whose window was running, the step
+    (calls and their real results) before the request killed as it arrived. Log: the store
+    captured right after the kill holds it — a ``model_request`` with the request's messages
+    (or, for a store that does not record requests, the user's message), the call's
+    ``tool_call`` (or, without recorded starts, the call in its assistant message), the step's
+    message, results and ``step_settled`` where the store records them.
+    """
     if not obs.kills:
-        return skipped("C11", "the agent was never killed")
-    if obs.log is None and not obs.log_error:
-        return unknown("C11", "no log reader for this agent, so the log left by a kill cannot be read")
-    problems: list[dict] = []
-    evidence: list[dict] = []
-    undecided: list[dict] = []
-    for kill in obs.kills:
+        return result("C11", Outcome.SKIPPED, "the agent was never killed")
+    found = Findings("C11")
+    at_checkpoints = 0
+    for number, kill in enumerate(obs.kills, start=1):
         judge = CHECKPOINTS.get(kill.at)
-        if judge is None or kill.log_bytes is None:
-            undecided.append({"pid": kill.pid, "at": kill.at,
-                              "note": "no checkpoint is defined at this moment" if judge is None
-                              else "the log bytes after the kill were not captured"})
+        if judge is None:
+            found.note(kill=number, at=kill.at, note="no checkpoint is defined at this moment")
             continue
-        try:
-            log = read_contract_v1(kill.log_bytes, path=f"log after the kill at {kill.at}")
-        except LogDamaged as err:
-            problems.append({"pid": kill.pid, "at": kill.at, "note": f"the log left by the kill is damaged: {err}"})
-            continue
-        found = judge(obs, kill, log)
-        problems.extend(found)
-        if not found:
-            evidence.append({"pid": kill.pid, "at": kill.at, "events_on_disk": len(log.events),
-                             "last_event": event_item(log.events[-1]) if log.events else None})
-    if problems:
-        return failed("C11", problems[0]["note"], *problems)
-    if not evidence:
-        return skipped("C11", "no kill happened at a checkpoint with its log captured", *undecided)
-    return passed("C11", f"{len(evidence)} kill(s) at checkpoints lost nothing", *evidence, *undecided)
+        at_checkpoints += 1
+        failed_before = len(found.problems)
+        boxed = _resumed_carries(obs, number, kill, found)
+        logged = _kill_log(obs, number, kill, judge, found)
+        if boxed is None and logged is None and len(found.problems) == failed_before:
+            found.cannot(f"kill {number} at {kill.at}: no restart followed by a request shows what was durable, and "
+                         + ("there is no log reader" if obs.log_format is None
+                            else "the store after the kill was not captured"),
+                         needs_reader=obs.log_format is None, kill=number, at=kill.at)
+    if not at_checkpoints:
+        return result("C11", Outcome.SKIPPED, "no kill happened at a checkpoint", found.evidence)
+    return found.result(f"{at_checkpoints} kill(s) at checkpoints lost nothing")
 
 
-def _killed_request(obs: Observation, kill: AgentKill) -> Mapping[str, Any] | None:
+def _kill_log(obs: Observation, number: int, kill: AgentKill,
+              judge: Callable[[Observation, AgentKill, SessionLog], list[Item]], found: Findings) -> bool | None:
+    """The log half: what the store held right after the kill. None when it cannot be read."""
+    capture = kill.log
+    if obs.log_format is None or capture is None or capture.snapshot is None:
+        return None
+    if capture.log is None:
+        found.fail(LOG, f"the log left by kill {number} is damaged: {capture.error}", kill=number, at=kill.at)
+        return False
+    problems = judge(obs, kill, capture.log)
+    for problem in problems:
+        found.fail(LOG, problem.pop("note"), problem)
+    if not problems:
+        last = capture.log.events[-1] if capture.log.events else None
+        found.ok(LOG, kill=number, at=kill.at, events_in_store=len(capture.log.events),
+                 last_event=event_item(last) if last else None)
+    return not problems
+
+
+def _resumed_carries(obs: Observation, number: int, kill: AgentKill, found: Findings) -> bool | None:
+    """The black-box half: after the restart, the resumed request carries the checkpoint's
+    content. None when no restart and request followed the kill."""
+    restart = next((r for r in obs.restarts if r.mono_ns > kill.mono_ns and r.damage != "mid-file"), None)
+    req = first_request_after(obs, restart.mono_ns) if restart else None
+    if req is None or not req.parsed:
+        return None
+    problems = checkpoint_carried(obs, kill, req)
+    for problem in problems:
+        found.fail(BOX, problem.pop("note"), problem)
+    if not problems:
+        found.ok(BOX, request_item(req, note=f"the resumed request carries what was durable at kill {number} "
+                                             f"({kill.at})"))
+    return not problems
+
+
+def killed_request(obs: Observation, kill: AgentKill) -> Request | None:
     if kill.request is not None:
-        return request_record(obs, kill.request)
+        return request(obs, kill.request)
     return last_request_before(obs, kill.mono_ns)
 
 
-def _request_durable(obs: Observation, kill: AgentKill, log: SessionLog) -> list[dict]:
-    request = _killed_request(obs, kill)
-    if request is None:
-        return [{"at": kill.at, "note": f"killed at {kill.at}, but the server recorded no request before the kill"}]
-    wanted = _signature(messages(request), canonical=True)
-    logged = log.of_type("model_request")
-    if any(_signature((e.get("request") or {}).get("messages") or [], canonical=False) == wanted for e in logged):
-        return []
-    last = [event_item(logged[-1], note="the last model_request on disk")] if logged else []
-    return [request_item(request, note=f"the server received request {request['request']} but the log left by the "
-                         "kill holds no model_request for it (not durable before the stream opened)"), *last]
-
-
-def _tool_call_durable(obs: Observation, kill: AgentKill, log: SessionLog) -> list[dict]:
+def killed_window(obs: Observation, kill: AgentKill) -> tuple[str | None, str | None]:
+    """The window running at the kill, and its call."""
     window = kill.window
     if window is None:
-        opened = [r for r in of_kind(obs, "window") if r["mono_ns"] < kill.mono_ns]
-        window = opened[-1]["window"] if opened else None
-    call_id = window_call(obs, window)[1] if window else None
-    calls = log.of_type("tool_call")
-    if call_id is not None and any(e.get("call_id") == call_id for e in calls):
+        opened = windows_opened(obs, kill.mono_ns)
+        window = opened[-1].window if opened else None
+    return window, window_call(obs, window)[1] if window else None
+
+
+def checkpoint_carried(obs: Observation, kill: AgentKill, resumed: Request) -> list[Item]:
+    """What a kill at a checkpoint made durable that ``resumed`` does not carry (C7, C11)."""
+    users = [m.text for m in resumed.messages if m.role == "user"]
+    if kill.at in ("request-received", "chunk-flushed"):
+        killed = killed_request(obs, kill)
+        said = [m.text for m in killed.messages if m.role == "user"] if killed else []
+        if said and not any(said[-1] in u or same_text(said[-1], u) for u in users):
+            return [request_item(resumed, note=f"request {resumed.number} after the restart lacks the user's message "
+                                 f"{clip(said[-1], 60)!r}, durable since request {killed.number if killed else '?'} "
+                                 f"arrived")]
         return []
-    if call_id is None:
-        answered = {e.get("call_id") for e in log.of_type("tool_result")}
-        if any(e.get("call_id") not in answered for e in calls):
+    if kill.at == "window-opened":
+        window, call_id = killed_window(obs, kill)
+        if call_id and tool_answer(resumed.messages, call_id)[0] is None:
+            return [request_item(resumed, note=f"request {resumed.number} after the restart lacks tool call {call_id}, "
+                                 f"durable since window {window} opened")]
+        return []
+    if kill.at == "next-request":
+        killed = killed_request(obs, kill)
+        step = [m for m in killed.messages if m.role == "assistant" and m.tool_calls][-1:] if killed else []
+        out = []
+        for call in step[0].tool_calls if step else ():
+            if not call.id:
+                continue
+            made, answer = tool_answer(resumed.messages, call.id)
+            _, was = tool_answer(killed.messages if killed else (), call.id)
+            if made is None or answer is None:
+                out.append(request_item(resumed, note=f"request {resumed.number} after the restart lacks tool call "
+                                        f"{call.id} or its result, durable since the step settled"))
+            elif was is not None and not same_text(answer.text, was.text):
+                out.append(request_item(resumed, note=f"request {resumed.number} answers tool call {call.id} "
+                                        f"{clip(answer.text, 60)!r}, not its settled result {clip(was.text, 60)!r}"))
+        return out
+    return []
+
+
+def _signature(msgs: Sequence[Message]) -> list[tuple[str | None, str, tuple[str | None, ...], str | None]]:
+    """What identifies a request's history, in the canonical shape of records and readers alike."""
+    return [(m.role, squeeze(m.text), m.call_ids, m.tool_call_id) for m in msgs]
+
+
+def _request_durable(obs: Observation, kill: AgentKill, log: SessionLog) -> list[Item]:
+    killed = killed_request(obs, kill)
+    if killed is None:
+        return [{"at": kill.at, "note": f"killed at {kill.at}, but the server recorded no request before the kill"}]
+    if obs.has(Capability.REQUESTS):
+        wanted = _signature(killed.messages)
+        logged = log.of_type("model_request")
+        if any(_signature(event_messages(e)) == wanted for e in logged):
             return []
+        last = [event_item(logged[-1], note="the last model_request in the store")] if logged else []
+        return [request_item(killed, note=f"the server received request {killed.number} but the log left by the "
+                             "kill holds no model_request for it (not durable before the stream opened)"), *last]
+    said = [m.text for m in killed.messages if m.role == "user"]
+    inputs = [str(e.get("input", "")) for e in log.of_type("turn_started")]
+    if said and not any(same_text(said[-1], i) or said[-1] in i for i in inputs):
+        return [request_item(killed, note=f"the server received request {killed.number} but the log left by the kill "
+                             f"does not hold its user message {clip(said[-1], 60)!r} (the store does not record "
+                             "requests; the turn's input is what it makes durable)")]
+    return []
+
+
+def _tool_call_durable(obs: Observation, kill: AgentKill, log: SessionLog) -> list[Item]:
+    window, call_id = killed_window(obs, kill)
+    if obs.has(Capability.TOOL_STARTS):
+        calls = log.of_type("tool_call")
+        if call_id is not None and any(e.get("call_id") == call_id for e in calls):
+            return []
+        if call_id is None:
+            answered = {e.get("call_id") for e in log.of_type("tool_result")}
+            if any(e.get("call_id") not in answered for e in calls):
+                return []
+        return [{"window": window, "call_id": call_id,
+                 "note": f"window {window} was running (call {call_id}) but the log left by the kill holds no "
+                         "tool_call for it (not durable before the tool body ran)"}]
+    known = {c.id for e in log.of_type("assistant_message") for c in event_calls(e)}
+    if call_id is not None and call_id in known:
+        return []
     return [{"window": window, "call_id": call_id,
-             "note": f"window {window} was running (call {call_id}) but the log left by the kill holds no "
-                     "tool_call for it (not durable before the tool body ran)"}]
+             "note": f"window {window} was running (call {call_id}) but the log left by the kill does not hold the "
+                     "call (not durable before the tool body ran)"}]
 
 
-def _step_durable(obs: Observation, kill: AgentKill, log: SessionLog) -> list[dict]:
-    request = _killed_request(obs, kill)
-    number = request["request"] if request else None
+def _step_durable(obs: Observation, kill: AgentKill, log: SessionLog) -> list[Item]:
+    killed = killed_request(obs, kill)
+    number = killed.number if killed else None
     previous = response_to(obs, number - 1) if number and number > 1 else None
-    if previous is None:
+    if previous is None or number is None:
         return [{"at": kill.at, "note": f"killed at {kill.at}, but there is no previous step to check"}]
-    call_ids = [c.get("id") for c in previous.get("tool_calls") or []]
-    message = next((e for e in log.of_type("assistant_message")
-                    if [c.get("id") for c in e.get("tool_calls") or []] == call_ids), None) if call_ids \
-        else (log.of_type("assistant_message") or [None])[-1]
+    call_ids = [c.id for c in previous.tool_calls]
+    messages = log.of_type("assistant_message")
+    if call_ids:
+        message = next((e for e in messages if [c.id for c in event_calls(e)] == call_ids), None)
+    else:
+        message = messages[-1] if messages else None
     if message is None:
         return [{"request": number - 1, "calls": call_ids, "note": f"the assistant message of request {number - 1} "
-                 f"is not on disk when request {number} arrived"}]
+                 f"is not in the store when request {number} arrived"}]
     problems = []
     results = {e.get("call_id") for e in log.of_type("tool_result")}
     for call_id in call_ids:
         if call_id not in results:
-            problems.append(event_item(message, note=f"the result of tool call {call_id} is not on disk when "
+            problems.append(event_item(message, note=f"the result of tool call {call_id} is not in the store when "
                                        f"request {number} arrived"))
-    if not any(e.turn == message.turn and e.get("step") == message.get("step") for e in log.of_type("step_settled")):
+    if obs.has(Capability.STEP_SETTLEMENTS) and not any(
+            e.turn == message.turn and e.get("step") == message.get("step") for e in log.of_type("step_settled")):
         problems.append(event_item(message, note=f"step {message.get('step')} of turn {message.turn} has no "
-                                   f"step_settled on disk when request {number} arrived"))
+                                   f"step_settled in the store when request {number} arrived"))
     return problems + _request_durable(obs, kill, log)
 
 
-CHECKPOINTS: dict[str, Callable[[Observation, AgentKill, SessionLog], list[dict]]] = {
+CHECKPOINTS: dict[str, Callable[[Observation, AgentKill, SessionLog], list[Item]]] = {
     "request-received": _request_durable,
     "chunk-flushed": _request_durable,
     "window-opened": _tool_call_durable,
     "next-request": _step_durable,
 }
-
-
-def _signature(msgs: list[Mapping[str, Any]], canonical: bool) -> list[tuple]:
-    """What identifies a request's history across the log's Chat shape and the canonical one."""
-    out = []
-    for m in msgs:
-        if canonical:
-            text = str(m.get("text") or "")
-            ids = tuple(c.get("id") for c in m.get("tool_calls") or [])
-        else:
-            text = chat_message_text(m)
-            ids = tuple(c.get("id") for c in m.get("tool_calls") or [])
-        out.append((m.get("role"), "".join(text.split()), ids, m.get("tool_call_id") or None))
-    return out

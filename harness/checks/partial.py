@@ -2,65 +2,74 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+import re
 
-from harness.checks.base import check, clip, event_item, log_or_verdict, request_item
+from harness.checks.base import Findings, check, event_item, log_half, result, turn_at
 from harness.checks.views import (
+    Request,
+    clip,
     first_request_after,
     last_request_before,
-    messages,
+    request_item,
     response_to,
-    same_text,
-    starts_with,
+    squeeze,
     streamed_text,
-    turn_at,
     window_call,
 )
-from harness.model import CheckResult, Observation, SessionLog, StopDelivery, failed, passed, skipped
+from harness.model import Capability, CheckResult, DecidedBy, Observation, Outcome, SessionLog, StopDelivery
+
+BOX, LOG = DecidedBy.BLACK_BOX, DecidedBy.LOG
+
+# What may follow the kept text: the agent's own note that it was cut off ("[interrupted]",
+# "(stopped by the user)", "— cancelled"). Anything else the model never sent is not "kept".
+MARKER = re.compile(r"interrupt|stopp|cancel|abort|cut off|\[[^\]]*\]|\([^)]*\)|<[^>]*>", re.I)
 
 
-@check("C5", "B+L")
+@check("C5")
 def partial_work_is_kept(obs: Observation) -> CheckResult:
-    """Text streamed before an interruption is kept: committed with ``interrupted: true``
-    (a prefix of what the model sent, holding at least what was seen) and carried as an
-    ordinary assistant message in the next request. After a Stop in a tool, the text the
-    step streamed before the tool call is kept too."""
+    """Text streamed before an interruption is kept ("you keep what you read").
+
+    Black-box: the next model request carries what the agent surely received before Stop —
+    the text it showed (``text_seen``), or the first ``chunks_seen`` chunks the server flushed
+    — as an ordinary assistant message (not the last message, which would ask the provider
+    to continue it), optionally followed by the agent's own interruption marker. After a Stop
+    in a tool, the text the step streamed before the tool call. Log: the cut-off message is
+    committed with ``interrupted: true``, holding at least what was seen, and no more than the
+    model sent. With no later request, or nothing known to have been received, it is
+    ``unknown``: nothing shows the text was kept.
+    """
     stops = [s for s in obs.stops if s.exercised and s.phase in ("stream", "tool")]
     if not stops:
-        return skipped("C5", "no Stop arrived mid-stream or during a tool")
-    log = obs.log
-    if log is None and obs.log_error:
-        verdict = log_or_verdict(obs, "C5")
-        if isinstance(verdict, CheckResult):
-            return verdict
-    problems: list[dict] = []
-    evidence: list[dict] = []
+        return result("C5", Outcome.SKIPPED, "no Stop arrived mid-stream or during a tool")
+    found = Findings("C5")
+    log = log_half(obs, found, Capability.INTERRUPTED_TEXT, Capability.MONO_TIMES)
+    judged = 0
     for stop in stops:
         scripted, seen, complete = _expected_text(obs, stop)
-        if not seen.strip():
-            continue  # nothing had been shown, so nothing had to be kept
-        committed = None
-        if log is not None:
-            committed, found = _committed_text(log, stop, scripted, seen, complete)
-            problems.extend(found)
-        next_request = first_request_after(obs, stop.mono_ns)
-        if next_request is not None:
-            problems.extend(_carried_problems(next_request, scripted, seen, committed))
-        evidence.append({"stop": stop.how, "phase": stop.phase, "request": stop.request,
-                         "seen": clip(seen, 80), "committed": clip(committed, 80) if committed is not None else None,
-                         "next_request": next_request.get("request") if next_request else None})
-    if not evidence:
-        return skipped("C5", "no assistant text had been streamed before any Stop")
-    if problems:
-        return failed("C5", problems[0]["note"], *problems)
-    if log is None:
-        return passed("C5", "the next request carried the text seen before each Stop (no log reader: the "
-                      "interrupted flag was not read)", *evidence)
-    return passed("C5", f"the text seen before {len(evidence)} Stop(s) was kept and sent again", *evidence)
+        if not squeeze(seen):
+            if complete:
+                found.note(stop=stop.how, note="the step had streamed no text before its tool ran: nothing to keep")
+                continue
+            found.cannot(f"what the agent received before Stop ({stop.how}) is not known, so what it had to keep "
+                         "cannot be told", stop=stop.how, request=stop.request)
+            continue
+        judged += 1
+        req = first_request_after(obs, stop.mono_ns)
+        if req is None:
+            found.cannot(f"no model request followed Stop ({stop.how}), so nothing shows the text seen before it "
+                         f"({clip(seen, 60)!r}) was kept", stop=stop.how)
+        else:
+            _carried(req, stop, scripted, seen, found)
+        if isinstance(log, SessionLog):
+            _committed(log, stop, scripted, seen, complete, found)
+    if judged == 0 and not found.undecided:
+        return result("C5", Outcome.SKIPPED, "no assistant text had been streamed before any Stop", found.evidence)
+    return found.result(f"the text seen before {judged} Stop(s) was kept and sent again")
 
 
 def _expected_text(obs: Observation, stop: StopDelivery) -> tuple[str, str, bool]:
-    """(scripted text of the step, text that must be kept at least, whether the step's stream completed)."""
+    """(what the model sent in the step, what the agent surely received, whether the step's
+    stream had completed — a Stop in a tool comes after the whole response)."""
     if stop.phase == "tool":
         number = window_call(obs, stop.window)[0] if stop.window else None
         text = _scripted(obs, number if number is not None else _previous_request(obs, stop.mono_ns))
@@ -76,17 +85,53 @@ def _expected_text(obs: Observation, stop: StopDelivery) -> tuple[str, str, bool
 
 def _previous_request(obs: Observation, before_ns: int) -> int | None:
     previous = last_request_before(obs, before_ns)
-    return previous["request"] if previous else None
+    return previous.number if previous else None
 
 
 def _scripted(obs: Observation, number: int | None) -> str:
-    response = response_to(obs, number) if number is not None else None
-    return str((response or {}).get("text") or "")
+    response = response_to(obs, number)
+    return response.text if response else ""
 
 
-def _committed_text(log: SessionLog, stop: StopDelivery, scripted: str, seen: str,
-                    complete: bool) -> tuple[str | None, list[dict]]:
-    """The text the log committed for the stopped step, and what is wrong with it."""
+def kept_problem(text: str, scripted: str, seen: str) -> str | None:
+    """Why ``text`` does not keep ``seen`` (None when it does): it must start with what was seen
+    and add nothing the model did not send, but an interruption marker."""
+    got, want, sent = squeeze(text), squeeze(seen), squeeze(scripted)
+    if not got.startswith(want):
+        return f"lost what was seen before Stop: {clip(seen, 80)!r}"
+    k = len(want)
+    if sent.startswith(want):  # what was seen is what the model sent: the kept text may go on with it
+        while k < len(got) and k < len(sent) and got[k] == sent[k]:
+            k += 1
+    rest = got[k:]
+    if rest and not MARKER.search(rest):
+        return f"adds {clip(rest, 60)!r}, which the model never sent"
+    return None
+
+
+def _carried(req: Request, stop: StopDelivery, scripted: str, seen: str, found: Findings) -> None:
+    """The next request carries the kept text as an ordinary (not last) assistant message."""
+    candidates = [(i, m) for i, m in enumerate(req.messages) if m.role == "assistant"]
+    matching = [(i, m) for i, m in candidates if kept_problem(m.text, scripted, seen) is None]
+    if not matching:
+        near = next((m for _, m in candidates if squeeze(m.text).startswith(squeeze(seen))), None)
+        why = kept_problem(near.text, scripted, seen) if near else None
+        found.fail(BOX, f"request {req.number} after the Stop does not carry the kept text {clip(seen, 80)!r} as an "
+                   "assistant message" + (f": its message {why}" if why else ""), request_item(req))
+        return
+    position, kept = matching[-1]
+    if position == len(req.messages) - 1:
+        found.fail(BOX, f"request {req.number} ends with the partial assistant text: it is sent as a continuation, "
+                   "not as ordinary history", request_item(req))
+        return
+    found.ok(BOX, request_item(req, note=f"carries the text seen before Stop ({stop.how})"),
+             seen=clip(seen, 80), kept=clip(kept.text, 80))
+
+
+def _committed(log: SessionLog, stop: StopDelivery, scripted: str, seen: str, complete: bool,
+               found: Findings) -> None:
+    """The log commits the stopped step's text: the whole of it before a tool ran, or the
+    part seen, flagged ``interrupted: true``, when the stream was cut off."""
     turn = turn_at(log, stop.mono_ns)
     in_turn = [e for e in log.of_type("assistant_message") if e.turn == turn]
     if complete:  # Stop in a tool: the step's message was written before the tool ran
@@ -94,39 +139,24 @@ def _committed_text(log: SessionLog, stop: StopDelivery, scripted: str, seen: st
     else:
         message = next((e for e in in_turn if (e.mono_ns or 0) > stop.mono_ns), None)
     if message is None:
-        return None, [{"turn": turn, "seen": clip(seen, 80),
-                       "note": f"turn {turn} has no assistant message keeping the text streamed before Stop"}]
+        found.fail(LOG, f"turn {turn} has no assistant message keeping the text streamed before Stop", turn=turn,
+                   seen=clip(seen, 80))
+        return
     text = str(message.get("text") or "")
     if complete:
-        if not same_text(text, scripted):
-            return text, [event_item(message, note=f"the text streamed before the tool ran was not kept: "
-                                     f"expected {clip(scripted, 80)!r}")]
-        return text, []
-    problems = []
+        if squeeze(text) != squeeze(scripted):
+            found.fail(LOG, f"the text streamed before the tool ran was not kept: expected {clip(scripted, 80)!r}",
+                       event_item(message))
+        else:
+            found.ok(LOG, event_item(message))
+        return
+    problems = 0
     if message.get("interrupted") is not True:
-        problems.append(event_item(message, note="the assistant message cut off by Stop is not marked interrupted: true"))
-    if not starts_with(text, seen):
-        problems.append(event_item(message, note=f"the committed text lost what was seen before Stop: "
-                                   f"{clip(seen, 80)!r}"))
-    elif scripted and not starts_with(scripted, text):
-        problems.append(event_item(message, note="the committed text is not a prefix of what the model sent"))
-    return text, problems
-
-
-def _carried_problems(request: Mapping[str, Any], scripted: str, seen: str, committed: str | None) -> list[dict]:
-    """The next request carries the kept text as an ordinary (not last) assistant message."""
-    msgs = messages(request)
-    want = committed if committed is not None else seen
-    if not want.strip():
-        return []
-    position = next((i for i, m in enumerate(msgs) if m.get("role") == "assistant" and (
-        same_text(str(m.get("text") or ""), want) if committed is not None
-        else starts_with(str(m.get("text") or ""), seen) and starts_with(scripted, str(m.get("text") or ""))
-    )), None)
-    if position is None:
-        return [request_item(request, note=f"request {request['request']} after the Stop does not carry the kept "
-                             f"text {clip(want, 80)!r} as an assistant message")]
-    if position == len(msgs) - 1:
-        return [request_item(request, note=f"request {request['request']} ends with the partial assistant text: "
-                             "it is sent as a continuation, not as ordinary history")]
-    return []
+        found.fail(LOG, "the assistant message cut off by Stop is not marked interrupted: true", event_item(message))
+        problems += 1
+    why = kept_problem(text, scripted, seen)
+    if why:
+        found.fail(LOG, f"the committed text {why}", event_item(message))
+        problems += 1
+    if not problems:
+        found.ok(LOG, event_item(message))

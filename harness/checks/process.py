@@ -1,51 +1,70 @@
-"""What a stopped agent does next, seen from outside: its exit code (C8) and that it starts
-nothing new (C9)."""
+"""What a stopped agent does next, seen from outside: its exit code (C8; advisory, under its
+own convention, A3) and that it starts nothing new (C9)."""
 
 from __future__ import annotations
 
-from harness.checks.base import check, event_item, request_item
-from harness.checks.views import of_kind, requests_between, stops_seen
-from harness.model import CheckResult, Observation, ProcessExit, SessionLog, failed, passed, skipped
+from collections.abc import Mapping
 
-EXPECTED_EXIT = {"completed": 0, "stopped": 3, "timeout": 3, "refused": 2, "error": 2, "blocked": 2}
-# What the task did to the run, in words, for the evidence.
-EXPECTATION = {"completed": "its turn was expected to complete", "stopped": "it was stopped",
-               "timeout": "it timed out", "refused": "its log was damaged mid-file",
-               "error": "its turn was expected to fail", "blocked": "its turn was expected to be blocked"}
-EXIT_FOR_REASON = {"completed": 0, "error": 2, "blocked": 2, "aborted": 3, "interrupted": 3}
+from harness.checks.base import Findings, Item, check, event_item, result, stops_seen
+from harness.checks.views import request_item, requests_between, windows_opened
+from harness.contract import (
+    EXIT_CODE_FOR_REASON,
+    EXPECTATION_WORDS,
+    REASON_FOR_EXPECTATION,
+    expected_exit_code,
+)
+from harness.model import Capability, CheckResult, DecidedBy, Observation, Outcome, ProcessExit
+
+BOX = DecidedBy.BLACK_BOX
 # `run --timeout T` must exit "shortly after T". Measured from spawn, so start-up counts; the
 # reference agent overshoots by well under 0.1 s, while waiting out a SIGTERM grace costs seconds.
 TIMEOUT_OVERSHOOT_LIMIT_NS = 1_500_000_000
+# A turn the task expected to complete may also end because the model stopped it: that is
+# the truth too, and its exit code is the one for how it settled.
+MODEL_ENDINGS = frozenset({"completed", "max_tokens"})
 
 
-@check("C8", "B")
+@check("C8")
 def exit_codes_tell_the_truth(obs: Observation) -> CheckResult:
-    """Headless exit codes: 0 completed, 2 error/blocked, 3 aborted/interrupted; ``run
-    --timeout T`` exits 3 shortly after T. When the log is readable, the code also matches
-    how the process's last turn settled."""
-    judged = [e for e in obs.exits if e.expect in EXPECTED_EXIT]
+    """Headless exit codes are the contract's: 0 completed, 2 error/blocked/max_tokens, 3
+    aborted/interrupted; ``run --timeout T`` exits 3 shortly after T. Where the run's
+    settlement is known (the driver's, or the log's last turn end in the process's lifetime),
+    the code also matches it — a run expected to complete that settled ``max_tokens`` exits 2.
+    """
+    judged = [e for e in obs.exits if e.expect in REASON_FOR_EXPECTATION]
     if not judged:
-        return skipped("C8", "no headless run whose exit code the task could predict")
-    problems: list[dict] = []
-    evidence: list[dict] = []
+        return result("C8", Outcome.SKIPPED, "no headless run whose exit code the task could predict")
+    found = Findings("C8")
     for exit_ in judged:
         item = _exit_item(exit_)
-        note = _exit_problem(exit_, item)
-        if note is None and obs.log is not None:
-            note = _settlement_mismatch(obs.log, exit_, item)
-        (problems if note else evidence).append({**item, "note": note} if note else item)
-    if problems:
-        return failed("C8", problems[0]["note"], *problems)
-    return passed("C8", f"{len(judged)} headless exit code(s) matched the outcome", *evidence)
+        settled, where = _settled(obs, exit_)
+        if where is not None:
+            item["settled"] = where
+        note = _exit_problem(exit_, settled, item)
+        if note is None and settled is not None and EXIT_CODE_FOR_REASON.get(settled) != exit_.returncode:
+            note = (f"the {exit_.role} process exited {exit_.returncode} but its last turn settled {settled} "
+                    f"(exit {EXIT_CODE_FOR_REASON.get(settled)})")
+        if note:
+            found.fail(BOX, note, item)
+        else:
+            found.ok(BOX, item)
+    return found.result(f"{len(judged)} headless exit code(s) matched the outcome")
 
 
-def _exit_problem(exit_: ProcessExit, item: dict) -> str | None:
+def _expected_code(exit_: ProcessExit, settled: str | None) -> int:
+    if exit_.expect == "completed" and settled in MODEL_ENDINGS:
+        return EXIT_CODE_FOR_REASON[settled]
+    return expected_exit_code(exit_.expect)
+
+
+def _exit_problem(exit_: ProcessExit, settled: str | None, item: Item) -> str | None:
     """Why this exit does not tell the truth about what the task did to the run, if it does not."""
-    expected = EXPECTED_EXIT[exit_.expect]
+    expected = _expected_code(exit_, settled)
     if exit_.returncode != expected:
         how = f"exit {exit_.returncode}" if exit_.returncode is not None else f"death by signal {exit_.signal}"
-        return (f"the {exit_.role} process (pid {exit_.pid}) should exit {expected} ({EXPECTATION[exit_.expect]}), "
-                f"not {how}")
+        words = EXPECTATION_WORDS[exit_.expect] if expected == expected_exit_code(exit_.expect) \
+            else f"its turn settled {settled}"
+        return f"the {exit_.role} process (pid {exit_.pid}) should exit {expected} ({words}), not {how}"
     if exit_.expect != "timeout" or exit_.timeout_s is None:
         return None
     overshoot = exit_.ended_ns - exit_.started_ns - int(exit_.timeout_s * 1e9)
@@ -58,8 +77,8 @@ def _exit_problem(exit_: ProcessExit, item: dict) -> str | None:
     return None
 
 
-def _exit_item(exit_: ProcessExit) -> dict:
-    item = {"pid": exit_.pid, "role": exit_.role, "expect": exit_.expect, "returncode": exit_.returncode}
+def _exit_item(exit_: ProcessExit) -> Item:
+    item: Item = {"pid": exit_.pid, "role": exit_.role, "expect": exit_.expect, "returncode": exit_.returncode}
     if exit_.signal is not None:
         item["signal"] = exit_.signal
     if exit_.stderr_tail:
@@ -67,41 +86,85 @@ def _exit_item(exit_: ProcessExit) -> dict:
     return item
 
 
-def _settlement_mismatch(log: SessionLog, exit_: ProcessExit, item: dict) -> str | None:
-    ends = [e for e in log.of_type("turn_ended") if exit_.started_ns <= (e.mono_ns or 0) <= exit_.ended_ns]
+def _settled(obs: Observation, exit_: ProcessExit) -> tuple[str | None, Item | str | None]:
+    """How the process's last turn settled, where that is known: the driver's settlement for
+    that process, else the log's last turn end in its lifetime."""
+    settlements = [s for s in obs.settlements if s.reason is not None
+                   and (s.pid == exit_.pid or (s.pid is None and exit_.started_ns <= s.mono_ns <= exit_.ended_ns))]
+    if settlements:
+        return settlements[-1].reason, settlements[-1].how
+    if obs.log is None or not (obs.has(Capability.TURN_ENDS) and obs.has(Capability.MONO_TIMES)):
+        return None, None
+    ends = [e for e in obs.log.of_type("turn_ended") if exit_.started_ns <= (e.mono_ns or 0) <= exit_.ended_ns]
     if not ends:
-        return None
-    reason = ends[-1].get("reason")
-    item["settled"] = event_item(ends[-1])
-    if EXIT_FOR_REASON.get(reason) != exit_.returncode:
-        return (f"the {exit_.role} process exited {exit_.returncode} but its last turn settled {reason} "
-                f"(exit {EXIT_FOR_REASON.get(reason)})")
-    return None
+        return None, None
+    return str(ends[-1].get("reason")), event_item(ends[-1])
 
 
-@check("C9", "B")
+@check("C9")
 def stop_means_stop(obs: Observation) -> CheckResult:
     """After Stop, no new model request reaches the server and no new tool process starts
     until the next user input."""
     stops = stops_seen(obs)
     if not stops:
-        return skipped("C9", "no Stop reached a running turn")
-    problems: list[dict] = []
-    evidence: list[dict] = []
+        return result("C9", Outcome.SKIPPED, "no Stop reached a running turn")
+    found = Findings("C9")
     for stop in stops:
         resume_ns = next((i.mono_ns for i in obs.inputs if not i.queued and i.mono_ns > stop.mono_ns), None)
         until = "the next user input" if resume_ns else "the end of the run"
-        for request in requests_between(obs, stop.mono_ns, resume_ns):
-            if request.get("request") != stop.request:
-                problems.append(request_item(request, note=f"request {request['request']} was sent "
-                                             f"{(request['mono_ns'] - stop.mono_ns) / 1e6:.1f} ms after Stop "
-                                             f"({stop.how}), before {until}"))
-        for window in of_kind(obs, "window"):
-            if window["mono_ns"] > stop.mono_ns and (resume_ns is None or window["mono_ns"] < resume_ns):
-                problems.append({"window": window["window"], "pids": [p.get("pid") for p in window.get("pids", [])],
-                                 "note": f"tool window {window['window']} started "
-                                         f"{(window['mono_ns'] - stop.mono_ns) / 1e6:.1f} ms after Stop, before {until}"})
-        evidence.append({"stop": stop.how, "phase": stop.phase, "quiet_until": until})
-    if problems:
-        return failed("C9", problems[0]["note"], *problems)
-    return passed("C9", f"nothing new started after {len(stops)} Stop(s)", *evidence)
+        quiet = True
+        for req in requests_between(obs, stop.mono_ns, resume_ns):
+            if req.number != stop.request:
+                quiet = False
+                found.fail(BOX, f"request {req.number} was sent {(req.mono_ns - stop.mono_ns) / 1e6:.1f} ms after "
+                           f"Stop ({stop.how}), before {until}", request_item(req))
+        for window in windows_opened(obs):
+            if window.mono_ns > stop.mono_ns and (resume_ns is None or window.mono_ns < resume_ns):
+                quiet = False
+                found.fail(BOX, f"tool window {window.window} started {(window.mono_ns - stop.mono_ns) / 1e6:.1f} ms "
+                           f"after Stop, before {until}", window=window.window, pids=list(window.pids))
+        if quiet:
+            found.ok(BOX, stop=stop.how, phase=stop.phase, quiet_until=until)
+    return found.result(f"nothing new started after {len(stops)} Stop(s)")
+
+
+# Expectations whose run must not exit like a completed one, and those that must not exit 0.
+STOPPED = ("stopped", "timeout")
+FAILED = ("error", "refused", "blocked")
+
+
+@check("A3")
+def exit_codes_tell_outcomes_apart(obs: Observation) -> CheckResult:
+    """Under the agent's own declared exit-code convention (the contract's when it declares
+    none), a stopped or timed-out run never exits like a completed one, and a failed run never
+    exits 0. C8 judges the contract's codes; this tells an agent that lies (exit 0 after Stop)
+    from one that keeps another convention (130 after Stop)."""
+    declared: Mapping[str, int] = obs.conventions.exit_codes
+    convention = dict(declared) or EXIT_CODE_FOR_REASON
+    judged = [e for e in obs.exits if e.expect in STOPPED + FAILED]
+    if not any(e.expect in STOPPED for e in judged) and not declared:
+        return result("A3", Outcome.SKIPPED, "no stopped run, and the profile declares no exit-code convention")
+    if not judged:
+        return result("A3", Outcome.SKIPPED, "no stopped, timed-out or failed headless run")
+    found = Findings("A3")
+    completed = convention.get("completed", 0)
+    whose = "the agent's declared" if declared else "the contract's"
+    for exit_ in judged:
+        item = _exit_item(exit_)
+        reason = REASON_FOR_EXPECTATION[exit_.expect]
+        item["convention"] = {reason: convention.get(reason), "completed": completed}
+        if exit_.expect in STOPPED and convention.get(reason) == completed:
+            found.fail(BOX, f"{whose} convention exits {reason} like completed ({completed}), so a stopped run "
+                       "cannot be told from a completed one", item)
+        elif exit_.expect in STOPPED and exit_.returncode == completed:
+            found.fail(BOX, f"the {exit_.role} process (pid {exit_.pid}) {EXPECTATION_WORDS[exit_.expect]}, but "
+                       f"exited {completed}, like a completed run", item)
+        elif exit_.expect in FAILED and exit_.returncode == 0:
+            found.fail(BOX, f"the {exit_.role} process (pid {exit_.pid}): {EXPECTATION_WORDS[exit_.expect]}, but it "
+                       "exited 0", item)
+        else:
+            matches = exit_.returncode == convention.get(reason)
+            found.ok(BOX, item, note=f"exit {exit_.returncode}" + (f", {whose} code for {reason}" if matches else
+                                                                     f", not {whose} code for {reason} (C8's)"))
+    return found.result(f"{len(judged)} stopped or failed run(s) exited unlike a completed one, under {whose} "
+                        "convention")

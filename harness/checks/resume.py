@@ -3,115 +3,153 @@ resumed (A1)."""
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+from collections.abc import Callable
 
-from harness.checks.base import check, clip, event_item, log_or_verdict, request_item
-from harness.checks.views import first_changed_event, first_request_after, last_request_before, messages
-from harness.model import CheckResult, Observation, Restart, SessionEvent, SessionLog, Tier, failed, passed, skipped
-from harness.readers.contract_v1 import LogDamaged, read_contract_v1
+from harness.checks.base import (
+    Findings,
+    captures,
+    check,
+    event_item,
+    failure_item,
+    first_changed_event,
+    log_half,
+)
+from harness.checks.durability import checkpoint_carried
+from harness.checks.views import Request, clip, first_request_after, last_request_before, request_item, squeeze
+from harness.model import CheckResult, DecidedBy, Observation, Restart, SessionLog
+
+BOX, LOG = DecidedBy.BLACK_BOX, DecidedBy.LOG
 
 
-@check("C7", "B+L")
+@check("C7")
 def resume_continues_the_session(obs: Observation) -> CheckResult:
     """A follow-up after a restart is an ordinary turn of the same session, never a fork.
 
-    Black-box: the first request after the restart carries every earlier user input. Log:
-    same session id, the earlier events kept as they were, and a new turn appended after them.
+    Black-box: the first request after each restart carries every earlier user input and what
+    a kill at a checkpoint had made durable (the user's message of a request killed as it
+    arrived, the call of a window killed as it ran); an agent that cannot resume at all
+    ("No conversation found") fails, with its exit code and stderr. Log: the same session,
+    every earlier record kept as it was (the reader's ``lost`` between captures; the events
+    of the final store), and a new turn appended after the old ones.
     """
-    restarts = [r for r in obs.restarts if r.damage != "mid-file"]
+    found = Findings("C7")
+    if obs.failure is not None and obs.failure.after_restart:
+        found.fail(BOX, f"the agent did not resume the session: {obs.failure.what}", failure_item(obs.failure))
+    restarts = [(n, r) for n, r in enumerate(obs.restarts, start=1) if r.damage != "mid-file"]
     if not restarts:
-        return skipped("C7", "the agent was never restarted on a readable session")
-    problems: list[dict] = []
-    evidence: list[dict] = []
-    exercised = 0
-    for number, restart in enumerate(restarts, start=1):
-        request = first_request_after(obs, restart.mono_ns)
-        if request is None:
+        return found.result("", nothing="the agent was never restarted on a readable session")
+    log = log_half(obs, found)
+    for number, restart in restarts:
+        req = first_request_after(obs, restart.mono_ns)
+        if req is None or not req.parsed:
+            if not found.failed:
+                found.cannot(f"no readable model request followed restart {number}"
+                             + (f" (request {req.number} was refused: C4 judges it)" if req else ""), restart=number)
             continue
-        exercised += 1
-        user_texts = [str(m.get("text") or "") for m in messages(request) if m.get("role") == "user"]
-        for item in obs.inputs:
-            if item.mono_ns < restart.mono_ns and not item.queued and not any(item.text in t for t in user_texts):
-                problems.append(request_item(request, note=f"request {request['request']} after restart {number} "
-                                             f"lacks the earlier user input {clip(item.text, 60)!r}: a blank fork"))
-        if obs.log is not None:
-            problems.extend(_log_continues(obs.log, restart, number))
-        evidence.append(request_item(request, note=f"first request after restart {number}"))
-    if not exercised:
-        return skipped("C7", "no model request followed a restart")
-    if obs.log is None and obs.log_error:
-        verdict = log_or_verdict(obs, "C7")
-        if isinstance(verdict, CheckResult):
-            return verdict
-    if problems:
-        return failed("C7", problems[0]["note"], *problems)
-    return passed("C7", f"{exercised} restart(s) continued the same session with its history", *evidence)
+        _carries_history(obs, number, restart, req, found)
+        if isinstance(log, SessionLog):
+            _log_continues(obs, log, restart, number, found)
+    return found.result(f"{len(restarts)} restart(s) continued the same session with its history")
 
 
-def _log_continues(log: SessionLog, restart: Restart, number: int) -> list[dict]:
-    if restart.bytes_before is None:
-        return []
-    try:
-        before = read_contract_v1(restart.bytes_before)
-    except LogDamaged:
-        return []
-    problems = []
-    if log.header.session_id != before.header.session_id:
-        problems.append({"restart": number, "note": f"after restart {number} the log is session "
-                         f"{log.header.session_id!r}, not {before.header.session_id!r}: a fork"})
-    changed = first_changed_event(before, log)
+def _carries_history(obs: Observation, number: int, restart: Restart, req: Request, found: Findings) -> None:
+    users = [m.text for m in req.messages if m.role == "user"]
+    problems = 0
+    for item in obs.inputs:
+        if item.mono_ns < restart.mono_ns and not item.queued and not any(item.text in t for t in users):
+            found.fail(BOX, f"request {req.number} after restart {number} lacks the earlier user input "
+                       f"{clip(item.text, 60)!r}: a blank fork", request_item(req))
+            problems += 1
+    previous = [r.mono_ns for r in obs.restarts if r.mono_ns < restart.mono_ns]
+    kill = next((k for k in reversed(obs.kills)
+                 if k.mono_ns < restart.mono_ns and (not previous or k.mono_ns > previous[-1])), None)
+    if kill is not None:
+        for problem in checkpoint_carried(obs, kill, req):
+            found.fail(BOX, problem.pop("note"), problem)
+            problems += 1
+    if not problems:
+        found.ok(BOX, request_item(req, note=f"the first request after restart {number} carries the earlier history"))
+
+
+def _log_continues(obs: Observation, log: SessionLog, restart: Restart, number: int, found: Findings) -> None:
+    """Same session, nothing earlier lost, a new turn after the old ones."""
+    before = restart.before
+    if before is None or before.snapshot is None or before.log is None:
+        found.note(restart=number, note="the store before the restart was not captured or not readable; the log "
+                   "half judges nothing of this restart")
+        return
+    problems = 0
+    if log.header.session_id != before.log.header.session_id:
+        found.fail(LOG, f"after restart {number} the store is session {log.header.session_id!r}, not "
+                   f"{before.log.header.session_id!r}: a fork", restart=number)
+        problems += 1
+    assert obs.log_format is not None
+    for later in (c for c in captures(obs) if c.snapshot and c.snapshot.mono_ns > before.snapshot.mono_ns):
+        assert later.snapshot is not None
+        change = obs.log_format.lost(before.snapshot, later.snapshot)
+        if change is not None:
+            found.fail(LOG, f"the store {later.moment} lost what it held {before.moment}: {change.where}: "
+                       f"{change.detail}", where=change.where, line=change.line, restart=number)
+            problems += 1
+            break
+    changed = first_changed_event(before.log, log)
     if changed is not None:
-        problems.append(event_item(changed, note=f"line {changed.line} was lost or changed across restart {number}"))
-    last_turn = max((e.turn for e in before.of_type("turn_started")), default=0)
-    new_turns = [e for e in log.of_type("turn_started") if (e.mono_ns or 0) > restart.mono_ns]
+        found.fail(LOG, f"{changed.where or f'line {changed.line}'} was lost or changed across restart {number}",
+                   event_item(changed))
+        return
+    last_turn = max((e.turn or 0 for e in before.log.of_type("turn_started")), default=0)
+    new_turns = [e for e in log.events[len(before.log.events):] if e.type == "turn_started"]
     if not new_turns:
-        problems.append({"restart": number, "note": f"no turn was appended to the session after restart {number}"})
-    elif new_turns[0].turn <= last_turn:
-        problems.append(event_item(new_turns[0], note=f"the turn after restart {number} is numbered "
-                                   f"{new_turns[0].turn}, not after turn {last_turn}"))
-    return problems
+        found.fail(LOG, f"no turn was appended to the session after restart {number}", restart=number)
+    elif (new_turns[0].turn or 0) <= last_turn:
+        found.fail(LOG, f"the turn after restart {number} is numbered {new_turns[0].turn}, not after turn "
+                   f"{last_turn}", event_item(new_turns[0]))
+    elif not problems:
+        found.ok(LOG, event_item(new_turns[0], note=f"restart {number} continued session {log.header.session_id}"))
 
 
-@check("A1", "B+L", tier=Tier.ADVISORY)
+@check("A1")
 def resume_note_is_sent(obs: Observation) -> CheckResult:
     """The first request after a resume tells the model the session resumed and files may
-    have changed (the log's ``session_resumed`` note when there is one)."""
-    restarts = [r for r in obs.restarts if r.damage != "mid-file"]
-    problems: list[dict] = []
-    evidence: list[dict] = []
-    for number, restart in enumerate(restarts, start=1):
-        request = first_request_after(obs, restart.mono_ns)
-        if request is None:
+    have changed (the log's ``session_resumed`` note when there is one): one more message
+    carries it than in the request before the restart."""
+    found = Findings("A1")
+    for number, restart in enumerate(obs.restarts, start=1):
+        if restart.damage == "mid-file":
+            continue
+        req = first_request_after(obs, restart.mono_ns)
+        if req is None:
             continue
         note = _resume_note(obs.log, restart.mono_ns)
+        half = LOG if note else BOX
         previous = last_request_before(obs, restart.mono_ns)
         wanted = f"the session_resumed note {clip(note, 60)!r}" if note else "a note that the session resumed"
         carries = _mentions(note)
-        ok = _count(request, carries) > (_count(previous, carries) if previous else 0)
-        (evidence if ok else problems).append(request_item(
-            request, note=f"request {request['request']} {'carries' if ok else 'lacks'} {wanted}"))
-    if not problems and not evidence:
-        return skipped("A1", "no model request followed a restart")
-    if problems:
-        return failed("A1", problems[0]["note"], *problems)
-    return passed("A1", "every resumed session told the model it had resumed", *evidence)
+        if _count(req, carries) > (_count(previous, carries) if previous else 0):
+            found.ok(half, request_item(req, note=f"request {req.number} carries {wanted}"))
+            if half is LOG:
+                found.ok(BOX, restart=number)
+        else:
+            found.fail(half, f"request {req.number} lacks {wanted}", request_item(req))
+    return found.result("every resumed session told the model it had resumed",
+                        nothing="no model request followed a restart")
 
 
 def _mentions(note: str | None) -> Callable[[str], bool]:
     """What marks a message as the resume note: the log's own note, else any mention of resuming."""
     if note is None:
         return lambda text: "resum" in text.lower()
-    compact = "".join(note.split())
-    return lambda text: compact in "".join(text.split())
+    compact = squeeze(note)
+    return lambda text: compact in squeeze(text)
 
 
-def _count(request: Mapping[str, Any], carries: Callable[[str], bool]) -> int:
+def _count(req: Request, carries: Callable[[str], bool]) -> int:
     """How many messages of a request carry the note: a new resume adds one more."""
-    return sum(1 for m in messages(request) if carries(str(m.get("text") or "")))
+    return sum(1 for m in req.messages if carries(m.text))
 
 
 def _resume_note(log: SessionLog | None, after_ns: int) -> str | None:
     if log is None:
         return None
-    resumed: list[SessionEvent] = [e for e in log.of_type("session_resumed") if (e.mono_ns or 0) > after_ns]
+    resumed = [e for e in log.of_type("session_resumed") if (e.mono_ns or 0) > after_ns]
     return str(resumed[0].get("note")) if resumed else None

@@ -3,29 +3,42 @@
 The checkers' tests build good and violating runs with these, and the runner's tests can
 build observations the same way. Everything shares one fake monotonic clock so that the
 order of log events, records, stops and kills is explicit in the test that builds them.
-The log is produced as bytes and parsed by the real reader, so a hand-made log is held
-to the format exactly as an agent's log is.
+The store is produced as bytes and every capture (after a kill, before and after a restart,
+the final store) goes through the profile's reader — by default the real contract-v1 reader,
+taken from the readers' registry — so a hand-made log is held to its format exactly as an
+agent's is. A test may give another reader and another store (``reader=``, ``store=``).
+This module builds observations for tests; it is not a checker, and no checker imports it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
-from dataclasses import dataclass, field, replace
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any, Protocol
 
 from harness.model import (
+    AgentFailure,
     AgentKill,
+    CanaryHit,
+    Conventions,
+    LogCapture,
     Observation,
     ProcessExit,
     Restart,
     SessionLog,
+    Settlement,
+    Snapshot,
     StopDelivery,
     UserInput,
     WindowObservation,
 )
-from harness.readers.contract_v1 import read_contract_v1
+from harness.readers import READERS, Reader, parse_capture
 
 CANARY = "sk-stopbench-canary-0f3a9c"
+CONTRACT_V1: Reader = READERS["contract-v1"]
+LOG_PATH = "s-test.jsonl"
 
 
 class Clock:
@@ -44,13 +57,14 @@ def call(call_id: str, command: str = "echo hi", name: str = "bash") -> dict[str
     return {"id": call_id, "name": name, "arguments": json.dumps({"command": command})}
 
 
-def msg(role: str, text: str = "", tool_calls: list | None = None, tool_call_id: str | None = None) -> dict:
+def msg(role: str, text: str = "", tool_calls: list[dict[str, Any]] | None = None,
+        tool_call_id: str | None = None) -> dict[str, Any]:
     """One canonical message."""
     return {"role": role, "text": text, "tool_calls": list(tool_calls or []), "tool_call_id": tool_call_id}
 
 
-def chat(messages: list[dict]) -> dict[str, Any]:
-    """A Chat Completions request envelope, as a ``model_request`` event holds it."""
+def chat(messages: list[dict[str, Any]]) -> dict[str, Any]:
+    """A Chat Completions request envelope, as a contract-v1 ``model_request`` event holds it."""
     out = []
     for m in messages:
         chat_msg: dict[str, Any] = {"role": m["role"], "content": m["text"]}
@@ -63,6 +77,12 @@ def chat(messages: list[dict]) -> dict[str, Any]:
             chat_msg["tool_call_id"] = m["tool_call_id"]
         out.append(chat_msg)
     return {"model": "stopbench-1", "messages": out, "tools": [], "stream": True}
+
+
+class Store(Protocol):
+    """A hand-made session store: whatever its format, it is bytes at any moment."""
+
+    def to_bytes(self) -> bytes: ...
 
 
 class LogBuilder:
@@ -91,8 +111,8 @@ class LogBuilder:
         data = b"".join(line + b"\n" for line in self.lines)
         return data + torn if torn is not None else data
 
-    def read(self) -> SessionLog:
-        return read_contract_v1(self.to_bytes(), path="s-test.jsonl")
+    def read(self, reader: Reader = CONTRACT_V1) -> SessionLog:
+        return reader.parse(Snapshot(reader=reader.name, path=LOG_PATH, data=self.to_bytes(), mono_ns=self.clock.now))
 
 
 class RecordsBuilder:
@@ -108,19 +128,25 @@ class RecordsBuilder:
         self.records.append(record)
         return record
 
-    def request(self, messages: list[dict], status: int = 200, error: str | None = None) -> int:
+    def request(self, messages: list[dict[str, Any]], status: int = 200, error: str | None = None,
+                parsed: bool | None = None) -> int:
+        """A request record; a 400 for an unbalanced history is refused unread (no canonical
+        messages), as the strict server does, unless ``parsed`` says otherwise."""
         self.count += 1
         canonical = {"model": "stopbench-1", "stream": True, "messages": messages, "tools": ["bash"],
                      "shell_tool": "bash"}
         fields: dict[str, Any] = {"request": self.count, "api": "chat", "path": "/v1/chat/completions",
-                                  "headers": {"Authorization": "[redacted]"}, "body": chat(messages),
-                                  "canonical": canonical, "status": status}
+                                  "headers": {"Authorization": "[redacted]"}, "body": chat(messages), "status": status}
+        if parsed if parsed is not None else status < 400:
+            fields["canonical"] = canonical
         if error:
             fields["error"] = error
         self._add("request", **fields)
+        if error:
+            self._add("error", request=self.count, problem=error)
         return self.count
 
-    def response(self, request: int, text: str = "", tool_calls: list | None = None,
+    def response(self, request: int, text: str = "", tool_calls: list[dict[str, Any]] | None = None,
                  finish_reason: str | None = None) -> dict[str, Any]:
         calls = list(tool_calls or [])
         return self._add("response", request=request, response_index=0, text=text, tool_calls=calls,
@@ -150,23 +176,50 @@ class RecordsBuilder:
         return self._add("window_done", window=window, finished=finished)
 
 
-@dataclass
+class _Unset:
+    """The store as it is now (the default for every capture)."""
+
+
+NOW = _Unset()
+UNOBSERVED = None  # a capture that was not taken
+
+
 class RunBuilder:
-    """One hand-made task run: a clock, a log, records and the harness's own observations."""
+    """One hand-made task run: a clock, a store, records and the harness's own observations."""
 
-    clock: Clock = field(default_factory=Clock)
-    log: LogBuilder | None = None
-    records: RecordsBuilder | None = None
-    inputs: list[UserInput] = field(default_factory=list)
-    stops: list[StopDelivery] = field(default_factory=list)
-    kills: list[AgentKill] = field(default_factory=list)
-    restarts: list[Restart] = field(default_factory=list)
-    exits: list[ProcessExit] = field(default_factory=list)
-    windows: list[WindowObservation] = field(default_factory=list)
+    def __init__(self, clock: Clock | None = None, log: LogBuilder | None = None, reader: Reader = CONTRACT_V1,
+                 store: Store | None = None, log_path: str = LOG_PATH):
+        self.clock = clock or Clock()
+        self.log = log or LogBuilder(self.clock)
+        self.records = RecordsBuilder(self.clock)
+        self.reader = reader
+        self.store = store  # the store the reader reads; the contract-v1 log unless given
+        self.log_path = log_path
+        self.inputs: list[UserInput] = []
+        self.stops: list[StopDelivery] = []
+        self.settlements: list[Settlement] = []
+        self.kills: list[AgentKill] = []
+        self.restarts: list[Restart] = []
+        self.exits: list[ProcessExit] = []
+        self.windows: list[WindowObservation] = []
+        self.canary_hits: list[CanaryHit] = []
+        self.conventions = Conventions()
+        self.failure: AgentFailure | None = None
 
-    def __post_init__(self) -> None:
-        self.log = self.log or LogBuilder(self.clock)
-        self.records = self.records or RecordsBuilder(self.clock)
+    # --- the store, through the reader -------------------------------------------------
+
+    def store_bytes(self) -> bytes:
+        return (self.store or self.log).to_bytes()
+
+    def capture(self, moment: str, data: bytes | _Unset | None = NOW) -> LogCapture:
+        """The store now (or ``data``), parsed by the reader; None data: there was no store."""
+        if data is None:
+            return LogCapture(moment=moment, snapshot=None)
+        snapshot = Snapshot(reader=self.reader.name, path=self.log_path,
+                            data=self.store_bytes() if isinstance(data, _Unset) else data, mono_ns=self.clock.tick())
+        return parse_capture(self.reader, snapshot, moment)
+
+    # --- what the harness did and saw ---------------------------------------------------
 
     def user(self, text: str, queued: bool = False) -> UserInput:
         item = UserInput(text=text, mono_ns=self.clock.tick(), queued=queued)
@@ -179,18 +232,40 @@ class RunBuilder:
         self.stops.append(item)
         return item
 
-    def kill(self, at: str, **fields: Any) -> AgentKill:
-        item = AgentKill(mono_ns=self.clock.tick(), pid=fields.pop("pid", 4242), at=at,
-                         log_bytes=fields.pop("log_bytes", self.log.to_bytes()), **fields)
+    def settle(self, reason: str | None, source: str | None = None, how: str | None = None,
+               pid: int | None = None) -> Settlement:
+        """How the driver saw the turn end (the terminal's line, the API's event, an exit)."""
+        shown = how or f"screen: [turn ended: {reason}{f' ({source})' if source else ''}]"
+        item = Settlement(mono_ns=self.clock.tick(), reason=reason, source=source, how=shown, pid=pid)
+        self.settlements.append(item)
+        return item
+
+    def kill(self, at: str, log_bytes: bytes | _Unset | None = NOW, captured: bool = True,
+             **fields: Any) -> AgentKill:
+        """A SIGKILL at a beacon; the store is captured right after (as it is now, or as
+        ``log_bytes``), unless ``captured`` is False."""
+        number = len(self.kills) + 1
+        ns = self.clock.tick()
+        log = self.capture(f"after kill {number}", log_bytes) if captured else None
+        item = AgentKill(mono_ns=ns, pid=fields.pop("pid", 4242), at=at, log=log, **fields)
         self.kills.append(item)
         return item
 
-    def restart(self, damage: str | None = None, bytes_before: bytes | None = None,
-                bytes_after_load: bytes | None = None, damage_line: int | None = None) -> Restart:
-        before = self.log.to_bytes() if bytes_before is None else bytes_before
-        item = Restart(mono_ns=self.clock.tick(), bytes_before=before,
-                       bytes_after_load=before if bytes_after_load is None else bytes_after_load,
-                       damage=damage, damage_line=damage_line)
+    def restart(self, damage: str | None = None, before: bytes | _Unset | None = NOW,
+                after_load: bytes | _Unset | None = NOW, damage_line: int | None = None,
+                damage_where: str | None = None) -> Restart:
+        """The agent started again: the store before (as it is now, or ``before``) and once it
+        had loaded (the same as before, unless ``after_load`` says otherwise; None: not taken)."""
+        number = len(self.restarts) + 1
+        ns = self.clock.tick()
+        first = self.capture(f"before restart {number}", before)
+        if isinstance(after_load, _Unset):
+            loaded = first.snapshot.data if first.snapshot else None
+            second = self.capture(f"after restart {number} loaded", loaded) if loaded is not None else None
+        else:
+            second = self.capture(f"after restart {number} loaded", after_load) if after_load is not None else None
+        item = Restart(mono_ns=ns, before=first, after_load=second, damage=damage, damage_line=damage_line,
+                       damage_where=damage_where)
         self.restarts.append(item)
         return item
 
@@ -202,11 +277,43 @@ class RunBuilder:
         self.exits.append(item)
         return item
 
-    def observation(self, **overrides: Any) -> Observation:
+    def canary(self, where: str, line: int, excerpt: str, profile_file: bool = False) -> CanaryHit:
+        """The runner's file scan found the canary key."""
+        item = CanaryHit(where=where, line=line, excerpt=excerpt, profile_file=profile_file)
+        self.canary_hits.append(item)
+        return item
+
+    def fail(self, awaited: str, what: str, *, after_restart: bool = False, exit: ProcessExit | None = None,
+             records: int = 3, step: str = "step 9 (wait)") -> AgentFailure:
+        """The run ended early because of the agent."""
+        self.failure = AgentFailure(step=step, awaited=awaited, what=what, after_restart=after_restart, exit=exit,
+                                    records=tuple(self.records.records[-records:]))
+        return self.failure
+
+    def observation(self, *, black_box: bool = False, **overrides: Any) -> Observation:
+        """The run as the runner would assemble it; ``black_box``: for an agent with no reader."""
+        final = self.capture("final")
         obs = Observation(
             task="hand-made", agent="test-agent", adapter="inproc", driver="inproc", api_key=CANARY,
             records=tuple(self.records.records), inputs=tuple(self.inputs), stops=tuple(self.stops),
-            kills=tuple(self.kills), restarts=tuple(self.restarts), exits=tuple(self.exits),
-            windows=tuple(self.windows), log=self.log.read(), log_path="s-test.jsonl",
+            settlements=tuple(self.settlements), kills=tuple(self.kills), restarts=tuple(self.restarts),
+            exits=tuple(self.exits), windows=tuple(self.windows), log_format=self.reader, log=final.log,
+            log_error=final.error, log_path=self.log_path, canary_hits=tuple(self.canary_hits),
+            failure=self.failure, conventions=self.conventions,
         )
+        if black_box:
+            obs = without_reader(obs)
         return replace(obs, **overrides)
+
+
+def without_reader(obs: Observation) -> Observation:
+    """The same run for an agent whose profile has no reader: no log, no captures."""
+    return replace(obs, log_format=None, log=None, log_error=None,
+                   kills=tuple(dataclasses.replace(k, log=None) for k in obs.kills),
+                   restarts=tuple(dataclasses.replace(r, before=None, after_load=None) for r in obs.restarts))
+
+
+def with_conventions(obs: Observation, **declared: Any) -> Observation:
+    """The same run under a profile that declares its own conventions."""
+    exit_codes: Mapping[str, int] = declared.pop("exit_codes", {})
+    return replace(obs, conventions=Conventions(exit_codes=exit_codes, **declared))

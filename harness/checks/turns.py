@@ -1,77 +1,114 @@
-"""How turns end: exactly once (C1), repaired in memory only after a crash (C2), and a
-Stop the agent carried out itself is never an error (C12)."""
+"""How turns end: exactly once (C1), repaired in memory only after a crash (C2), and a Stop
+the agent carried out itself is never an error (C12)."""
 
 from __future__ import annotations
 
-from harness.checks.base import check, event_item, log_or_verdict
-from harness.checks.views import stops_seen, turn_at
-from harness.contract import TOOL_NOT_STARTED, TOOL_OUTCOME_UNKNOWN, ABORT_SOURCES, TURN_END_REASONS
+from harness.checks.base import (
+    Findings,
+    Item,
+    NoLog,
+    check,
+    event_item,
+    first_changed_event,
+    log_half,
+    log_or_verdict,
+    result,
+    stops_seen,
+    turn_at,
+    wants_reader,
+)
+from harness.checks.calls import is_repair
+from harness.contract import ABORT_SOURCES, EXIT_CODE_FOR_REASON, REASON_FOR_EXPECTATION, TURN_END_REASONS
 from harness.model import (
+    Capability,
     CheckResult,
+    DecidedBy,
     Observation,
+    Outcome,
+    ProcessExit,
     SessionEvent,
     SessionLog,
+    Settlement,
     StopDelivery,
-    failed,
-    passed,
-    skipped,
 )
-from harness.readers.contract_v1 import LogDamaged, read_contract_v1
+
+BOX, LOG = DecidedBy.BLACK_BOX, DecidedBy.LOG
 
 
-@check("C1", "L")
+@check("C1")
 def turn_ends_exactly_once(obs: Observation) -> CheckResult:
     """Every turn ends exactly once, with a reason from the closed set.
 
-    A turn may stay open on disk only when the agent was killed while it ran (the honest
-    record of a crash); a second ``turn_ended``, a turn started while another is open in the
-    same process, or a turn left open with no kill are violations.
+    A turn may stay open in the store only when the agent was killed while it ran (the honest
+    record of a crash); a second turn end, a turn started while another is open in the same
+    process, or a turn left open with no kill are violations. Needs a store that records turn
+    ends; telling whether a kill fell inside an open turn needs its events' monotonic times.
     """
-    log = log_or_verdict(obs, "C1")
+    log = log_or_verdict(obs, "C1", Capability.TURN_ENDS)
     if isinstance(log, CheckResult):
         return log
     starts = log.of_type("turn_started")
     if not starts:
-        return skipped("C1", "the log has no turn")
+        return result("C1", Outcome.SKIPPED, "the log has no turn")
+    timed = obs.has(Capability.MONO_TIMES)
     kill_times = sorted(k.mono_ns for k in obs.kills)
     problems: list[tuple[str, SessionEvent]] = []
+    untimed: list[SessionEvent] = []
     open_turn: SessionEvent | None = None
-    ended: dict[int, SessionEvent] = {}
+    ended: dict[int | None, SessionEvent] = {}
+
+    def killed_while_open(start: SessionEvent, next_start: SessionEvent | None) -> bool | None:
+        if not kill_times:
+            return False
+        if not timed or start.mono_ns is None:
+            return None  # a kill happened, but when relative to this turn is not known
+        end = next_start.mono_ns if next_start is not None else None
+        return any(t > (start.mono_ns or 0) and (end is None or t < end) for t in kill_times)
+
+    def left_open(start: SessionEvent, next_start: SessionEvent | None) -> None:
+        killed = killed_while_open(start, next_start)
+        if killed is None:
+            untimed.append(start)
+        elif not killed:
+            problems.append((f"turn {next_start.turn} started while turn {start.turn} was still open and the agent "
+                             "had not been killed" if next_start else
+                             f"turn {start.turn} never ended, and the agent was not killed while it ran", start))
+
     for event in log.events:
         if event.type == "turn_started":
-            if open_turn is not None and not _killed_between(kill_times, open_turn, event):
-                problems.append((f"turn {event.turn} started while turn {open_turn.turn} was still open "
-                                 "and the agent had not been killed", open_turn))
+            if open_turn is not None:
+                left_open(open_turn, event)
             open_turn = event
         elif event.type == "turn_ended":
             if event.turn in ended:
-                problems.append((f"turn {event.turn} ended a second time (first at line "
-                                 f"{ended[event.turn].line})", event))
+                problems.append((f"turn {event.turn} ended a second time (first at line {ended[event.turn].line})",
+                                 event))
             elif open_turn is None or event.turn != open_turn.turn:
                 problems.append((f"turn_ended for turn {event.turn}, which is not the open turn", event))
             ended.setdefault(event.turn, event)
             problems.extend((p, event) for p in _reason_problems(event))
             if open_turn is not None and event.turn == open_turn.turn:
                 open_turn = None
-    if open_turn is not None and not _killed_between(kill_times, open_turn, None):
-        problems.append((f"turn {open_turn.turn} never ended, and the agent was not killed while it ran", open_turn))
+    if open_turn is not None:
+        left_open(open_turn, None)
     if problems:
-        return failed("C1", problems[0][0], *(event_item(e, note=p) for p, e in problems))
-    return passed("C1", f"{len(starts)} turn(s); each ended once with a valid reason, or was open when the agent "
-                  f"was killed", *(event_item(e) for e in log.of_type("turn_ended")))
-
-
-def _killed_between(kill_times: list[int], start: SessionEvent, next_start: SessionEvent | None) -> bool:
-    begin = start.mono_ns or 0
-    end = next_start.mono_ns if next_start is not None and next_start.mono_ns is not None else None
-    return any(t > begin and (end is None or t < end) for t in kill_times)
+        return result("C1", Outcome.FAIL, problems[0][0], [event_item(e, note=p) for p, e in problems])
+    if untimed:
+        return result("C1", Outcome.UNKNOWN, f"turn {untimed[0].turn} was left open and the agent was killed, but "
+                      f"the {obs.log_format.name if obs.log_format else ''} store does not record "
+                      f"{Capability.MONO_TIMES.value}, so whether the kill fell inside it cannot be told",
+                      [event_item(e) for e in untimed], needs_reader=True)
+    return result("C1", Outcome.PASS, f"{len(starts)} turn(s); each ended once with a valid reason, or was open when "
+                  "the agent was killed", [event_item(e) for e in log.of_type("turn_ended")])
 
 
 def _reason_problems(event: SessionEvent) -> list[str]:
     reason = event.get("reason")
     if reason not in TURN_END_REASONS:
         return [f"turn {event.turn} ended with reason {reason!r}, not one of {sorted(TURN_END_REASONS)}"]
-    if reason == "aborted" and event.get("source") not in ABORT_SOURCES:
+    # A store that records no abort source (no ``source`` at all) is not failed for it here;
+    # a format that requires one says so in its own rules (C10).
+    if reason == "aborted" and "source" in event.data and event.get("source") not in ABORT_SOURCES:
         return [f"turn {event.turn} aborted with source {event.get('source')!r}, not one of {sorted(ABORT_SOURCES)}"]
     return []
 
@@ -80,125 +117,177 @@ def _reason_problems(event: SessionEvent) -> list[str]:
 FIRST_WRITES_AFTER_LOAD = frozenset({"torn_tail_dropped", "turn_started", "inbox_queued", "inbox_canceled"})
 
 
-@check("C2", "L")
+@check("C2")
 def reload_repairs_in_memory_only(obs: Observation) -> CheckResult:
-    """Reloading after a crash repairs the open turn in memory; the disk is not rewritten.
+    """Reloading after a crash repairs the open turn in memory; the store is not rewritten.
 
-    Loading leaves the file byte for byte as it was; the turn open at the crash stays
-    without ``turn_ended`` on disk, and no synthesized repair result
-    (``TOOL_OUTCOME_UNKNOWN`` / ``TOOL_NOT_STARTED``) is ever written.
+    The reader compares the store before each restart with the store once the agent had loaded
+    it (``changed``: loading never writes). What the restarted agent wrote first is new
+    activity, never a repair; a turn open at the crash gets no turn end in the store; and no
+    synthesized repair result (``TOOL_OUTCOME_UNKNOWN`` / ``TOOL_NOT_STARTED``, or the agent's
+    declared wording) is ever written. A restart on a store damaged mid-file is C10's.
     """
-    if not obs.restarts:
-        return skipped("C2", "the agent was never restarted on an existing session")
+    restarts = [(n, r) for n, r in enumerate(obs.restarts, start=1) if r.damage != "mid-file"]
+    if not restarts:
+        return result("C2", Outcome.SKIPPED, "the agent was never restarted on a readable session")
     log = log_or_verdict(obs, "C2")
     if isinstance(log, CheckResult):
         return log
-    problems: list[dict] = []
-    checked: list[dict] = []
-    for number, restart in enumerate(obs.restarts, start=1):
-        if restart.bytes_before is not None and restart.bytes_after_load is not None:
-            if restart.bytes_before != restart.bytes_after_load:
-                problems.append(_first_difference(number, restart.bytes_before, restart.bytes_after_load))
+    assert obs.log_format is not None  # log_or_verdict answered for a missing reader
+    found = Findings("C2")
+    for number, restart in restarts:
+        before = restart.before
+        if before is None or before.snapshot is None:
+            found.cannot(f"restart {number}: the store was not captured before the restart", restart=number)
+            continue
+        after = restart.after_load
+        if after is not None and after.snapshot is not None:
+            change = obs.log_format.changed(before.snapshot, after.snapshot)
+            if change is not None:
+                found.fail(LOG, f"loading changed the store at restart {number}: {change.where}: {change.detail}",
+                           restart=number, where=change.where, line=change.line)
             else:
-                checked.append({"restart": number, "note": f"file unchanged by loading ({len(restart.bytes_before)} bytes)"})
-        elif restart.bytes_after_load is None:
-            checked.append({"restart": number, "note": "the file after loading was not observable; judged by "
-                            "the final log alone"})
-        first = next((e for e in log.events if (e.mono_ns or 0) > restart.mono_ns), None)
-        if first is not None and first.type not in FIRST_WRITES_AFTER_LOAD:
-            problems.append(event_item(first, note=f"the first event written after restart {number} is "
-                                       f"{first.type}, which only a repair on load would write"))
-        open_turns = _open_turns(restart.bytes_before)
-        written = [e for e in log.of_type("turn_ended") if e.turn in open_turns and (e.mono_ns or 0) > restart.mono_ns]
-        problems.extend(event_item(e, note=f"turn {e.turn} was open when restart {number} loaded the log; its end "
-                                   "was written to disk instead of synthesized in memory") for e in written)
-        if open_turns and not written:
-            checked.append({"restart": number, "open_turns": sorted(open_turns),
-                            "note": "the turn(s) open at the crash still have no turn_ended on disk"})
+                found.ok(LOG, restart=number, note=f"the store was unchanged by loading ({before.moment} and "
+                         f"{after.moment} are the same)")
+        else:
+            found.note(restart=number, note="the store once loaded was not captured; judged by what the agent "
+                       "wrote after loading")
+        if before.log is None:
+            found.cannot(f"restart {number}: the store before the restart could not be read: {before.error}",
+                         restart=number)
+            continue
+        _writes_after_load(obs, found, number, before.log, log)
     for event in log.of_type("tool_result"):
-        output = str(event.get("output", ""))
-        if output.startswith((TOOL_OUTCOME_UNKNOWN, TOOL_NOT_STARTED)):
-            problems.append(event_item(event, note="a crash-repair result was written to disk"))
-    if problems:
-        return failed("C2", "reloading wrote its repair to the log instead of keeping it in memory", *problems)
-    return passed("C2", f"{len(obs.restarts)} reload(s) left the file as it was and wrote no repair", *checked)
+        if is_repair(str(event.get("output", "")), obs.conventions):
+            found.fail(LOG, "a crash-repair result was written to the store", event_item(event))
+    return found.result(f"{len(restarts)} reload(s) left the store as it was and wrote no repair")
 
 
-def _open_turns(data: bytes | None) -> set[int]:
-    """Turns started but not ended in a log's bytes (unreadable bytes: none known)."""
-    if data is None:
-        return set()
-    try:
-        log = read_contract_v1(data)
-    except LogDamaged:
-        return set()
-    return {e.turn for e in log.of_type("turn_started")} - {e.turn for e in log.of_type("turn_ended")}
+def _writes_after_load(obs: Observation, found: Findings, number: int, before: SessionLog, final: SessionLog) -> None:
+    """What the restarted agent wrote first, and that the turn open at the crash stayed open."""
+    if first_changed_event(before, final) is not None:
+        found.note(restart=number, note="the store lost or changed earlier events (judged by C7 and C10), so what "
+                   "was written after loading is not told apart")
+        return
+    written = final.events[len(before.events):]
+    if written and written[0].type not in FIRST_WRITES_AFTER_LOAD:
+        found.fail(LOG, f"the first event written after restart {number} is {written[0].type}, which only a "
+                   "repair on load would write", event_item(written[0]))
+    elif written:
+        found.ok(LOG, event_item(written[0], note=f"the first event written after restart {number}"))
+    else:
+        found.ok(LOG, restart=number, note="nothing was written after loading")
+    if not obs.has(Capability.TURN_ENDS):
+        return
+    open_turns = {e.turn for e in before.of_type("turn_started")} - {e.turn for e in before.of_type("turn_ended")}
+    ends = [e for e in written if e.type == "turn_ended" and e.turn in open_turns]
+    for end in ends:
+        found.fail(LOG, f"turn {end.turn} was open when restart {number} loaded the log; its end was written to the "
+                   "store instead of synthesized in memory", event_item(end))
+    if open_turns and not ends:
+        found.ok(LOG, restart=number, open_turns=sorted(t for t in open_turns if t is not None),
+                 note="the turn(s) open at the crash still have no turn end in the store")
 
 
-def _first_difference(number: int, before: bytes, after: bytes) -> dict:
-    offset = next((i for i, (a, b) in enumerate(zip(before, after)) if a != b), min(len(before), len(after)))
-    line = before.count(b"\n", 0, offset) + 1
-    return {"restart": number, "line": line, "offset": offset, "bytes_before": len(before),
-            "bytes_after_load": len(after),
-            "note": f"loading changed the file from line {line} (byte {offset}): "
-                    f"{after[offset:offset + 80]!r}"}
-
-
-@check("C12", "B+L")
+@check("C12")
 def own_cancel_is_not_an_error(obs: Observation) -> CheckResult:
-    """A turn the agent cancelled itself on Stop settles ``aborted`` (or ``interrupted`` on a
+    """A turn the agent cancelled itself on Stop settles ``aborted`` (``interrupted`` on a
     timeout), never ``error`` — even when the cancelled HTTP stream surfaced as a read error.
 
-    Log: the stopped turn has ``stop_requested`` and a ``turn_ended`` with the matching
-    reason and source. Black-box: a headless process stopped this way exits 3.
+    Black-box: how the driver saw the turn end (the terminal's turn-ended line, the API's
+    settled event), or a headless run's exit, which says aborted/interrupted under the
+    contract (exit 3) or the agent's declared convention. An exit code that tells something
+    else is C8's to fail, not counted again here. Log: the stopped turn records the Stop
+    (where the store records Stops) and ends with the matching reason and source.
     """
     stops = stops_seen(obs)
     if not stops:
-        return skipped("C12", "no Stop reached a running turn")
-    problems: list[dict] = []
-    evidence: list[dict] = []
-    for exit_ in obs.exits:
-        if exit_.expect in ("stopped", "timeout") and exit_.returncode != 3:
-            problems.append({"pid": exit_.pid, "returncode": exit_.returncode, "signal": exit_.signal,
-                             "note": f"the {exit_.expect} run should exit 3 (aborted/interrupted)"})
-    log = log_or_verdict(obs, "C12")
-    if isinstance(log, CheckResult):
-        if problems:
-            return failed("C12", "a process that was stopped did not exit 3", *problems)
-        stopped_exits = [e for e in obs.exits if e.expect in ("stopped", "timeout")]
-        if stopped_exits and obs.log is None and not obs.log_error:
-            return passed("C12", "every stopped run exited 3 (no log reader: the settlement itself was not read)",
-                          *({"pid": e.pid, "returncode": e.returncode} for e in stopped_exits))
-        return log
+        return result("C12", Outcome.SKIPPED, "no Stop reached a running turn")
+    found = Findings("C12")
+    log = log_half(obs, found, Capability.TURN_ENDS, Capability.MONO_TIMES)
     for stop in stops:
-        problems.extend(_stop_settlement_problems(log, stop, evidence))
-    if problems:
-        return failed("C12", problems[0]["note"], *problems)
-    return passed("C12", f"{len(stops)} Stop(s) settled as aborted/interrupted, not error", *evidence)
+        boxed = _settled_from_outside(obs, stop, found)
+        logged = isinstance(log, SessionLog) and _settled_in_log(obs, log, stop, found)
+        if not (boxed or logged or found.failed):
+            found.cannot(f"how the turn stopped by {stop.how} settled was not seen: no settlement from the driver, "
+                         "no exit that tells it" + (f", and {log.note}" if isinstance(log, NoLog) else ""),
+                         needs_reader=wants_reader(log), stop=stop.how)
+    return found.result(f"{len(stops)} Stop(s) settled as aborted/interrupted, not error")
 
 
-def _stop_settlement_problems(log: SessionLog, stop: StopDelivery, evidence: list[dict]) -> list[dict]:
-    """The turn running at Stop recorded the request and settled as an abort."""
+def _expected(stop: StopDelivery) -> tuple[str, str | None]:
+    return ("interrupted", None) if stop.source == "timeout" else ("aborted", stop.source)
+
+
+def _settled_from_outside(obs: Observation, stop: StopDelivery, found: Findings) -> bool:
+    """The driver's settlement of the stopped turn, or the exit of the stopped run: True if it
+    shows the turn settled as an abort (a mismatch is recorded as a problem)."""
+    reason, source = _expected(stop)
+    until = next((i.mono_ns for i in obs.inputs if not i.queued and i.mono_ns > stop.mono_ns), None)
+    settlement = next((s for s in obs.settlements if s.mono_ns >= stop.mono_ns and s.reason is not None
+                       and (until is None or s.mono_ns < until)), None)
+    if settlement is not None and settlement.reason is not None:
+        item = _settlement_item(settlement)
+        if settlement.reason != reason or (source and settlement.source and settlement.source != source):
+            wanted = f"{reason} ({source})" if source else reason
+            found.fail(BOX, f"Stop ({stop.how}, source {stop.source}) should settle {wanted}, not "
+                       f"{settlement.reason}" + (f" ({settlement.source})" if settlement.source else "")
+                       + f" as the driver saw it ({settlement.how})", item)
+            return False
+        found.ok(BOX, item, stop=stop.how)
+        return True
+    exit_ = next((e for e in obs.exits if e.started_ns <= stop.mono_ns <= e.ended_ns), None)
+    if exit_ is None or exit_.returncode is None:
+        return False
+    convention = dict(obs.conventions.exit_codes) or EXIT_CODE_FOR_REASON
+    told = {r for r, code in convention.items() if code == exit_.returncode}
+    item = {"pid": exit_.pid, "returncode": exit_.returncode, "stop": stop.how}
+    if told and told <= {"aborted", "interrupted"}:
+        found.ok(BOX, item, note=f"exit {exit_.returncode} says {' or '.join(sorted(told))}")
+        return True
+    if _judged_by_c8(exit_):
+        found.note(item, note=f"exit {exit_.returncode} does not say aborted; that exit code is C8's to judge")
+    return False
+
+
+def _judged_by_c8(exit_: ProcessExit) -> bool:
+    return exit_.expect in REASON_FOR_EXPECTATION
+
+
+def _settlement_item(settlement: Settlement) -> Item:
+    item: Item = {"settlement": settlement.how, "reason": settlement.reason}
+    if settlement.source:
+        item["source"] = settlement.source
+    if settlement.pid is not None:
+        item["pid"] = settlement.pid
+    return item
+
+
+def _settled_in_log(obs: Observation, log: SessionLog, stop: StopDelivery, found: Findings) -> bool:
+    """The turn running at Stop recorded the request (where the store records Stops) and
+    settled as an abort."""
     turn = turn_at(log, stop.mono_ns)
     if turn is None:
-        return [{"stop_ns": stop.mono_ns, "note": "no turn had started when Stop was delivered"}]
-    expected_reason = "interrupted" if stop.source == "timeout" else "aborted"
-    requested = [e for e in log.turn_events(turn) if e.type == "stop_requested"]
-    ends = [e for e in log.turn_events(turn) if e.type == "turn_ended"]
-    problems: list[dict] = []
-    if not any(e.get("source") == stop.source for e in requested):
-        problems.append({"turn": turn, "stop": stop.how,
-                         "note": f"turn {turn} has no stop_requested with source {stop.source!r}"})
+        found.fail(LOG, f"no turn had started in the log when Stop ({stop.how}) was delivered", stop_ns=stop.mono_ns)
+        return False
+    reason, source = _expected(stop)
+    events = log.turn_events(turn)
+    judged = True
+    if obs.has(Capability.STOP_REQUESTS) and not any(
+            e.type == "stop_requested" and e.get("source") == stop.source for e in events):
+        found.fail(LOG, f"turn {turn} has no stop_requested with source {stop.source!r}", turn=turn, stop=stop.how)
+        judged = False
+    ends = [e for e in events if e.type == "turn_ended"]
     if not ends:
-        return problems + [{"turn": turn, "note": f"turn {turn} never settled after Stop"}]
+        found.fail(LOG, f"turn {turn} never settled after Stop ({stop.how})", turn=turn)
+        return False
     end = ends[0]
-    want_source = None if stop.source == "timeout" else stop.source
-    if end.get("reason") != expected_reason or (want_source and end.get("source") != want_source):
-        wanted = f"{expected_reason} ({want_source})" if want_source else expected_reason
+    recorded = "source" in end.data  # a store that records no abort source is judged on the reason alone
+    if end.get("reason") != reason or (source and recorded and end.get("source") != source):
+        wanted = f"{reason} ({source})" if source else reason
         got = f"{end.get('reason')} ({end.get('source')})" + (f": {end.get('error')}" if end.get("error") else "")
-        problems.append(event_item(end, note=f"Stop ({stop.how}, source {stop.source}) should settle {wanted}, "
-                                   f"not {got}"))
-    else:
-        evidence.append(event_item(end))
-    return problems
-
+        found.fail(LOG, f"Stop ({stop.how}, source {stop.source}) should settle {wanted}, not {got}", event_item(end))
+        return False
+    if judged:
+        found.ok(LOG, event_item(end))
+    return judged

@@ -1,9 +1,11 @@
 """The terminal driver: the agent's interactive mode in a pseudo-terminal (pexpect).
 
-It reads the screen as the user would: waits for the prompt, types, presses the profile's
-stop keys during a turn, and recognises the settlement line. The pty's output is read by an
+It reads the terminal as the user would: waits for the prompt, types, presses the profile's
+stop keys during a turn, and recognises the turn's end. The pty's output is read by an
 event-loop reader (no thread, no polling), so waiting for "the prompt" or "turn ended" is a
-wait on the text itself.
+wait on the text itself. Line-oriented agents are matched on the raw stream; full-screen UIs
+(``match_on = "screen"``) on a rendered screen kept beside it (``harness.drivers.screen``),
+where a turn may also end by its busy indicator disappearing.
 """
 
 from __future__ import annotations
@@ -17,12 +19,14 @@ import time
 import pexpect
 
 from harness.drivers.base import AgentContext, DriverBase, DriverError, OutputBuffer, Unsupported, values_for
+from harness.drivers.screen import Screen
 from harness.history import History
 from harness.model import ProcessExit, Settlement, StopDelivery
 from harness.procs import ProcRef, SpawnError, child_setup, kill_tree, signal_pid
 
 QUIT_GRACE_S = 5.0  # failsafe: an agent that ignores the quit keys is killed after this
 KEYS = {"esc": "\x1b", "ctrl-c": "\x03", "ctrl-d": "\x04", "enter": "\r"}
+COLUMNS, LINES = 200, 40
 ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[@-Z\\-_]|\r")
 
 
@@ -35,46 +39,69 @@ class TerminalDriver(DriverBase):
             raise Unsupported(f"profile {ctx.profile.name!r} has no [interactive] command")
         self.spec = ctx.profile.interactive
         self._child: pexpect.spawn | None = None
-        self._screen = OutputBuffer()
-        self._screens: list[OutputBuffer] = []
+        self._raw = OutputBuffer()
+        self._raws: list[OutputBuffer] = []
         self._refs: list[ProcRef] = []
         self._started_ns = 0
         self._input_at = 0  # screen position right after the last typed turn input
         self._settle_from = 0  # where the current turn's settlement line is looked for
         self._running = False
         self._argv: tuple[str, ...] = ()
+        self._view = Screen(COLUMNS, LINES)  # the rendered screen (full-screen UIs)
+        self._on_screen = self.spec.match_on == "screen"
+        self._busy_seen = False  # the busy indicator showed since the last input
+        self._queued = 0
 
     # -- observation ---------------------------------------------------------------------
     def transcript(self) -> str:
-        return "".join(ANSI.sub("", s.text) for s in self._screens)
+        return "".join(ANSI.sub("", s.text) for s in self._raws)
 
     def processes(self) -> list[ProcRef]:
         return list(self._refs)
 
     def turn_running(self) -> bool:
-        if not self._running:
-            return False
-        if self._screen.search(self.spec.turn_ended_regex, self._settle_from):
+        if self._running and self._turn_end() is not None:
             self._running = False
         return self._running
+
+    def _turn_end(self) -> tuple[str, int] | None:
+        """How the current turn has visibly ended — a line for the settlement, and where the
+        raw stream may look for the next prompt — or None.
+
+        A line-oriented UI prints its turn-ended line in order. On a full-screen UI the line is
+        looked for in the raw stream after the input with ANSI codes cut (a repaint may put it
+        anywhere on screen, but it is written after the input), and a busy indicator that
+        showed since the input and is gone again ends the turn too."""
+        regex = re.compile(self.spec.turn_ended_regex) if self.spec.turn_ended_regex else None
+        if not self._on_screen:
+            match = regex.search(self._raw.text, self._settle_from) if regex else None
+            return (ANSI.sub("", match.group(0)), match.end()) if match else None
+        if regex:
+            found = regex.search(ANSI.sub("", self._raw.text[self._settle_from:]))
+            if found:
+                return found.group(0), len(self._raw.text)
+        if self.spec.busy_regex and self._busy_seen and not self._view.shows(self.spec.busy_regex):
+            return "busy indicator gone", len(self._raw.text)
+        return None
 
     def _outputs(self) -> tuple[str, str]:
         screen = self.transcript()
         return screen, screen
 
     def text_since_input(self) -> str:
-        return ANSI.sub("", self._screen.text[self._input_at:])
+        return ANSI.sub("", self._raw.text[self._input_at:])
 
     # -- process ---------------------------------------------------------------------------
     async def _spawn(self, *, resume: bool) -> None:
         argv = self.spec.render(values_for(self.ctx, session_id=self.session_id if resume else None), resume=resume)
-        self._screen = OutputBuffer()
-        self._screens.append(self._screen)
+        self._raw = OutputBuffer()
+        self._raws.append(self._raw)
+        self._view = Screen(COLUMNS, LINES)
         self._started_ns = time.monotonic_ns()
         try:
             self._child = pexpect.spawn(
                 argv[0], argv[1:], env=self.ctx.env, cwd=str(self.ctx.cwd), encoding=None,
-                dimensions=(40, 200), preexec_fn=child_setup(self.ctx.preexec), echo=False,
+                dimensions=(LINES, COLUMNS), preexec_fn=child_setup(self.ctx.preexec), echo=False,
             )
         except pexpect.ExceptionPexpect as exc:  # e.g. the binary is not on PATH
             raise SpawnError(f"cannot start {' '.join(argv)!r}: {exc}") from None
@@ -84,10 +111,11 @@ class TerminalDriver(DriverBase):
         self._child.delaybeforesend = None
         self._refs.append(ProcRef.of(self._child.pid, "resume" if resume else "chat"))
         os.set_blocking(self._child.child_fd, False)
-        asyncio.get_running_loop().add_reader(self._child.child_fd, self._on_readable, self._child, self._screen)
+        asyncio.get_running_loop().add_reader(self._child.child_fd, self._on_readable)
 
-    @staticmethod
-    def _on_readable(child: pexpect.spawn, screen: OutputBuffer) -> None:
+    def _on_readable(self) -> None:
+        child, raw, view = self._child, self._raw, self._view
+        assert child is not None
         try:
             data = os.read(child.child_fd, 65536)
         except BlockingIOError:
@@ -95,17 +123,27 @@ class TerminalDriver(DriverBase):
         except OSError:  # EIO: the terminal's other side is gone
             data = b""
         if data:
-            screen.feed(data)
+            raw.feed(data)
+            view.feed(data)
+            if self._running and self.spec.busy_regex and view.shows(self.spec.busy_regex):
+                self._busy_seen = True
             return
         asyncio.get_running_loop().remove_reader(child.child_fd)
-        screen.close()
+        raw.close()
+        view.close()
 
     async def _ready(self) -> None:
         """Wait for the prompt after the last settlement (or start), and the session line."""
         if self._child is None:
             await self._spawn(resume=False)
+        if self._on_screen:
+            ready = await self._view.wait(lambda: self._view.shows(self.spec.prompt_regex)
+                                          and not self._view.shows(self.spec.busy_regex))
+            if not ready:
+                raise DriverError(f"the terminal closed before the prompt; last screen: {self._view.text()[-400:]!r}")
+            return
         start = self._settle_from if not self._running else self._input_at
-        await self._screen.wait_for(self.spec.prompt_regex, start=start, what="the prompt")
+        await self._raw.wait_for(self.spec.prompt_regex, start=start, what="the prompt")
 
     def _type(self, text: str) -> None:
         assert self._child is not None
@@ -116,20 +154,40 @@ class TerminalDriver(DriverBase):
         if timeout_s is not None:
             raise Unsupported("the interactive mode has no per-turn timeout")
         await self._ready()
-        self._input_at = len(self._screen.text)
+        self._input_at = len(self._raw.text)
         self._settle_from = self._input_at
-        self._running = True
+        self._busy_seen = False
         self._record_input(text)
-        self._type(text + KEYS["enter"])
+        await self._submit(text)
+        self._running = True
+
+    async def _submit(self, text: str) -> None:
+        """Type ``text`` and Enter; on a full-screen UI, Enter is its own keystroke once the
+        text shows on screen (typed in one write, some UIs take it as a paste)."""
+        if not self._on_screen:
+            self._type(text + KEYS["enter"])
+            return
+        self._type(text)
+        shown = text.strip().splitlines()[-1][-40:] if text.strip() else ""
+        if shown and not await self._view.wait(lambda: shown in self._view.text()):
+            raise DriverError(f"the terminal closed before the typed text showed; last screen: "
+                              f"{self._view.text()[-400:]!r}")
+        self._type(KEYS["enter"])
 
     async def queue(self, text: str) -> str:
         if not self.spec.queued_regex:
             raise Unsupported("the profile names no queued_regex: queueing cannot be observed")
-        start = len(self._screen.text)
+        start = len(self._raw.text)
         self._record_input(text, queued=True)
-        self._type(text + KEYS["enter"])
-        match = await self._screen.wait_for(self.spec.queued_regex, start=start, what="the queued acknowledgement")
-        return match.group("item_id")
+        await self._submit(text)
+        self._queued += 1
+        if self._on_screen:
+            if not await self._view.wait(lambda: self._view.shows(self.spec.queued_regex)):
+                raise DriverError("the terminal closed before the queued acknowledgement")
+            return str(self._queued)
+        match = await self._raw.wait_for(self.spec.queued_regex, start=start, what="the queued acknowledgement")
+        # A UI that shows no item ids: items are named by their position, for {item_id} in the cancel command.
+        return match.group("item_id") if "item_id" in match.re.groupindex else str(self._queued)
 
     async def cancel_queued(self, item_id: str) -> None:
         if not self.spec.cancel_command:
@@ -152,20 +210,22 @@ class TerminalDriver(DriverBase):
                                  request, window, chunks_seen=chunks_seen, by=by)
 
     async def settle(self) -> Settlement:
-        match = await self._screen.wait_for(self.spec.turn_ended_regex, start=self._settle_from,
-                                            what="the turn-ended line")
+        if not await self._view.wait(lambda: self._turn_end() is not None):
+            raise DriverError(f"the agent's output ended before the turn-ended line; last output: {self._raw.tail()!r}")
+        ended = self._turn_end()
+        assert ended is not None
+        line, self._settle_from = ended
         self._running = False
-        self._settle_from = match.end()
-        groups = match.groupdict()
-        line = ANSI.sub("", match.group(0))
+        match = re.search(self.spec.turn_ended_regex, line) if self.spec.turn_ended_regex else None
+        groups = match.groupdict() if match else {}
         return self._record_settlement(Settlement(
             mono_ns=time.monotonic_ns(), reason=groups.get("reason"), source=groups.get("source"),
             how=f"screen: {line}", pid=self._child.pid if self._child else None))
 
     async def idle(self) -> None:
-        """The current turn's settlement line is on screen, or the terminal closed."""
+        """The current turn has visibly ended, or the terminal closed."""
         if self._running:
-            await self._screen.match_or_eof(self.spec.turn_ended_regex, start=self._settle_from)
+            await self._view.wait(lambda: self._turn_end() is not None)
 
     async def exited(self) -> ProcessExit | None:
         if self._child is None or self._child.isalive():
@@ -200,7 +260,7 @@ class TerminalDriver(DriverBase):
         await self._spawn(resume=True)
         if expect == "refused":
             assert self._child is not None
-            prompt = await self._screen.match_or_eof(self.spec.prompt_regex)
+            prompt = await self._raw.match_or_eof(self.spec.prompt_regex)
             if prompt is not None:  # it accepted the damaged log: end it, the checks judge the exit
                 signal_pid(self._child.pid, signal.SIGKILL)
             await self._reap("refused")
@@ -216,7 +276,7 @@ class TerminalDriver(DriverBase):
         exit_ = ProcessExit(
             pid=child.pid, role=self._refs[-1].role, started_ns=self._started_ns, ended_ns=ended_ns,
             returncode=child.exitstatus, signal=child.signalstatus, expect=expect,
-            stderr_tail=ANSI.sub("", self._screen.tail(2000)), argv=self._argv,
+            stderr_tail=ANSI.sub("", self._raw.tail(2000)), argv=self._argv,
         )
         self.history.record(exit_)
         return exit_
@@ -227,7 +287,7 @@ class TerminalDriver(DriverBase):
         if child is not None and child.isalive() and not self.turn_running() and self.spec.quit_keys:
             self._type("".join(KEYS[k] for k in self.spec.quit_keys))
             try:  # a failsafe: an agent that does not quit is killed below
-                await asyncio.wait_for(self._screen.wait_eof(), QUIT_GRACE_S)
+                await asyncio.wait_for(self._raw.wait_eof(), QUIT_GRACE_S)
             except TimeoutError:
                 pass
         if child is not None:

@@ -8,14 +8,25 @@ that registry is the one list of reader names (profiles validate against it).
 
 from __future__ import annotations
 
-from harness.readers.base import CannotDamage, Damage, LogDamaged, Reader, capture, parse_capture
+from harness.readers.base import (
+    CannotDamage,
+    Damage,
+    LogDamaged,
+    Reader,
+    capture,
+    parse_capture,
+)
+from harness.readers.claude_code import ClaudeCodeReader
+from harness.readers.codex_rollout import CodexRolloutReader
 from harness.readers.contract_v1 import ContractV1Reader
+from harness.readers.opencode import OpenCodeReader
+from harness.readers.qwen_code import QwenCodeReader
 
 NO_READER = "none"
 
 READERS: dict[str, Reader] = {
     reader.name: reader
-    for reader in (ContractV1Reader(),)
+    for reader in (ContractV1Reader(), CodexRolloutReader(), ClaudeCodeReader(), QwenCodeReader(), OpenCodeReader())
 }
 
 
@@ -39,5 +50,16 @@ def get_reader(name: str) -> Reader | None:
         raise UnknownReader(name) from None
 
 
-__all__ = ["CannotDamage", "Damage", "LogDamaged", "NO_READER", "READERS", "Reader", "UnknownReader", "capture",
-           "get_reader", "parse_capture", "reader_names"]
+__all__ = [
+    "NO_READER",
+    "READERS",
+    "CannotDamage",
+    "Damage",
+    "LogDamaged",
+    "Reader",
+    "UnknownReader",
+    "capture",
+    "get_reader",
+    "parse_capture",
+    "reader_names",
+]

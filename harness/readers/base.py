@@ -18,7 +18,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from harness.model import Capability, Change, FormatProblem, LogCapture, SessionLog, Snapshot
+from harness.model import (
+    Capability,
+    Change,
+    FormatProblem,
+    LogCapture,
+    SessionLog,
+    Snapshot,
+)
 
 
 class LogDamaged(Exception):

@@ -32,7 +32,13 @@ from harness.model import (
     SessionLog,
     Snapshot,
 )
-from harness.readers.base import CannotDamage, Damage, LogDamaged, file_snapshot, first_byte_difference
+from harness.readers.base import (
+    CannotDamage,
+    Damage,
+    LogDamaged,
+    file_snapshot,
+    first_byte_difference,
+)
 
 FORMAT = "contract-log"
 VERSION = 1

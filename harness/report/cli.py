@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from harness.report.gate import compare, format_gate, format_gate_markdown
 from harness.report.html import render_html

@@ -25,14 +25,15 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
+from harness.contract import check_order
+from harness.model import Outcome, RunResult, RunStatus
+from harness.report.aggregate import fold, latency_order
 from harness.report.latency import format_ns
-from harness.model import Outcome, RunResult
-from harness.report.aggregate import fold
-from harness.report.text import md_cell
 from harness.report.stats import RatioInterval, bootstrap_median_ratio, mann_whitney_greater, median_ratio
+from harness.report.text import md_cell
 
 FLOOR_NS = 1_000  # below a microsecond, differences are compared against this instead of the median
 TASK_ROW = "(task)"  # the pseudo-check that stands for "the task ran without a harness error"
@@ -71,18 +72,18 @@ class GateResult:
 
     @property
     def failed(self) -> bool:
-        return any(r.failing for r in (*self.checks, *self.latencies))
+        return any(r.failing for r in self.checks) or any(r.failing for r in self.latencies)
 
 
 def _check_statuses(run: RunResult, agent_key) -> tuple[dict, dict, set]:
     outcomes: dict[tuple, list[Outcome]] = {}
     tiers: dict[tuple, str] = {}
-    tasks_checked: set[tuple] = set()  # ran without a harness error at least once
+    tasks_checked: set[tuple] = set()  # ran (its checks are verdicts) at least once
     for t in run.tasks:
         if t.mutant is not None:
             continue
         task_key = (agent_key(t.agent), t.adapter, t.task)
-        if t.error is None:
+        if t.status is RunStatus.RAN:
             tasks_checked.add(task_key)
         outcomes.setdefault((*task_key, TASK_ROW), []).append(Outcome.FAIL if t.error else Outcome.PASS)
         tiers[(*task_key, TASK_ROW)] = "harness"
@@ -105,15 +106,26 @@ def compare(baseline: RunResult, current: RunResult, tolerance: float = 0.10, al
     before, tiers_b, _ = _check_statuses(baseline, agent_key)
     after, tiers_c, checked_now = _check_statuses(current, agent_key)
     checks = []
-    for key in sorted(before.keys() | after.keys()):
+    for key in sorted(before.keys() | after.keys(), key=_row_order):
         checks.append(_check_row(key, tiers_c.get(key) or tiers_b[key], before.get(key), after.get(key),
                                  key[:3] in checked_now))
     samples_b, samples_c = _samples(baseline, agent_key), _samples(current, agent_key)
     latencies = [
         _latency_row(key, samples_b.get(key, []), samples_c.get(key, []), tolerance, alpha)
-        for key in sorted(samples_b.keys() | samples_c.keys())
+        for key in sorted(samples_b.keys() | samples_c.keys(), key=_latency_row_order)
     ]
     return GateResult(tuple(checks), tuple(latencies), tolerance, alpha)
+
+
+def _row_order(key: tuple[str, str, str, str]) -> tuple:
+    """Agent, adapter, task, then the task row and the checks in the contract's order."""
+    agent, adapter, task, check = key
+    return (agent, adapter, task, check != TASK_ROW, check_order(check), check)
+
+
+def _latency_row_order(key: tuple[str, str, str, str]) -> tuple:
+    agent, adapter, task, latency = key
+    return (agent, adapter, task, latency_order(latency))
 
 
 def _check_row(key, tier: str, before: str | None, after: str | None, task_checked: bool) -> CheckRow:
@@ -221,7 +233,7 @@ def _interval(interval: RatioInterval | None) -> str:
 
 
 def _columns(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows, strict=False)]
     fmt = "  ".join(f"{{:<{w}}}" for w in widths)
     return [fmt.format(*header).rstrip(), fmt.format(*("-" * w for w in widths)).rstrip(),
             *(fmt.format(*map(str, row)).rstrip() for row in rows)]

@@ -8,15 +8,19 @@ is honest about how little a small sample can say about its tail.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import TypeVar
 
 from harness.model import LatencySample
 
 PERCENTILES = (50, 90, 99)
 
 
-def percentile(values: Sequence[int | float], p: float) -> int | float:
+Number = TypeVar("Number", int, float)
+
+
+def percentile(values: Sequence[Number], p: float) -> Number:
     """Nearest-rank percentile: the smallest value with at least p % of values at or below it."""
     if not values:
         raise ValueError("percentile of an empty sample")
@@ -38,7 +42,7 @@ class Summary:
     max: int
 
     @classmethod
-    def of(cls, values: Sequence[int]) -> "Summary":
+    def of(cls, values: Sequence[int]) -> Summary:
         return cls(
             n=len(values),
             p50=percentile(values, 50),

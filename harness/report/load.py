@@ -8,16 +8,18 @@ as a traceback from deep inside a renderer.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from harness.model import (
+    READABLE_RESULTS_VERSIONS,
     RESULTS_FORMAT,
-    RESULTS_VERSION,
     CheckResult,
     LatencySample,
     RunResult,
     TaskResult,
+    TimelineMark,
 )
 from harness.secrets import redact
 
@@ -53,10 +55,9 @@ def parse_results(data: Any, source: str | Path = "<results>") -> RunResult:
         raise ResultsError(source, f"expected a JSON object, found {type(data).__name__}")
     if data.get("format") != RESULTS_FORMAT:
         raise ResultsError(source, f"not a stopbench results file (format={data.get('format')!r})")
-    if data.get("version") != RESULTS_VERSION:
-        raise ResultsError(
-            source, f"results version {data.get('version')!r} is not supported (expected {RESULTS_VERSION})"
-        )
+    if data.get("version") not in READABLE_RESULTS_VERSIONS:
+        readable = ", ".join(map(str, READABLE_RESULTS_VERSIONS))
+        raise ResultsError(source, f"results version {data.get('version')!r} is not supported (readable: {readable})")
     for key, kind in (("run", dict), ("tasks", list), ("latencies", list)):
         if not isinstance(data.get(key), kind):
             raise ResultsError(source, f"'{key}' must be a JSON {'object' if kind is dict else 'array'}")
@@ -65,6 +66,13 @@ def parse_results(data: Any, source: str | Path = "<results>") -> RunResult:
         checks = task.get("checks") if isinstance(task, dict) else None
         for j, check in enumerate(checks if isinstance(checks, list) else ()):
             _check_item(source, f"tasks[{i}].checks[{j}]", check, CheckResult.from_json)
+        marks = task.get("timeline") if isinstance(task, dict) else None
+        for j, mark in enumerate(marks if isinstance(marks, list) else ()):
+            parsed = _check_item(source, f"tasks[{i}].timeline[{j}]", mark, TimelineMark.from_json)
+            for key in ("at_ms", "end_ms"):
+                value = getattr(parsed, key)
+                if value is not None and (not isinstance(value, int | float) or isinstance(value, bool)):
+                    raise ResultsError(source, f"{key} must be a number, found {value!r}", f"tasks[{i}].timeline[{j}]")
         tasks.append(_check_item(source, f"tasks[{i}]", task, TaskResult.from_json))
     latencies = []
     for i, sample in enumerate(data["latencies"]):

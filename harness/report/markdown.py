@@ -1,39 +1,54 @@
 """A Markdown summary sized for a pull-request comment or a CI step summary.
 
-It keeps to what a reviewer reads at a glance: the verdict, the scoreboard (a leaderboard
-when several agents are compared), the failing checks with their one-line evidence, the
-failpoints caught, and the latency percentiles. Full evidence lives in the HTML report; the
-failure list is cut at ``MAX_FAILURES`` so the comment stays far below GitHub's size limit.
+It keeps to what a reviewer reads at a glance: the verdict (the contract's level, with what
+it means), the scoreboard (a leaderboard when several agents are compared) counting task
+runs that ran, were not run, were not exercised or errored, what went wrong — real failures
+first, identical outcomes as one line — the failpoints caught, and the latency percentiles
+with each latency named. Full evidence and the timelines live in the HTML report; the list
+of findings is cut at ``MAX_FAILURES`` so the comment stays far below GitHub's size limit.
 """
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
-from harness.report.latency import format_ns
+from harness.contract import LATENCIES
 from harness.model import RunResult
 from harness.report.aggregate import (
+    RUN_STATUSES,
+    VERDICT_MEANING,
+    Agent,
+    Finding,
     Scoreboard,
+    agents,
     failpoints,
     headline,
     is_leaderboard,
-    latency_ids,
+    latency_order,
     leaderboard,
+    report_level,
+    runs_text,
+    scoreboard_latencies,
     scoreboards,
 )
+from harness.report.latency import format_ns
 from harness.report.text import md_cell, plain
 
 MAX_FAILURES = 40
+LATENCY_TITLE = {info.id: info.title for info in LATENCIES}
 
 
 def render_markdown(runs: Sequence[RunResult]) -> str:
     boards = scoreboards(runs)
     lines = [f"## stopbench {'leaderboard' if is_leaderboard(boards) else 'report'}: {headline(runs, boards)}", ""]
-    lines += _runs(runs)
+    level = report_level(runs)
+    if level is not None and not is_leaderboard(boards):
+        lines += [f"*{level.value.capitalize()}*: {VERDICT_MEANING[level]}.", ""]
     lines += _scoreboard(boards)
-    lines += _failures(boards)
+    lines += _findings(boards)
     lines += _failpoints(runs, boards)
     lines += _latencies(boards)
+    lines += _runs(runs)
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -51,50 +66,52 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[object]], align: str =
 def _runs(runs: Sequence[RunResult]) -> list[str]:
     keys = ("agent", "agent_version", "profile", "stopbench_version", "host", "started", "ended", "shard")
     rows = [[i, *(plain(r.run.get(k)) for k in keys)] for i, r in enumerate(runs, 1)]
-    return _table(["file", "agent", "version", "profile", "stopbench", "host", "started", "ended", "shard"], rows)
+    return ["### Results files", "",
+            *_table(["file", "agent", "version", "profile", "stopbench", "host", "started", "ended", "shard"], rows)]
 
 
 def _scoreboard(boards: Sequence[Scoreboard]) -> list[str]:
     ranked = is_leaderboard(boards)
-    latencies = latency_ids(boards)
+    latencies = scoreboard_latencies(boards)
     rows = []
     for rank, b in enumerate(leaderboard(boards) if ranked else boards, 1):
         passed, decided = b.mandatory
-        o = b.outcomes
-        row = [b.label, b.adapter, b.verdict, f"{b.conformant}/{len(b.ran)}", f"{passed}/{decided}",
-               o["pass"], o["fail"], o["unknown"], o["skipped"],
+        row = [b.label, b.adapter, b.verdict, *(b.count(s) for s in RUN_STATUSES), b.retries,
+               f"{b.conformant}/{len(b.ran)}", f"{passed}/{decided}",
                *(_maybe_ns(b.median(latency)) for latency in latencies)]
         rows.append([rank, *row] if ranked else row)
-    header = ["agent", "adapter", "verdict", "conformant tasks", "mandatory checks passed", "pass", "fail", "unknown",
-              "skipped", *(f"{latency} p50" for latency in latencies)]
+    header = ["agent", "adapter", "verdict", "ran", "not run", "not exercised", "errored", "retries",
+              "conformant runs", "mandatory checks passed", *(f"{latency} p50" for latency in latencies)]
     title = "### Leaderboard" if ranked else "### Scoreboard"
-    align = ("r" if ranked else "") + "lllrrrrrr" + "r" * len(latencies)
-    return [title, "", *_table(["#", *header] if ranked else header, rows, align)]
+    align = ("r" if ranked else "") + "lll" + "r" * 7 + "r" * len(latencies)
+    return [title, "", *_table(["#", *header] if ranked else header, rows, align),
+            "Task runs counted by what became of them: *not run* (no driver for it) never counts as conformant; "
+            "*not exercised*: the race never came, after its retries; *errored*: the harness failed. "
+            "*Conformant runs* are of those that ran. "
+            + "; ".join(f"{lat}: {LATENCY_TITLE[lat]}" for lat in latencies if lat in LATENCY_TITLE) + ".", ""]
 
 
 def _maybe_ns(value: int | None) -> str:
     return "-" if value is None else format_ns(value)
 
 
-def _failures(boards: Sequence[Scoreboard]) -> list[str]:
-    """One line per failing check over its repeats (the first failing repeat's evidence)."""
-    found = []
-    for b in boards:
-        where = f"{md_cell(b.label)} / {md_cell(b.adapter)}"
-        for t in b.tasks:
-            if t.error is not None:
-                found.append(f"- **{where} / {md_cell(t.task)} #{t.repeat}: task error**: {md_cell(t.error)}")
-        for row in b.rows:
-            if row.status not in ("fail", "unknown"):
-                continue
-            bad = [(rep, r) for rep, r in row.results if r.outcome.value == row.status]
-            repeats = ", ".join(f"#{rep}" for rep, _ in bad)
-            found.append(f"- **{where} / {md_cell(row.task)}: {md_cell(row.check)} {md_cell(row.name)}** "
-                         f"({row.tier}) {row.status} in {repeats} of {len(row.results)}: "
-                         f"{md_cell(bad[0][1].evidence.summary)}")
+def _finding_line(a: Agent, f: Finding) -> str:
+    where = md_cell(a.label)
+    listed = md_cell(runs_text(f.runs))
+    if len(listed) > 300:
+        listed = listed[:299] + "…"
+    line = f"- **{where}: {md_cell(f.headline)}**"
+    if f.summary:
+        line += f" — {md_cell(f.summary)}"
+    return line + f" · in {listed}"
+
+
+def _findings(boards: Sequence[Scoreboard]) -> list[str]:
+    """One line per group of identical outcomes, real failures first."""
+    found = [_finding_line(a, f) for a in agents(boards) for f in a.findings]
     if not found:
         return []
-    lines = ["### Failing checks", "", *found[:MAX_FAILURES]]
+    lines = ["### What went wrong", "", *found[:MAX_FAILURES]]
     if len(found) > MAX_FAILURES:
         lines.append(f"- … and {len(found) - MAX_FAILURES} more (see the HTML report)")
     return lines + [""]
@@ -118,6 +135,9 @@ def _latencies(boards: Sequence[Scoreboard]) -> list[str]:
                          format_ns(s.p50), format_ns(s.p90), format_ns(s.p99), format_ns(s.max)])
     if not rows:
         return []
-    rows.sort(key=lambda r: (r[3], r[0], r[1], r[2]))
+    rows.sort(key=lambda r: (latency_order(str(r[3])), r[0], r[1], r[2]))
+    measured = sorted({str(r[3]) for r in rows}, key=latency_order)
+    defs = [f"- **{info.id}** {info.title}: {info.span}" for info in LATENCIES if info.id in measured]
     return ["### Latencies", "",
-            *_table(["agent", "adapter", "task", "latency", "n", "p50", "p90", "p99", "max"], rows, "llllrrrrr")]
+            *_table(["agent", "adapter", "task", "latency", "n", "p50", "p90", "p99", "max"], rows, "llllrrrrr"),
+            *defs, ""]

@@ -61,7 +61,8 @@ class Progress:
         word = verdict.value if verdict is not None else result.status.value
         if result.status is RunStatus.ERRORED:
             word = "error"
-        retried = f", {len(result.attempts)} retr{'ies' if len(result.attempts) > 1 else 'y'}" if result.attempts else ""
+        tries = len(result.attempts)
+        retried = f", {tries} retr{'ies' if tries > 1 else 'y'}" if tries else ""
         text = f"{self._bar(n)} {n}/{self.total} {label}: {word} ({result.duration_s:.1f} s{retried})"
         why = _why(result, verdict)
         if self.live:
@@ -91,7 +92,7 @@ def _why(result: TaskResult, verdict: Verdict | None) -> str:
         return f"{result.status.value}: {result.reason}"
     failed = [c for c in result.checks if c.tier is Tier.MANDATORY and c.outcome is Outcome.FAIL]
     undecided = [c for c in result.checks if c.tier is Tier.MANDATORY and c.outcome is Outcome.UNKNOWN]
-    first = (failed or undecided or [None])[0]
+    first = next(iter(failed or undecided), None)
     head = f"{first.check} {first.outcome.value}: {first.evidence.summary}" if first else ""
     if result.reason:
         head = f"the agent: {result.reason}" + (f"; {head}" if head else "")
@@ -146,11 +147,12 @@ def latency_table(samples: Sequence[LatencySample]) -> str:
     """p50 / p90 / p99 / max with n per agent × adapter × latency, all tasks pooled."""
     if not samples:
         return "no latency samples\n"
-    rows = [("agent", "adapter", "latency", "n", "p50", "p90", "p99", "max")]
+    rows: list[tuple[str, ...]] = [("agent", "adapter", "latency", "n", "p50", "p90", "p99", "max")]
     for (agent, adapter, lid), s in summarise_by_adapter(samples).items():
-        rows.append((agent, adapter, lid, str(s.n), format_ns(s.p50), format_ns(s.p90), format_ns(s.p99), format_ns(s.max)))
+        rows.append((agent, adapter, lid, str(s.n), *(format_ns(v) for v in (s.p50, s.p90, s.p99, s.max))))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines = ["  ".join(cell.rjust(w) if i >= 3 else cell.ljust(w) for i, (cell, w) in enumerate(zip(row, widths)))
+    lines = ["  ".join(cell.rjust(w) if i >= 3 else cell.ljust(w)
+                       for i, (cell, w) in enumerate(zip(row, widths, strict=True)))
              for row in rows]
     return "\n".join(lines) + "\n"
 

@@ -8,7 +8,7 @@ the whole run (``shard`` null, ``started``/``ended`` spanning all shards, ``argv
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from harness.model import RunResult, TaskResult
@@ -104,8 +104,8 @@ def _canonical_order(run: Mapping[str, Any]):
 def _merged_run(ordered: Sequence[RunResult]) -> dict[str, Any]:
     run = dict(ordered[0].run)
     for key in UNION_IN_MERGE:
-        listings = [r.run.get(key) for r in ordered]
-        if all(isinstance(v, list) for v in listings):
+        listings = [v for r in ordered if isinstance(v := r.run.get(key), list)]
+        if len(listings) == len(ordered):
             run[key] = sorted({str(v) for listing in listings for v in listing})
     hosts = sorted({str(r.run.get("host", "")) for r in ordered})
     starts = [r.run["started"] for r in ordered if r.run.get("started")]

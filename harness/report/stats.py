@@ -19,8 +19,8 @@ import itertools
 import math
 import random
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 # Exact p-values are used up to these sizes; beyond them the normal approximation is
 # both accurate and much cheaper.

@@ -5,7 +5,8 @@ from __future__ import annotations
 import html
 import json
 import re
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from harness.model import Evidence
 
@@ -23,9 +24,13 @@ def item_label(item: Mapping[str, Any]) -> str:
     for key in ("kind", "type", "what"):
         if isinstance(item.get(key), str):
             return item[key]
+    if "window" in item:
+        return "window"
     if "pid" in item:
         return "process"
-    return "log excerpt" if "excerpt" in item or "line" in item else "item"
+    if "excerpt" in item or "line" in item:
+        return "log excerpt"
+    return next(iter(item)) if len(item) == 1 else "item"
 
 
 def item_text(item: Mapping[str, Any]) -> str:

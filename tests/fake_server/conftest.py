@@ -2,8 +2,8 @@
 OpenAPI description at teardown, and a reaper for every PID a test saw."""
 import psutil
 import pytest
-
 from fake_openapi import SPEC_PATH, OpenApi
+
 from fake_server import FakeServer
 
 
@@ -20,6 +20,8 @@ async def server(openapi):
     if openapi is not None:
         for request_no, exchange in sorted(srv.wire.items()):
             openapi.check_exchange(request_no, exchange)
+        for n, exchange in enumerate(srv.side_wire, start=1):
+            openapi.check_exchange(f"side {n}", exchange)
 
 
 @pytest.fixture

@@ -1,18 +1,21 @@
 """Validate what the fake server sent against the OpenAI OpenAPI description.
 
-The description is read from ``../shared/specs/openai-openapi.yaml`` (relative to the
-repository root) and never copied into the project; where it is absent, callers skip.
+The description is read from ``shared/specs/openai-openapi.yaml`` in the nearest folder
+above the repository root that has one (``../shared`` for a checkout, further up for a git
+worktree kept in a subfolder) and never copied into the project; where it is absent, callers skip.
 """
 from __future__ import annotations
 
-import functools
 import json
 from pathlib import Path
 
 import jsonschema
 import yaml
 
-SPEC_PATH = Path(__file__).resolve().parents[2].parent / "shared" / "specs" / "openai-openapi.yaml"
+SPEC_NAME = Path("shared", "specs", "openai-openapi.yaml")
+ROOT = Path(__file__).resolve().parents[2]
+SPEC_PATH = next((folder / SPEC_NAME for folder in ROOT.parents if (folder / SPEC_NAME).exists()),
+                 ROOT.parent / SPEC_NAME)
 ABSENT_REASON = f"OpenAI OpenAPI description not found at {SPEC_PATH}"
 
 
@@ -21,6 +24,7 @@ class OpenApi:
         loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
         with open(path, encoding="utf-8") as f:
             self.components = honour_nullable(yaml.load(f, Loader=loader)["components"])
+        self._validators: dict[str, jsonschema.Draft202012Validator] = {}
         schemas = self.components["schemas"]
         self.event_schema = {}
         for member in schemas["ResponseStreamEvent"]["anyOf"]:
@@ -29,10 +33,12 @@ class OpenApi:
             for event_type in enum:
                 self.event_schema[event_type] = name
 
-    @functools.lru_cache(maxsize=None)
     def validator(self, name: str):
-        schema = {"$ref": f"#/components/schemas/{name}", "components": self.components}
-        return jsonschema.Draft202012Validator(schema)
+        """One validator per schema name, built once (the spec object lives as long as the tests)."""
+        if name not in self._validators:
+            schema = {"$ref": f"#/components/schemas/{name}", "components": self.components}
+            self._validators[name] = jsonschema.Draft202012Validator(schema)
+        return self._validators[name]
 
     def check(self, name: str, instance, where: str):
         errors = sorted(self.validator(name).iter_errors(instance), key=lambda e: list(e.absolute_path))
@@ -41,8 +47,9 @@ class OpenApi:
                                 for e in errors[:5])
             raise AssertionError(f"{where} does not conform to {name}: {details}\n{json.dumps(instance)[:800]}")
 
-    def check_exchange(self, request_no: int, exchange: dict) -> int:
-        """Validate one model request's answer; returns how many payloads were checked."""
+    def check_exchange(self, request_no: int | str, exchange: dict) -> int:
+        """Validate one model request's answer (``request_no`` names it in errors); returns how
+        many payloads were checked."""
         api = exchange["api"]
         if api == "anthropic":
             return 0

@@ -8,6 +8,8 @@ import urllib.request
 import psutil
 import pytest
 
+from fake_server.records import RECORDS_VERSION, read_jsonl
+
 
 def start(*args, cwd):
     return subprocess.Popen([sys.executable, "-m", "fake_server", *args], cwd=cwd, stdout=subprocess.PIPE,
@@ -36,8 +38,9 @@ def test_serve_prints_base_url_serves_demo_and_exits_0_on_signal(tmp_path, signu
         assert answer["choices"][0]["message"]["content"].startswith("Hello from the stopbench fake model server")
         proc.send_signal(signum)
         assert proc.wait(timeout=30) == 0
-        kinds = [json.loads(line)["kind"] for line in (tmp_path / "records.jsonl").read_text().splitlines()]
-        assert kinds == ["request", "response", "stream_end"]
+        lines = (tmp_path / "records.jsonl").read_text().splitlines()
+        assert json.loads(lines[0]) == {"records_version": RECORDS_VERSION}
+        assert [r.kind for r in read_jsonl(tmp_path / "records.jsonl")] == ["request", "response", "stream_end"]
     finally:
         stop(proc)
     assert not psutil.pid_exists(proc.pid)

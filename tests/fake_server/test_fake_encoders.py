@@ -2,7 +2,8 @@
 reassemble exactly the scripted text and tool arguments, and its closing events agree."""
 import json
 
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fake_server import wire_anthropic, wire_chat, wire_responses
 from fake_server.scenario import Response, Text, ToolCall

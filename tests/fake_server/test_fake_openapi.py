@@ -1,6 +1,5 @@
 """The OpenAPI check itself: present, and able to reject what does not conform."""
 import pytest
-
 from fake_openapi import ABSENT_REASON
 
 

@@ -6,10 +6,11 @@ import re
 import aiohttp
 import openai
 import pytest
+from fake_testkit import BASH_TOOL, scenario
 
 from fake_server import FakeServer
 from fake_server.play import Playback
-from fake_testkit import BASH_TOOL, scenario
+from fake_server.records import RECORDS_VERSION, Chunk, WindowDone, read_jsonl
 
 USER = [{"role": "user", "content": "hi"}]
 PACED = '''
@@ -24,29 +25,62 @@ shell = "echo done"
 '''
 
 
+DONE_W1 = {"kind": "window_done", "window": "w1", "finished": True}
+
+
 async def test_long_poll_returns_new_records_and_beacon_appends(server):
     async with aiohttp.ClientSession() as http:
         poll = asyncio.create_task(http.get(server.url + "/_stopbench/records?after=0&wait=30"))
-        async with http.post(server.url + "/_stopbench/beacon", json={"kind": "note", "x": 1}) as resp:
+        async with http.post(server.url + "/_stopbench/beacon", json=DONE_W1) as resp:
             stored = await resp.json()
-        assert stored["index"] == 1 and stored["kind"] == "note" and isinstance(stored["mono_ns"], int)
+        assert stored["index"] == 1 and stored["kind"] == "window_done" and isinstance(stored["mono_ns"], int)
+        assert stored["source"] == "beacon"
         async with await poll as resp:
-            assert [r["x"] for r in await resp.json()] == [1]
+            answer = await resp.json()
+        assert answer["records_version"] == RECORDS_VERSION
+        assert [r["window"] for r in answer["records"]] == ["w1"]
         async with http.get(server.url + "/_stopbench/records?after=1&wait=0") as resp:
-            assert await resp.json() == []
-        async with http.post(server.url + "/_stopbench/beacon", data=b"[1]") as resp:
-            assert resp.status == 400
+            assert await resp.json() == {"records_version": RECORDS_VERSION, "records": []}
+        async with http.get(server.url + "/_stopbench/records?after=1&wait=0.05") as resp:
+            assert (await resp.json())["records"] == []     # the poll's own bound ends an empty wait
         async with http.get(server.url + "/_stopbench/records?after=x") as resp:
             assert resp.status == 400
         async with http.get(server.base_url + "/models") as resp:
             assert (await resp.json())["data"][0]["id"] == "stopbench-fake"
-    assert server.records.of_kind("error")[0]["problem"].startswith("beacon body must be")
+    assert isinstance(server.records[0], WindowDone) and server.records[0].finished is True
 
 
-async def test_wait_timeout_lists_the_records_seen(server):
-    server.records.append({"kind": "note"})
-    with pytest.raises(TimeoutError, match=r"no chunk 1 of request 7 within 0.05 s; records so far:\n  #1 note"):
-        await server.records.wait_chunk(request=7, chunk=1, timeout=0.05)
+@pytest.mark.parametrize("body, problem", [
+    (b"[1]", "the body must be a JSON object"),
+    (b"{nope", "the body must be a JSON object"),
+    (json.dumps({"kind": "note", "x": 1}).encode(), "unknown record kind 'note'"),
+    (json.dumps({"kind": "window_done", "window": "w1"}).encode(), "missing field(s) finished"),
+    (json.dumps({**DONE_W1, "finished": "yes"}).encode(), "field 'finished': must be a boolean, not a string"),
+    (json.dumps({**DONE_W1, "extra": 1}).encode(), "unknown field(s) extra"),
+])
+async def test_beacon_refuses_a_malformed_record_naming_the_problem(server, body, problem):
+    async with aiohttp.ClientSession() as http:
+        async with http.post(server.url + "/_stopbench/beacon", data=body) as resp:
+            assert resp.status == 400
+            assert problem in (await resp.json())["error"]
+    [error] = server.records
+    assert error.kind == "error" and problem in error.problem
+    assert error.problem.startswith("beacon POST /_stopbench/beacon")
+
+
+async def test_a_wait_has_no_deadline_of_its_own_and_a_callers_deadline_cancels_it_cleanly(server):
+    server.records.append(WindowDone(window="w0", finished=True))
+    waiting = asyncio.create_task(server.records.wait_chunk(request=7, chunk=1))
+    with pytest.raises(TimeoutError) as info:
+        async with asyncio.timeout(0.05):
+            await server.records.wait_chunk(request=7, chunk=1)
+    note = "".join(getattr(info.value.__cause__, "__notes__", []))
+    assert "waiting for chunk 1 of request 7; records so far:\n  #1 window_done window='w0'" in note
+    assert len(server.records._waiters) == 1            # the cancelled wait left no waiter behind
+    assert not waiting.done()                            # another wait for the same record goes on
+    server.records.append(Chunk(request=7, chunk=1, text="x"))
+    assert (await waiting).text == "x"
+    assert server.records._waiters == []
 
 
 async def test_inproc_playback_reports_each_chunk_before_yielding_it(server):
@@ -54,17 +88,17 @@ async def test_inproc_playback_reports_each_chunk_before_yielding_it(server):
     seen_by_agent = []
     async with pb:
         request = {"model": "m", "messages": USER, "tools": [BASH_TOOL], "stream": True}
-        async for chunk in pb.chat_chunks(request):
+        async for _chunk in pb.chat_chunks(request):
             records = server.records.of_kind("chunk")
             seen_by_agent.append(len(records))
     # 5 text chunks of 4 characters, 2 of tool arguments, then the finish chunk (not numbered)
     assert seen_by_agent == [1, 2, 3, 4, 5, 6, 7, 7]
-    kinds = [r["kind"] for r in server.records]
+    kinds = [r.kind for r in server.records]
     assert kinds == ["request", "response"] + ["chunk"] * 7 + ["stream_end"]
-    assert {r["source"] for r in server.records} == {"inproc"}
-    assert server.records.of_kind("request")[0]["request"] == 1
-    assert server.records.of_kind("request")[0]["canonical"]["shell_tool"] == "bash"
-    command = json.loads(server.records.of_kind("response")[0]["tool_calls"][0]["arguments"])["command"]
+    assert {r.source for r in server.records} == {"inproc"}
+    assert server.records.of_kind("request")[0].request == 1
+    assert server.records.of_kind("request")[0].canonical["shell_tool"] == "bash"
+    command = json.loads(server.records.of_kind("response")[0].tool_calls[0]["arguments"])["command"]
     assert command == "echo done"
 
 
@@ -83,7 +117,7 @@ async def test_inproc_cancel_is_reported_as_disconnect(server):
         with pytest.raises(asyncio.CancelledError):
             await task
         gone = await server.records.wait_disconnect(request=1)
-    assert gone["after_chunk"] == 1 and gone["source"] == "inproc"
+    assert gone.after_chunk == 1 and gone.source == "inproc"
 
 
 async def test_window_frame_bakes_in_the_beacon_url(server):
@@ -108,10 +142,12 @@ async def test_two_runs_send_identical_streams_apart_from_timestamps(tmp_path, o
             raw = b"".join(srv.wire[1]["payloads"]).decode()
             streams.append(re.sub(r'"created":\d+', '"created":0', raw))
             srv.records.to_jsonl(tmp_path / f"run{run}.jsonl")
+            assert read_jsonl(tmp_path / f"run{run}.jsonl") == list(srv.records)
     assert streams[0] == streams[1] and '"content":"one "' in streams[0]
     lines = [json.loads(line) for line in (tmp_path / "run0.jsonl").read_text().splitlines()]
-    assert [r["kind"] for r in lines][:3] == ["request", "response", "chunk"]
-    assert all(isinstance(r["mono_ns"], int) for r in lines)
+    assert lines[0] == {"records_version": RECORDS_VERSION}
+    assert [r["kind"] for r in lines[1:4]] == ["request", "response", "chunk"]
+    assert all(isinstance(r["mono_ns"], int) for r in lines[1:])
 
 
 async def test_model_lookup_and_anthropic_token_count(server):
@@ -133,5 +169,5 @@ async def test_load_restarts_the_scenario_and_numbering_goes_on(server):
             server.load(once)
             answer = await client.chat.completions.create(model="m", messages=USER)
             assert answer.choices[0].message.content == expected
-    assert [r["request"] for r in server.records.of_kind("request")] == [1, 2]
-    assert [r["response_index"] for r in server.records.of_kind("response")] == [0, 0]
+    assert [r.request for r in server.records.of_kind("request")] == [1, 2]
+    assert [r.response_index for r in server.records.of_kind("response")] == [0, 0]

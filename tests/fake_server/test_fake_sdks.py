@@ -10,7 +10,6 @@ import aiohttp
 import anthropic
 import openai
 import pytest
-
 from fake_testkit import BASH_TOOL, BASH_TOOL_ANTHROPIC, BASH_TOOL_RESPONSES, scenario
 
 TEXT_AND_SHELL = '''
@@ -86,8 +85,8 @@ async def test_chat_sync_stream_assembles_text_split_tool_args_and_usage(server)
     assert chunks[-1].choices == [] and (usage.prompt_tokens, usage.completion_tokens) == (11, 22)
     assert len({c.id for c in chunks}) == 1 and len({c.created for c in chunks}) == 1
     response = server.records.of_kind("response")[0]
-    assert response["tool_calls"][0]["id"] == calls[0]["id"]
-    assert response["text"] == text
+    assert response.tool_calls[0]["id"] == calls[0]["id"]
+    assert response.text == text
 
 
 async def test_chat_async_stream_then_balanced_follow_up(server):
@@ -104,11 +103,11 @@ async def test_chat_async_stream_then_balanced_follow_up(server):
     assert whole.choices[0].message.content == "There are 3 files."
     assert whole.choices[0].finish_reason == "stop"
     request = await server.records.wait_request(2)
-    assert [m["role"] for m in request["canonical"]["messages"]] == ["user", "assistant", "tool"]
-    assert request["canonical"]["messages"][2]["tool_call_id"] == calls[0]["id"]
-    assert request["canonical"]["shell_tool"] == "bash"
-    assert request["headers"]["authorization"] == "[redacted]"
-    assert "sk-canary-123" not in json.dumps(list(server.records))
+    assert [m["role"] for m in request.canonical["messages"]] == ["user", "assistant", "tool"]
+    assert request.canonical["messages"][2]["tool_call_id"] == calls[0]["id"]
+    assert request.canonical["shell_tool"] == "bash"
+    assert request.headers["authorization"] == "[redacted]"
+    assert "sk-canary-123" not in json.dumps([r.to_json() for r in server.records])
 
 
 async def test_chat_mid_stream_error_raises_after_the_text_before_it(server):
@@ -121,8 +120,8 @@ async def test_chat_mid_stream_error_raises_after_the_text_before_it(server):
             async for chunk in stream:
                 seen.append(chunk.choices[0].delta.content)
     assert seen == ["partial"]
-    end = await server.records.wait_for(lambda r: r["kind"] == "stream_end", "stream_end")
-    assert end["complete"] is False
+    end = await server.records.wait_for(lambda r: r.kind == "stream_end", "stream_end")
+    assert end.complete is False
 
 
 async def test_chat_disconnect_after_n_chunks(server):
@@ -135,7 +134,7 @@ async def test_chat_disconnect_after_n_chunks(server):
             async for chunk in stream:
                 seen.append(chunk.choices[0].delta.content)
     assert "".join(seen) == "abcdefghij"
-    assert [r["chunk"] for r in server.records.of_kind("chunk")] == [1, 2, 3, 4, 5]
+    assert [r.chunk for r in server.records.of_kind("chunk")] == [1, 2, 3, 4, 5]
 
 
 async def test_chat_stall_cancelled_by_async_client_is_recorded_as_disconnect(server):
@@ -154,7 +153,7 @@ async def test_chat_stall_cancelled_by_async_client_is_recorded_as_disconnect(se
             await task
         await stream.close()
         gone = await server.records.wait_disconnect(request=1)
-    assert gone["after_chunk"] == 1 and gone["mono_ns"] > chunk["mono_ns"]
+    assert gone.after_chunk == 1 and gone.mono_ns > chunk.mono_ns
     assert not server.records.of_kind("stream_end")
 
 
@@ -170,7 +169,7 @@ async def test_chat_stall_closed_by_sync_client_is_recorded_as_disconnect(server
 
     assert await asyncio.to_thread(read_one_then_close) == "wait"
     gone = await server.records.wait_disconnect(request=1)
-    assert gone["after_chunk"] == 1
+    assert gone.after_chunk == 1
 
 
 @pytest.mark.parametrize("status, error_class", [(429, openai.RateLimitError), (500, openai.InternalServerError)])
@@ -206,7 +205,7 @@ async def test_responses_stream_assembles_text_and_function_call(server):
             {"type": "function_call", "call_id": call.call_id, "name": call.name, "arguments": call.arguments},
             {"type": "function_call_output", "call_id": call.call_id, "output": "a b c"}])
     assert follow.output_text == "There are 3 files."
-    canonical = (await server.records.wait_request(2))["canonical"]
+    canonical = (await server.records.wait_request(2)).canonical
     assert [m["role"] for m in canonical["messages"]] == ["user", "assistant", "tool"]
     assert canonical["messages"][1]["tool_calls"][0]["id"] == call.call_id
 
@@ -272,10 +271,10 @@ async def test_anthropic_stream_assembles_thinking_text_and_tool_use(server):
                                           "content": "a b c"}]}])
     assert follow.content[0].text == "There are 3 files." and follow.stop_reason == "end_turn"
     request = await server.records.wait_request(2)
-    assert [m["role"] for m in request["canonical"]["messages"]] == ["user", "assistant", "tool"]
-    secret_header = "x-api-key" if "x-api-key" in request["headers"] else "authorization"
-    assert request["headers"][secret_header] == "[redacted]"
-    assert "sk-ant-canary" not in json.dumps(list(server.records))
+    assert [m["role"] for m in request.canonical["messages"]] == ["user", "assistant", "tool"]
+    secret_header = "x-api-key" if "x-api-key" in request.headers else "authorization"
+    assert request.headers[secret_header] == "[redacted]"
+    assert "sk-ant-canary" not in json.dumps([r.to_json() for r in server.records])
 
 
 async def test_anthropic_overloaded_529_and_mid_stream_error(server):
@@ -303,7 +302,7 @@ async def test_head_root_and_beta_query_are_accepted(server):
             assert resp.status == 200
             message = await resp.json()
     assert message["content"] == [{"type": "text", "text": "ok"}]
-    assert (await server.records.wait_request(1))["path"] == "/v1/messages?beta=true"
+    assert (await server.records.wait_request(1)).path == "/v1/messages?beta=true"
 
 
 TWO_CALLS = '''
@@ -353,5 +352,5 @@ async def test_non_streamed_requests_end_the_same_ways(server):
         with pytest.raises(asyncio.CancelledError):
             await task
         gone = await server.records.wait_disconnect(request=3)
-    assert gone["after_chunk"] == 0
-    assert [r["complete"] for r in server.records.of_kind("stream_end")] == [False, False]
+    assert gone.after_chunk == 0
+    assert [r.complete for r in server.records.of_kind("stream_end")] == [False, False]

@@ -124,7 +124,7 @@ async def test_terminal_turns_stop_key_and_settlement_line(make_driver, fake_ser
         await driver.send("hello")
         first = await within(driver.settle())
         await driver.send("now hang")
-        await within(driver._screen.wait_for("working", what="working"))
+        await within(driver._raw.wait_for("working", what="working"))
         stop = await driver.stop("user", phase="tool", request=None, window=None)
         second = await within(driver.settle())
     finally:
@@ -140,7 +140,7 @@ async def test_terminal_kill_and_restart_is_at_its_prompt_after_load(make_driver
     driver = make_driver("terminal", fake_server, profile=fake_profile, history=history)
     try:
         await driver.send("hang here")
-        await within(driver._screen.wait_for("working", what="working"))
+        await within(driver._raw.wait_for("working", what="working"))
         await driver.kill()
         loaded = await within(driver.restart())
         after_load = Path(driver.log_path).read_bytes()
@@ -157,7 +157,7 @@ async def test_terminal_settle_names_what_was_on_screen_when_the_agent_exits(mak
     driver = make_driver("terminal", fake_server, profile=fake_profile, history=history)
     try:
         await driver.send("hang")
-        await within(driver._screen.wait_for("working", what="working"))
+        await within(driver._raw.wait_for("working", what="working"))
         await driver.kill()
         with pytest.raises(DriverError, match="output ended before the turn-ended line.*working"):
             await within(driver.settle())

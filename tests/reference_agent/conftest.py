@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from refagent_testkit import Agents, write_scenario
 
 from fake_server import FakeServer, load_scenario
-from refagent_testkit import Agents, write_scenario
 
 
 @pytest.fixture

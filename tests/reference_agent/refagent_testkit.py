@@ -16,7 +16,9 @@ import textwrap
 from pathlib import Path
 
 import psutil
+
 from fake_server import FakeServer
+from fake_server.records import Window
 
 BIN = Path(sys.executable).parent
 REFAGENT = str(BIN / "refagent")
@@ -102,8 +104,8 @@ class Agents:
         _, _, session_id, path = line.split()
         return session_id, Path(path)
 
-    def note_window(self, record: dict) -> list[int]:
-        pids = [p["pid"] for p in record["pids"]]
+    def note_window(self, record: Window) -> list[int]:
+        pids = [p.pid for p in record.pids]
         self.window_pids += pids
         return pids
 

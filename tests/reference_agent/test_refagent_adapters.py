@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from refagent_testkit import CANARY_KEY, read_events
 
 from reference_agent.api import open_session
 from reference_agent.engine import Assembler
-from refagent_testkit import CANARY_KEY, read_events
 
 STALLING = """
 name = "stalling"
@@ -56,7 +56,7 @@ async def test_tool_arguments_assembled_by_index_and_run(server_for, tmp_path, a
     calls = [e for e in read_events(session.log_path) if e["type"] == "tool_call"]
     assert calls[0]["arguments"] == {"path": "a.txt"} and calls[1]["arguments"] == {"command": "echo from-bash"}
     follow = server.records.of_kind("request")[1]
-    assert follow["status"] == 200 and [m["role"] for m in follow["canonical"]["messages"]][-3:] == [
+    assert follow.status == 200 and [m["role"] for m in follow.canonical["messages"]][-3:] == [
         "assistant", "tool", "tool"]
 
 
@@ -67,14 +67,14 @@ async def test_stop_mid_sse_closes_the_stream_and_settles_aborted(server_for, tm
     seen = asyncio.Event()
     session.subscribe(lambda e: e["type"] == "text_delta" and seen.set())
     turn = session.start_turn("q")
-    await server.records.wait_chunk(request=1, chunk=2, timeout=30)
+    await asyncio.wait_for(server.records.wait_chunk(request=1, chunk=2), 30)
     await asyncio.wait_for(seen.wait(), 30)  # the agent has read text: there is a partial to keep
     turn.stop("user")
     ending = await turn.settled()
-    disconnect = await server.records.wait_disconnect(request=1, timeout=30)
+    disconnect = await asyncio.wait_for(server.records.wait_disconnect(request=1), 30)
     await session.close()
     assert (ending["reason"], ending["source"]) == ("aborted", "user")
-    assert disconnect["after_chunk"] >= 2
+    assert disconnect.after_chunk >= 2
     message = next(e for e in read_events(session.log_path) if e["type"] == "assistant_message")
     assert message["interrupted"] is True and message["text"].startswith("Part")
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pexpect
 import psutil
 import pytest
-
 from refagent_testkit import CANARY_KEY, REFAGENT, alive, kill_pids, read_events, reset_signals
 
 SCENARIO = """
@@ -71,8 +72,8 @@ async def test_stop_during_a_tool(chat, tmp_path):
     await expect(child, PROMPT)
     child.send("tool please\r")
     await expect(child, r"\[tool\] bash: .*fake_server\.window")
-    window = await server.records.wait_window("w1", timeout=60)
-    pids += [p["pid"] for p in window["pids"]]
+    window = await asyncio.wait_for(server.records.wait_window("w1"), 60)
+    pids += [p.pid for p in window.pids]
     child.send("\x1b")  # Esc
     await expect(child, r"\[tool\] bash: aborted")
     await expect(child, r"\[turn ended: aborted \(user\)\]")
@@ -94,7 +95,7 @@ async def test_stop_mid_stream_with_ctrl_c_and_queued_text(chat, tmp_path):
     await expect(child, PROMPT)
     child.send("stream please\r")
     await expect(child, "Streaming")
-    await server.records.wait_chunk(request=1, chunk=2, timeout=60)
+    await asyncio.wait_for(server.records.wait_chunk(request=1, chunk=2), 60)
     child.send("also this\r")
     await expect(child, r"\[queued (q-[0-9a-f]+)\]")
     kept = child.match.group(1)
@@ -106,7 +107,7 @@ async def test_stop_mid_stream_with_ctrl_c_and_queued_text(chat, tmp_path):
     child.send("\x03")  # Ctrl-C: Stop
     await expect(child, r"\[turn ended: aborted \(user\)\]")
     await expect(child, PROMPT)
-    await server.records.wait_disconnect(request=1, timeout=30)
+    await asyncio.wait_for(server.records.wait_disconnect(request=1), 30)
     # Stop means stop: the queued item waits for the user's next input.
     assert len(server.records.of_kind("request")) == 1
     child.send("next\r")
@@ -114,9 +115,9 @@ async def test_stop_mid_stream_with_ctrl_c_and_queued_text(chat, tmp_path):
     await expect(child, r"\[turn ended: completed\]")
     await expect(child, PROMPT)
     request = server.records.of_kind("request")[1]
-    last = request["canonical"]["messages"][-1]["text"]
-    assert "also this" in last and "next" in last and "drop this" not in str(request["canonical"])
-    partial = [m for m in request["canonical"]["messages"] if m["role"] == "assistant"]
+    last = request.canonical["messages"][-1]["text"]
+    assert "also this" in last and "next" in last and "drop this" not in str(request.canonical)
+    partial = [m for m in request.canonical["messages"] if m["role"] == "assistant"]
     assert partial and partial[0]["text"].startswith("Stre")
     log = next((tmp_path / "sessions").glob("*.jsonl"))
     events = read_events(log)
@@ -139,6 +140,6 @@ async def test_text_queued_during_a_completed_turn_is_delivered_next(chat, tmp_p
     await expect(child, r"\[turn ended: completed\]")  # the queued item's own turn
     await expect(child, PROMPT)
     request = server.records.of_kind("request")[-1]
-    assert request["canonical"]["messages"][-1]["text"] == "and then this"
+    assert request.canonical["messages"][-1]["text"] == "and then this"
     events = read_events(next((tmp_path / "sessions").glob("*.jsonl")))
     assert [e["item_id"] for e in events if e["type"] == "inbox_delivered"] == [item]

@@ -12,10 +12,10 @@ import signal
 import subprocess
 
 import pytest
+from refagent_testkit import CANARY_KEY, alive, read_events, write_scenario
 
 from fake_server import load_scenario, wire_chat
 from reference_agent.log import load
-from refagent_testkit import CANARY_KEY, alive, read_events, write_scenario
 
 STALLING = """
 name = "stalling"
@@ -59,9 +59,9 @@ async def run_to_end(agents, server, *args, adapter="http") -> tuple[int, str, s
 
 
 def follow_up_request(server, n):
-    request = next(r for r in server.records.of_kind("request") if r["request"] == n)
-    assert request["status"] == 200, request.get("error")
-    wire_chat.parse(request["body"])  # balanced, by the server's own rule
+    request = next(r for r in server.records.of_kind("request") if r.request == n)
+    assert request.status == 200, request.error
+    wire_chat.parse(request.body)  # balanced, by the server's own rule
     return request
 
 
@@ -69,12 +69,12 @@ async def test_sigkill_mid_stream_then_resume(agents, server_for, tmp_path):
     server = await server_for(STALLING)
     proc = agents.start(*agents.run_args(server, "first question"))
     session_id, log_path = agents.session_of(proc)
-    await server.records.wait_chunk(request=1, chunk=2, timeout=60)
+    await asyncio.wait_for(server.records.wait_chunk(request=1, chunk=2), 60)
     proc.send_signal(signal.SIGKILL)
     await wait_exit(proc)
     on_disk = read_events(log_path)
     assert [e["type"] for e in on_disk] == ["turn_started", "model_request"], "the request checkpoint was lost"
-    assert on_disk[1]["mono_ns"] < server.records.of_kind("request")[0]["mono_ns"]
+    assert on_disk[1]["mono_ns"] < server.records.of_kind("request")[0].mono_ns
     crashed = log_path.read_bytes()
 
     server.load(load_scenario(write_scenario(tmp_path, FOLLOW_UP, "follow.toml")))
@@ -85,7 +85,7 @@ async def test_sigkill_mid_stream_then_resume(agents, server_for, tmp_path):
     types = [e["type"] for e in events]
     assert types.count("turn_ended") == 1, "the crashed turn's end was written to disk"
     request = follow_up_request(server, 2)
-    texts = [m["text"] for m in request["canonical"]["messages"]]
+    texts = [m["text"] for m in request.canonical["messages"]]
     assert "first question" in texts and texts[-1] == "and now?"
     assert any("resumed" in t and "Files may have changed" in t for t in texts)
 
@@ -94,20 +94,20 @@ async def test_sigkill_mid_tool_then_resume_repairs_both_classes(agents, server_
     server = await server_for(TWO_CALLS)
     proc = agents.start(*agents.run_args(server, "do both"))
     session_id, log_path = agents.session_of(proc)
-    window = await server.records.wait_window("w1", timeout=60)
+    window = await asyncio.wait_for(server.records.wait_window("w1"), 60)
     pids = agents.note_window(window)
     proc.send_signal(signal.SIGKILL)
     await wait_exit(proc)
     events = read_events(log_path)
     call = next(e for e in events if e["type"] == "tool_call")
-    assert call["mono_ns"] < window["mono_ns"], "the tool call was not durable before the body ran"
+    assert call["mono_ns"] < window.mono_ns, "the tool call was not durable before the body ran"
     assert not any(e["type"] in ("tool_result", "turn_ended") for e in events)
 
     server.load(load_scenario(write_scenario(tmp_path, FOLLOW_UP, "follow.toml")))
     code, _, _ = await run_to_end(agents, server, "--resume", session_id, "what happened?")
     assert code == 0
     request = follow_up_request(server, 2)
-    tool_texts = [m["text"] for m in request["canonical"]["messages"] if m["role"] == "tool"]
+    tool_texts = [m["text"] for m in request.canonical["messages"] if m["role"] == "tool"]
     assert len(tool_texts) == 2
     assert tool_texts[0].startswith("TOOL_OUTCOME_UNKNOWN") and "idempotent" in tool_texts[0]
     assert tool_texts[1].startswith("TOOL_NOT_STARTED")
@@ -144,10 +144,10 @@ async def test_stop_by_signal_settles_then_exits_3(agents, server_for, sig):
     server = await server_for(STALLING)
     proc = agents.start(*agents.run_args(server, "q"))
     _, log_path = agents.session_of(proc)
-    await server.records.wait_chunk(request=1, chunk=2, timeout=60)
+    await asyncio.wait_for(server.records.wait_chunk(request=1, chunk=2), 60)
     proc.send_signal(sig)
     assert await wait_exit(proc) == 3
-    await server.records.wait_disconnect(request=1, timeout=30)
+    await asyncio.wait_for(server.records.wait_disconnect(request=1), 30)
     events = read_events(log_path)
     ending = [e for e in events if e["type"] == "turn_ended"]
     assert [(e["reason"], e.get("source")) for e in ending] == [("aborted", "user")]
@@ -164,7 +164,7 @@ shell = { window = { id = "w1", depth = 1, fanout = 1, ignore_term = true, escap
 """)
     proc = agents.start(*agents.run_args(server, "--timeout", "1.5", "q"))
     _, log_path = agents.session_of(proc)
-    window = await server.records.wait_window("w1", timeout=60)
+    window = await asyncio.wait_for(server.records.wait_window("w1"), 60)
     pids = agents.note_window(window)
     assert await wait_exit(proc) == 3
     assert alive(pids) == []
@@ -191,7 +191,7 @@ text = "ok"
                         str(agents.sessions), "--cwd", str(agents.cwd), "q", env=env)
     assert await wait_exit(proc) == 0
     assert (agents.cwd / "env.txt").exists()
-    sent = server.records.of_kind("request")[0]["headers"]
+    sent = server.records.of_kind("request")[0].headers
     assert "[redacted]" in str(sent)  # the key was really used on the wire
     for path in tmp_path.rglob("*"):
         if path.is_file():
@@ -205,7 +205,7 @@ async def test_inproc_adapter_reports_to_the_server(agents, server_for, tmp_path
     code, out, _ = await run_to_end(agents, server, "--scenario", str(scenario), "q", adapter="inproc")
     assert code == 0 and "from inproc" in out
     request = server.records.of_kind("request")[0]
-    assert request["source"] == "inproc" and request["canonical"]["messages"][-1]["text"] == "q"
+    assert request.source == "inproc" and request.canonical["messages"][-1]["text"] == "q"
 
 
 async def test_continue_resumes_the_latest_session(agents, server_for):

@@ -6,13 +6,12 @@ import asyncio
 
 import psutil
 import pytest
+from refagent_testkit import alive, kill_pids, read_events, write_scenario
 
 from fake_server import wire_chat
 from reference_agent.api import open_session
 from reference_agent.log import CheckpointFailed, load
 from reference_agent.tools import ToolRun
-
-from refagent_testkit import alive, kill_pids, read_events, write_scenario
 
 STREAM_THEN_STALL = """
 name = "stall"
@@ -108,9 +107,9 @@ async def test_stop_during_bash_kills_the_whole_tree(tmp_path, server_for):
     pids = []
     try:
         turn = session.start_turn("run the thing")
-        window = await server.records.wait_window("w1", timeout=60)
-        pids = [p["pid"] for p in window["pids"]]
-        roles = {p["role"] for p in window["pids"]}
+        window = await asyncio.wait_for(server.records.wait_window("w1"), 60)
+        pids = [p.pid for p in window.pids]
+        roles = {p.role for p in window.pids}
         assert {"escapee", "term-ignorer"} <= roles
         turn.stop("user")
         ending = await turn.settled()

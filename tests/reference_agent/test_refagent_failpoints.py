@@ -13,6 +13,7 @@ import subprocess
 import sys
 
 import pytest
+from refagent_testkit import CANARY_KEY, REFAGENT, alive, kill_pids, read_events, reset_signals, write_scenario
 
 from fake_server import wire_chat
 from reference_agent import failpoints
@@ -21,7 +22,6 @@ from reference_agent.cli import exit_code_for
 from reference_agent.log import LogDamage, LogWriter, load
 from reference_agent.state import History
 from reference_agent.tools import ToolRun, tree_of
-from refagent_testkit import CANARY_KEY, REFAGENT, alive, kill_pids, read_events, reset_signals, write_scenario
 
 STALLING = 'name = "s"\n[[responses]]\nrepeat = true\n[[responses.frames]]\ntext = "partial words"\nchunk = 4\n[[responses.frames]]\nstall = true\n'
 HEADER = {"format": "contract-log", "version": 1, "session_id": "s-f", "created": "2026-11-29T00:00:00.000000Z",

@@ -13,7 +13,7 @@ import random
 
 import pytest
 
-from harness.model import CheckResult, Evidence, LatencySample, Outcome, RunResult, TaskResult
+from harness.model import CheckResult, Evidence, LatencySample, Outcome, RunResult, RunStatus, TaskResult
 from harness.report import compare, format_gate, gate_main
 from harness.report.writer import results_text
 
@@ -120,7 +120,8 @@ def test_a_check_that_vanished_from_a_task_that_still_ran_fails(run):
 def test_a_task_that_newly_errors_fails_and_a_task_not_run_is_only_reported(run, make_run):
     healthy = make_run(broken=False)
     errored = dataclasses.replace(healthy, tasks=tuple(
-        dataclasses.replace(t, error="agent binary missing", checks=()) if t.task == "interrupt-timeout" else t
+        dataclasses.replace(t, status=RunStatus.ERRORED, reason="agent binary missing", checks=())
+        if t.task == "interrupt-timeout" else t
         for t in healthy.tasks))
     failing = [r for r in compare(healthy, errored).checks if r.failing]
     assert {(r.key[2], r.key[3]) for r in failing} == {("interrupt-timeout", "(task)")}
@@ -129,6 +130,12 @@ def test_a_task_that_newly_errors_fails_and_a_task_not_run_is_only_reported(run,
     rows = compare(healthy, fewer).checks
     assert not any(r.failing for r in rows)
     assert any(r.verdict == "not checked now: no evidence of change" for r in rows)
+
+
+def test_rows_are_in_the_contracts_order(run):
+    """C1 … C13, then the advisory A1: never A1 first, never C13 before C3."""
+    rows = [r.key[3] for r in compare(run, run).checks if r.key[1:3] == ("http", "interrupt-cancel")]
+    assert rows == ["(task)", "C1", "C3", "C5", "C8", "C9", "C13", "A1"]
 
 
 def test_failpoint_tasks_are_not_gated():

@@ -9,7 +9,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from harness.model import LATENCY_IDS, RESULTS_FORMAT, RESULTS_VERSION, Outcome, Tier
+from harness.contract import LATENCY_IDS, Verdict
+from harness.model import RESULTS_FORMAT, RESULTS_VERSION, DecidedBy, Outcome, RunStatus, Tier
 from harness.planning import shard_items
 from harness.report.shard import merge
 from harness.report.writer import results_text
@@ -42,7 +43,10 @@ def test_merged_results_validate(validator, make_run):
     (("latencies", 0, "value_ns"), 1.5),
     (("latencies", 0, "latency"), "L9"),
     (("run", "shard"), "two of three"),
-    (("version",), 2),
+    (("version",), 3),
+    (("tasks", 0, "status"), "finished"),
+    (("tasks", 0, "timeline", 0, "at_ms"), "12 ms"),
+    (("verdict",), "conformant-ish"),
 ])
 def test_schema_rejects_what_readers_refuse(validator, run, path, value):
     data = json.loads(results_text(run))
@@ -60,6 +64,16 @@ def test_schema_enumerations_follow_the_model():
     assert defs["check"]["properties"]["outcome"]["enum"] == [o.value for o in Outcome]
     assert defs["check"]["properties"]["tier"]["enum"] == [t.value for t in Tier]
     assert defs["latency"]["properties"]["latency"]["enum"] == list(LATENCY_IDS)
+    assert defs["task"]["properties"]["status"]["enum"] == [s.value for s in RunStatus]
+    assert defs["check"]["properties"]["decided_by"]["enum"] == [d.value for d in DecidedBy] + [None]
+    assert SCHEMA["properties"]["verdict"]["enum"] == [v.value for v in Verdict]
+    assert set(defs["task"]["required"]) == set(json.loads(results_text_of_one_task()))
+
+
+def results_text_of_one_task() -> str:
+    from harness.model import TaskResult
+
+    return json.dumps(TaskResult("t", "a", "http", 0, ()).to_json())
 
 
 def test_every_schema_field_is_documented():

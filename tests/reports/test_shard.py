@@ -106,7 +106,7 @@ def test_comparison_ignores_evidence_text_but_not_verdicts(make_run):
 
 
 def test_merge_recomputes_the_mutation_score_of_the_whole_run(make_run):
-    from harness.runner import mutation_summary
+    from harness.mutants import mutation_summary
 
     failpoints = {"skip-tree-kill": ["C3"], "drop-partial-text": ["C5"]}
 

@@ -28,6 +28,11 @@ AGENT = HERE / "standin_agent.py"
 PROFILE = HERE / "standin.toml"
 WAIT_S = 30
 
+
+async def waited(waiting):
+    """A fake-server record, as the plain dict it exports, within the failsafe."""
+    return (await asyncio.wait_for(waiting, WAIT_S)).to_json()
+
 REPORT = "Here is the report, section by section: first the build, then the tests, then the deploy."
 STREAMING = f"""
 [[responses]]
@@ -121,7 +126,7 @@ def running(proc: psutil.Process) -> bool:
 
 
 def requests(server) -> list[dict]:
-    return server.records.of_kind("request")
+    return [r.to_json() for r in server.records.of_kind("request")]
 
 
 def texts(request: dict, role: str) -> list[str]:
@@ -186,7 +191,7 @@ class Kit:
         return run
 
     async def window(self, server, window_id: str = "w1") -> list[dict]:
-        record = await server.records.wait_window(window_id, timeout=WAIT_S)
+        record = await waited(server.records.wait_window(window_id))
         self.window_pids.extend(record["pids"])
         return record["pids"]
 
@@ -269,7 +274,7 @@ text = "It printed standin-42."
     async with serve(body) as server:
         run = await kit.start(server, "Run the echo.")
         session = await run.session_id()
-        await server.records.wait_request(2, timeout=WAIT_S)
+        await waited(server.records.wait_request(2))
         code, out, err = await run.finish()
     assert code == 0, err
     assert out.strip() == "It printed standin-42."
@@ -354,9 +359,9 @@ async def test_stop_mid_stream_keeps_the_partial_text(kit):
     async with serve(STREAMING) as server:
         run = await kit.start(server, "Write the report.")
         session = await run.session_id()
-        await server.records.wait_chunk(request=1, chunk=3, timeout=WAIT_S)
+        await waited(server.records.wait_chunk(request=1, chunk=3))
         run.signal(signal.SIGINT)
-        await server.records.wait_disconnect(1, timeout=WAIT_S)
+        await waited(server.records.wait_disconnect(1))
         code, out, err = await run.finish()
         assert len(requests(server)) == 1, "a model request was sent after Stop"
     assert code == 3, err
@@ -372,7 +377,7 @@ async def test_stop_mid_stream_then_resume_sends_the_partial_text_as_history(kit
     async with serve(STREAMING) as server:
         run = await kit.start(server, "Write the report.")
         session = await run.session_id()
-        await server.records.wait_chunk(request=1, chunk=3, timeout=WAIT_S)
+        await waited(server.records.wait_chunk(request=1, chunk=3))
         run.signal(signal.SIGINT)
         assert (await run.finish())[0] == 3
         kept = kit.document(session)["messages"][-1]["content"]
@@ -426,7 +431,7 @@ async def test_sigkill_mid_tool_then_resume_is_balanced_and_repaired_in_memory(k
     async with serve(MIGRATION) as server:
         session, before, pids, again = await kill_in_window_then_resume(kit, server)
         assert await again.session_id() == session
-        request = await server.records.wait_request(2, timeout=WAIT_S)
+        request = await waited(server.records.wait_request(2))
         code, out, err = await again.finish()
     assert code == 0, err
     assert request["status"] == 200
@@ -459,7 +464,7 @@ async def test_sigkill_mid_stream_then_resume_continues_the_session(kit):
     async with serve(STREAMING) as server:
         run = await kit.start(server, "Write the report.")
         session = await run.session_id()
-        await server.records.wait_chunk(request=1, chunk=3, timeout=WAIT_S)
+        await waited(server.records.wait_chunk(request=1, chunk=3))
         run.signal(signal.SIGKILL)
         assert (await run.finish())[0] == -signal.SIGKILL
         server.load(scenario(HELLO))
@@ -572,7 +577,7 @@ async def test_fault_wrong_exit_codes_exits_0_when_stopped(kit, how):
         run = await kit.start(server, "Write the report.", faults=("wrong-exit-codes",),
                               timeout=1.0 if how == "timeout" else None)
         session = await run.session_id()
-        await server.records.wait_chunk(request=1, chunk=3, timeout=WAIT_S)
+        await waited(server.records.wait_chunk(request=1, chunk=3))
         if how == "stop":
             run.signal(signal.SIGINT)
         code, _, _ = await run.finish()
@@ -591,7 +596,7 @@ async def test_fault_key_leak_writes_the_key_into_the_store(kit):
 async def test_fault_drop_dangling_drops_the_calls(kit):
     async with serve(MIGRATION) as server:
         session, _, _, again = await kill_in_window_then_resume(kit, server, ("drop-dangling",))
-        request = await server.records.wait_request(2, timeout=WAIT_S)
+        request = await waited(server.records.wait_request(2))
         assert (await again.finish())[0] == 0
     messages = request["canonical"]["messages"]
     assert [m["role"] for m in messages] == ["system", "user", "assistant", "user", "user"]
@@ -602,7 +607,7 @@ async def test_fault_drop_dangling_drops_the_calls(kit):
 async def test_fault_unanswered_dangling_sends_an_unbalanced_request(kit):
     async with serve(MIGRATION) as server:
         _, _, _, again = await kill_in_window_then_resume(kit, server, ("unanswered-dangling",))
-        request = await server.records.wait_request(2, timeout=WAIT_S)
+        request = await waited(server.records.wait_request(2))
         code, _, err = await again.finish()
     assert request["status"] == 400 and "did not have response messages" in request["error"]
     assert code == 2 and "HTTP 400" in err
@@ -612,7 +617,7 @@ async def test_fault_same_repair_wording_answers_both_classes_alike(kit):
     repair = wordings()
     async with serve(MIGRATION) as server:
         _, _, _, again = await kill_in_window_then_resume(kit, server, ("same-repair-wording",))
-        request = await server.records.wait_request(2, timeout=WAIT_S)
+        request = await waited(server.records.wait_request(2))
         assert (await again.finish())[0] == 0
     results = texts(request, "tool")
     assert len(results) == 2 and all(r.startswith(repair["outcome_unknown"]) for r in results)
@@ -623,7 +628,7 @@ async def test_fault_lose_partial_discards_the_streamed_text(kit):
     async with serve(STREAMING) as server:
         run = await kit.start(server, "Write the report.", faults=("lose-partial",))
         session = await run.session_id()
-        await server.records.wait_chunk(request=1, chunk=3, timeout=WAIT_S)
+        await waited(server.records.wait_chunk(request=1, chunk=3))
         run.signal(signal.SIGINT)
         code, out, _ = await run.finish()
     assert code == 3
@@ -634,10 +639,10 @@ async def test_fault_lose_partial_discards_the_streamed_text(kit):
 async def test_fault_request_after_stop_sends_one_more_request(kit):
     async with serve(STREAMING) as server:
         run = await kit.start(server, "Write the report.", faults=("request-after-stop",))
-        await server.records.wait_chunk(request=1, chunk=3, timeout=WAIT_S)
+        await waited(server.records.wait_chunk(request=1, chunk=3))
         stop_ns = time.monotonic_ns()
         run.signal(signal.SIGINT)
-        stray = await server.records.wait_request(2, timeout=WAIT_S)
+        stray = await waited(server.records.wait_request(2))
         code, _, _ = await run.finish()
     assert code == 3
     assert stray["mono_ns"] > stop_ns and len(requests(server)) == 2

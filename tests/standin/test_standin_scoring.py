@@ -24,8 +24,7 @@ FAULTS = [
     ("key-leak", "exit-codes", "C13"),
     ("drop-dangling", "interrupt-restart", "C4"),
     ("unanswered-dangling", "interrupt-restart", "C4"),
-    ("same-repair-wording", "interrupt-restart", "C14"),
-    ("lose-partial", "http-stream-cancel", "C5"),
+    ("lose-partial", "interrupt-cancel", "C5"),
     ("request-after-stop", "http-stream-cancel", "C9"),
     ("blank-fork", "interrupt-restart", "C7"),
 ]
@@ -59,3 +58,15 @@ def test_each_fault_is_caught_by_the_check_it_breaks(profile, fault, task, check
     assert verdicts[check].outcome is Outcome.FAIL, f"{fault} survived {check}: {verdicts[check].evidence}"
     assert verdicts[check].evidence.summary and verdicts[check].evidence.items
     assert task_verdict(result) is Verdict.NOT_CONFORMANT
+
+
+def test_one_wording_for_both_repairs_is_never_passed_black_box(profile):
+    """Without a store that records tool starts, the call that waited behind the killed one may
+    have started (an agent may run calls in parallel), so the wording given to it cannot be
+    failed from outside — but neither may it pass: C14 says it cannot tell, and why."""
+    work = WorkItem(load_task(TASKS_DIR / "interrupt-restart"), "subprocess", "http", 1,
+                    mutant="same-repair-wording")
+    result = asyncio.run(run_item(profile, work)).result
+    c14 = next(c for c in result.checks if c.check == "C14")
+    assert c14.outcome is Outcome.UNKNOWN and c14.needs_reader, c14.evidence
+    assert "whether it had started is not known" in c14.evidence.summary

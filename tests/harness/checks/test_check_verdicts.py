@@ -1,12 +1,17 @@
 """Every checker on hand-made runs: pass on a run that keeps the contract, fail with the
-right evidence on each way of breaking it (one per failpoint that targets it), skipped when
-the task did not exercise it."""
+right evidence on each way of breaking it (one per failpoint that targets it), skipped or
+unknown when the task did not exercise it — and, for a check with two halves, which half
+decided."""
 
 import json
 
 import pytest
 
+from harness.checks import REGISTRY, run_check
+from harness.contract import Observes
+
 from .check_runs import (
+    headless_runs,
     inbox_run,
     kill_at_next_request,
     kill_at_request,
@@ -17,145 +22,211 @@ from .check_runs import (
     timeout_run,
     torn_tail_restart,
 )
-from harness.checks import run_check
 
-MID_FILE_LOG = {"log": None, "log_error": "s-test.jsonl:3: unreadable line (not JSON)"}
+BB = {"black_box": True}
 
-# (check, run builder, faults, observation overrides, outcome, text the summary must hold)
+# (check, run builder, faults, observation overrides, outcome, decided by, text the summary must hold)
 CASES = [
-    ("C1", stop_in_tool, (), {}, "pass", "each ended once"),
-    ("C1", kill_in_tool, (), {}, "pass", "killed"),
-    ("C1", kill_at_request, (), {}, "pass", "killed"),
-    ("C1", stop_in_tool, ("double-settle",), {}, "fail", "turn 1 ended a second time (first at line 10)"),
-    ("C1", stop_in_tool, ("no-settle",), {}, "fail", "turn 2 started while turn 1 was still open"),
-    ("C2", kill_in_tool, (), {}, "pass", "left the file as it was"),
-    ("C2", kill_in_tool, ("repair-writes-disk",), {}, "fail", "wrote its repair to the log"),
-    ("C2", kill_in_tool, ("load-writes",), {}, "fail", "wrote its repair to the log"),
-    ("C2", kill_in_tool, ("writes-on-load",), {}, "fail", "wrote its repair to the log"),
-    ("C2", stop_in_tool, (), {}, "skipped", "never restarted"),
-    ("C3", stop_in_tool, (), {}, "pass", "1 call(s) running at a Stop reported aborted; 1 stopped window tree(s) seen gone"),
-    ("C3", timeout_run, (), {}, "pass", "1 call(s) running at a Stop reported aborted; 0 stopped window"),
-    ("C3", stop_in_tool, ("tree-survives",), {}, "fail", "1 process(es) of window w1 outlived Stop: 503 (escapee)"),
-    ("C3", stop_in_tool, ("slow-kill",), {}, "fail", "took 2.10 s to die after Stop"),
-    ("C3", stop_in_tool, ("result-not-aborted",), {}, "fail", "its result says aborted=False"),
-    ("C3", stop_in_tool, ("no-result",), {}, "fail", "has no tool_result"),
-    ("C3", timeout_run, ("tree-survives",), {}, "fail", "outlived the turn that started them: 802 (term-ignorer)"),
-    ("C3", timeout_run, ("not-aborted",), {}, "fail", "stop_requested (timeout)"),
-    ("C3", stop_in_tool, ("tree-survives",), {"log": None}, "fail", "outlived Stop"),
-    ("C3", stop_in_tool, (), {"log": None}, "unknown", "without a log reader"),
-    ("C3", stop_mid_stream, (), {}, "skipped", "no tool ran"),
-    ("C3", stop_in_tool, (), {"windows": ()}, "unknown", "no window observation shows its tree"),
-    ("C4", kill_in_tool, (), {}, "pass", "balanced"),
-    ("C4", kill_in_tool, ("no-repair",), {}, "fail", "request 2: message 3: tool call 'c1' has no tool result"),
-    ("C4", kill_in_tool, ("drop-dangling-call",), {}, "fail", "tool call c1, issued before the kill, is missing"),
-    ("C4", kill_in_tool, ("wrong-marker",), {}, "fail", "should be answered TOOL_OUTCOME_UNKNOWN…"),
-    ("C4", kill_in_tool, ("late-tool-checkpoint",), {}, "fail", "c1 should be answered TOOL_OUTCOME_UNKNOWN"),
-    ("C4", kill_in_tool, ("drop-dangling-call",), {"log": None}, "fail", "missing from the history"),
-    ("C4", kill_in_tool, ("c1-finished",), {}, "pass", "balanced"),
-    ("C4", kill_in_tool, ("c1-finished-but-marked",), {}, "fail",
-     "tool call c1 finished before the kill, but is answered with a repair marker"),
-    ("C4", stop_in_tool, (), {}, "skipped", "never killed"),
-    ("C5", stop_mid_stream, (), {}, "pass", "kept and sent again"),
-    ("C5", stop_in_tool, (), {}, "pass", "kept and sent again"),
-    ("C5", stop_mid_stream, ("drop-text",), {}, "fail", "lost what was seen before Stop: 'The design has three layers: '"),
-    ("C5", stop_mid_stream, ("no-flag",), {}, "fail", "not marked interrupted: true"),
-    ("C5", stop_mid_stream, ("not-carried",), {}, "fail", "request 2 after the Stop does not carry the kept text"),
-    ("C5", stop_mid_stream, ("continuation",), {}, "fail", "sent as a continuation"),
-    ("C5", stop_in_tool, ("drop-text",), {}, "fail", "the text streamed before the tool ran was not kept"),
-    ("C5", stop_mid_stream, (), {"log": None}, "pass", "no log reader"),
-    ("C5", stop_mid_stream, ("not-carried",), {"log": None}, "fail", "does not carry the kept text"),
-    ("C5", stop_mid_stream, ("not-exercised",), {}, "skipped", "no Stop arrived"),
-    ("C6", inbox_run, (), {}, "pass", "2 queued item(s) delivered or canceled"),
-    ("C6", inbox_run, ("no-cancel-record",), {}, "pass", "delivered or canceled"),
-    ("C6", inbox_run, ("pending",), {}, "pass", "delivered or canceled"),
-    ("C6", inbox_run, ("lose",), {}, "fail", "'Also look at the logs.' has no inbox_queued event"),
-    ("C6", inbox_run, ("vanish",), {}, "fail", "inbox item q1 vanished: turn 2 started without delivering"),
-    ("C6", inbox_run, ("cancel-unasked",), {}, "fail", "q2 was canceled though the user never withdrew it"),
-    ("C6", inbox_run, ("canceled-but-sent",), {}, "fail", "q2 was canceled but still reached the model"),
-    ("C6", inbox_run, ("unlisted",), {}, "fail", "marked delivered to turn 2, whose turn_started does not list it"),
-    ("C6", inbox_run, ("not-sent",), {}, "fail", "q1 is marked delivered but its text reached no later model request"),
-    ("C6", inbox_run, (), {"log": None}, "pass", "delivered or canceled"),
-    ("C6", inbox_run, ("vanish",), {"log": None}, "fail", "1 queued input(s) never reached the model"),
-    ("C6", stop_in_tool, (), {}, "skipped", "nothing was queued"),
-    ("C7", kill_in_tool, (), {}, "pass", "continued the same session"),
-    ("C7", torn_tail_restart, (), {}, "pass", "continued the same session"),
-    ("C7", kill_in_tool, ("fork",), {}, "fail", "lacks the earlier user input 'Run the migration.': a blank fork"),
-    ("C7", torn_tail_restart, ("rewrites-line",), {}, "fail", "line 2 was lost or changed across restart 1"),
-    ("C7", mid_file_refusal, (), {}, "skipped", "never restarted on a readable session"),
-    ("C8", stop_in_tool, (), {}, "pass", "1 headless exit code(s) matched"),
-    ("C8", timeout_run, (), {}, "pass", "matched"),
-    ("C8", mid_file_refusal, (), MID_FILE_LOG, "pass", "matched"),
-    ("C8", stop_in_tool, ("exit-0",), {}, "fail", "(pid 4343) should exit 3 (it was stopped), not exit 0"),
-    ("C8", timeout_run, ("exit-1",), {}, "fail", "should exit 3 (it timed out), not exit 1"),
-    ("C8", timeout_run, ("overshoot",), {}, "fail", "exit 3.60 s after the 2.0 s timeout"),
-    ("C8", timeout_run, ("early",), {}, "fail", "0.80 s before the 2.0 s timeout"),
-    ("C8", stop_in_tool, ("error-settle",), {}, "fail", "exited 3 but its last turn settled error"),
-    ("C8", kill_in_tool, (), {}, "skipped", "no headless run"),
-    ("C9", stop_in_tool, (), {}, "pass", "nothing new started after 1 Stop"),
-    ("C9", stop_mid_stream, (), {}, "pass", "nothing new started"),
-    ("C9", timeout_run, (), {}, "pass", "nothing new started after 1 Stop"),
-    ("C9", stop_in_tool, ("keep-going",), {}, "fail", "request 2 was sent"),
-    ("C9", stop_in_tool, ("window-after-stop",), {}, "fail", "tool window w2 started"),
-    ("C9", kill_in_tool, (), {}, "skipped", "no Stop"),
-    ("C10", stop_in_tool, (), {}, "pass", "keeps the v1 format"),
-    ("C10", torn_tail_restart, (), {}, "pass", "keeps the v1 format"),
-    ("C10", mid_file_refusal, (), MID_FILE_LOG, "pass", "keeps the v1 format"),
-    ("C10", torn_tail_restart, ("no-torn-record",), {}, "fail", "appended after a torn last line without"),
-    ("C10", torn_tail_restart, ("wrong-offset",), {}, "fail", "cut at offset"),
-    ("C10", torn_tail_restart, ("rewrites-line",), {}, "fail", "line 2 was lost or rewritten"),
-    ("C10", mid_file_refusal, ("accepted",), MID_FILE_LOG, "fail", "damaged at line 3 exited 0, not 2"),
-    ("C10", mid_file_refusal, ("unnamed",), MID_FILE_LOG, "fail", "does not name 3 and s-test.jsonl"),
-    ("C10", mid_file_refusal, ("file-changed",), MID_FILE_LOG, "fail", "refusing the damaged log changed the file"),
+    ("C1", stop_in_tool, (), {}, "pass", "log", "each ended once"),
+    ("C1", kill_in_tool, (), {}, "pass", "log", "killed"),
+    ("C1", kill_at_request, (), {}, "pass", "log", "killed"),
+    ("C1", stop_in_tool, ("double-settle",), {}, "fail", "log", "turn 1 ended a second time (first at line 10)"),
+    ("C1", stop_in_tool, ("no-settle",), {}, "fail", "log", "turn 2 started while turn 1 was still open"),
+    ("C1", stop_in_tool, (), BB, "unknown", None, "no log reader"),
+    ("C1", mid_file_refusal, (), {}, "skipped", None, "judged by C10"),
+    ("C2", kill_in_tool, (), {}, "pass", "log", "left the store as it was"),
+    ("C2", kill_in_tool, ("unseen-load",), {}, "pass", "log", "left the store as it was"),
+    ("C2", kill_in_tool, ("repair-writes-disk",), {}, "fail", "log", "which only a repair on load would write"),
+    ("C2", kill_in_tool, ("load-writes",), {}, "fail", "log", "loading changed the store at restart 1: line 7"),
+    ("C2", kill_in_tool, ("writes-on-load",), {}, "fail", "log", "which only a repair on load would write"),
+    ("C2", kill_in_tool, (), BB, "unknown", None, "no log reader"),
+    ("C2", stop_in_tool, (), {}, "skipped", None, "never restarted"),
+    ("C3", stop_in_tool, (), {}, "pass", "both", "1 stopped window tree(s) seen gone, 1 stopped call(s) answered"),
+    ("C3", stop_in_tool, (), BB, "pass", "black-box", "1 stopped window tree(s) seen gone, 1 stopped call(s) answered"),
+    ("C3", timeout_run, (), {}, "pass", "log", "1 call(s) running at a Stop reported aborted in the log"),
+    ("C3", stop_in_tool, ("tree-survives",), {}, "fail", "black-box", "1 process(es) of window w1 outlived Stop: 503"),
+    ("C3", stop_in_tool, ("slow-kill",), {}, "fail", "black-box", "took 2.10 s to die after Stop"),
+    ("C3", stop_in_tool, ("result-not-aborted",), {}, "fail", "log", "its result says aborted=False"),
+    ("C3", stop_in_tool, ("no-result",), {}, "fail", "log", "has no tool_result"),
+    ("C3", stop_in_tool, ("result-not-sent",), BB, "fail", "black-box", "carries no result for call c1"),
+    ("C3", timeout_run, ("tree-survives",), {}, "fail", "black-box", "outlived the turn that started them: 802"),
+    ("C3", timeout_run, ("not-aborted",), {}, "fail", "log", "stop_requested (timeout)"),
+    ("C3", stop_in_tool, ("tree-survives",), BB, "fail", "black-box", "outlived Stop"),
+    ("C3", stop_in_tool, ("no-follow-up",), BB, "unknown", None, "no model request followed the Stop"),
+    ("C3", stop_in_tool, ("no-follow-up",), {}, "pass", "both", "reported aborted"),
+    ("C3", stop_in_tool, ("no-window",), {}, "unknown", None, "no bash window opened"),
+    ("C3", stop_mid_stream, (), {}, "skipped", None, "no tool ran"),
+    ("C3", stop_in_tool, (), {"windows": ()}, "unknown", None, "no window observation shows its tree"),
+    ("C4", kill_in_tool, (), {}, "pass", "both", "balanced"),
+    ("C4", kill_in_tool, (), BB, "pass", "black-box", "balanced"),
+    ("C4", kill_in_tool, ("no-repair",), {}, "fail", "black-box", "the server refused request 2, the first after"),
+    ("C4", kill_in_tool, ("refused-and-quit",), {}, "fail", "black-box", "the run ended because the server refused"),
+    ("C4", kill_in_tool, ("drop-dangling-call",), {}, "fail", "black-box", "tool call c1, known at kill 1"),
+    ("C4", kill_in_tool, ("drop-dangling-call",), BB, "fail", "black-box", "missing from the history"),
+    ("C4", kill_in_tool, ("wrong-marker",), {}, "pass", "both", "balanced"),
+    ("C4", kill_in_tool, ("same-wording",), {}, "pass", "both", "balanced"),
+    ("C4", kill_in_tool, ("declared-wording",), {}, "pass", "both", "balanced"),
+    ("C4", kill_in_tool, ("c1-finished",), {}, "pass", "both", "balanced"),
+    ("C4", kill_in_tool, ("second-kill",), {}, "pass", "both", "each of 2 kill(s) was balanced"),
+    ("C4", kill_at_next_request, (), {}, "unknown", None, "no model request followed kill 1"),
+    ("C4", stop_in_tool, (), {}, "skipped", None, "never killed"),
+    ("C5", stop_mid_stream, (), {}, "pass", "both", "kept and sent again"),
+    ("C5", stop_in_tool, (), {}, "pass", "both", "kept and sent again"),
+    ("C5", stop_mid_stream, ("marker",), {}, "pass", "both", "kept and sent again"),
+    ("C5", stop_mid_stream, ("marker",), BB, "pass", "black-box", "kept and sent again"),
+    ("C5", stop_mid_stream, ("invented",), BB, "fail", "black-box", "adds 'andafourthlayer', which the model never"),
+    ("C5", stop_mid_stream, ("drop-text",), {}, "fail", "both", "does not carry the kept text 'The design has three"),
+    ("C5", stop_mid_stream, ("no-flag",), {}, "fail", "log", "not marked interrupted: true"),
+    ("C5", stop_mid_stream, ("not-carried",), {}, "fail", "black-box", "request 2 after the Stop does not carry"),
+    ("C5", stop_mid_stream, ("continuation",), {}, "fail", "black-box", "sent as a continuation"),
+    ("C5", stop_in_tool, ("drop-text",), {}, "fail", "both", "does not carry the kept text 'Running it now.'"),
+    ("C5", stop_mid_stream, (), BB, "pass", "black-box", "kept and sent again"),
+    ("C5", stop_mid_stream, ("not-carried",), BB, "fail", "black-box", "does not carry the kept text"),
+    ("C5", stop_mid_stream, ("no-follow-up",), {}, "unknown", None, "no model request followed Stop"),
+    ("C5", stop_mid_stream, ("unseen",), {}, "unknown", None, "what the agent received before Stop"),
+    ("C5", stop_mid_stream, ("not-exercised",), {}, "skipped", None, "no Stop arrived"),
+    ("C6", inbox_run, (), {}, "pass", "both", "2 queued item(s) delivered or canceled"),
+    ("C6", inbox_run, ("no-cancel-record",), {}, "pass", "both", "delivered or canceled"),
+    ("C6", inbox_run, ("pending",), {}, "pass", "log", "delivered or canceled"),
+    ("C6", inbox_run, ("pending",), BB, "unknown", None, "not delivered yet"),
+    ("C6", inbox_run, ("lose",), {}, "fail", "log", "'Also look at the logs.' has no inbox_queued event"),
+    ("C6", inbox_run, ("vanish",), {}, "fail", "log", "q1 vanished: turn 2 started without delivering"),
+    ("C6", inbox_run, ("cancel-unasked",), {}, "fail", "log", "q2 was canceled though the user never withdrew it"),
+    ("C6", inbox_run, ("canceled-but-sent",), {}, "fail", "black-box", "q2 was canceled but still reached the model"),
+    ("C6", inbox_run, ("unlisted",), {}, "fail", "log", "marked delivered to turn 2, whose turn_started does not"),
+    ("C6", inbox_run, ("not-sent",), {}, "fail", "log", "is marked delivered but its text reached no later"),
+    ("C6", inbox_run, (), BB, "pass", "black-box", "delivered or canceled"),
+    ("C6", inbox_run, ("vanish",), BB, "fail", "black-box", "1 queued input(s) never reached the model"),
+    ("C6", stop_in_tool, (), {}, "skipped", None, "nothing was queued"),
+    ("C7", kill_in_tool, (), {}, "pass", "both", "continued the same session"),
+    ("C7", kill_in_tool, (), BB, "pass", "black-box", "continued the same session"),
+    ("C7", torn_tail_restart, (), {}, "pass", "both", "continued the same session"),
+    ("C7", kill_at_request, (), {}, "pass", "both", "continued the same session"),
+    ("C7", kill_at_request, ("lost-message",), BB, "fail", "black-box", "lacks the earlier user input"),
+    ("C7", kill_in_tool, ("fork",), {}, "fail", "both", "lacks the earlier user input 'Run the migration.': a blank"),
+    ("C7", kill_in_tool, ("unresumable",), {}, "fail", "black-box", "did not resume the session: the agent exited 1"),
+    ("C7", kill_in_tool, ("unresumable",), BB, "fail", "black-box", "did not resume"),
+    ("C7", kill_in_tool, ("lost-history",), {}, "fail", "log", "line 3 was lost or changed across restart 1"),
+    ("C7", torn_tail_restart, ("rewrites-line",), {}, "fail", "log", "line 2 was lost or changed across restart 1"),
+    ("C7", mid_file_refusal, (), {}, "skipped", None, "never restarted on a readable session"),
+    ("C8", stop_in_tool, (), {}, "pass", "black-box", "1 headless exit code(s) matched"),
+    ("C8", timeout_run, (), {}, "pass", "black-box", "matched"),
+    ("C8", mid_file_refusal, (), {}, "pass", "black-box", "matched"),
+    ("C8", headless_runs, (), {}, "pass", "black-box", "3 headless exit code(s) matched"),
+    ("C8", headless_runs, ("max-tokens",), {}, "pass", "black-box", "3 headless exit code(s) matched"),
+    ("C8", headless_runs, ("max-tokens",), BB, "fail", "black-box", "(pid 5001) should exit 0"),
+    ("C8", headless_runs, ("exit-130",), {}, "fail", "black-box", "(pid 5003) should exit 3 (it was stopped), not"),
+    ("C8", stop_in_tool, ("exit-0",), {}, "fail", "black-box", "(pid 4343) should exit 3 (it was stopped), not exit"),
+    ("C8", timeout_run, ("exit-1",), {}, "fail", "black-box", "should exit 3 (it timed out), not exit 1"),
+    ("C8", timeout_run, ("overshoot",), {}, "fail", "black-box", "exit 3.60 s after the 2.0 s timeout"),
+    ("C8", timeout_run, ("early",), {}, "fail", "black-box", "0.80 s before the 2.0 s timeout"),
+    ("C8", stop_in_tool, ("error-settle",), {}, "fail", "black-box", "exited 3 but its last turn settled error"),
+    ("C8", kill_in_tool, (), {}, "skipped", None, "no headless run"),
+    ("C9", stop_in_tool, (), {}, "pass", "black-box", "nothing new started after 1 Stop"),
+    ("C9", stop_mid_stream, (), {}, "pass", "black-box", "nothing new started"),
+    ("C9", timeout_run, (), {}, "pass", "black-box", "nothing new started after 1 Stop"),
+    ("C9", stop_in_tool, ("keep-going",), {}, "fail", "black-box", "request 2 was sent"),
+    ("C9", stop_in_tool, ("window-after-stop",), {}, "fail", "black-box", "tool window w2 started"),
+    ("C9", kill_in_tool, (), {}, "skipped", None, "no Stop"),
+    ("C10", stop_in_tool, (), {}, "pass", "log", "keeps its format"),
+    ("C10", torn_tail_restart, (), {}, "pass", "log", "keeps its format"),
+    ("C10", kill_in_tool, (), {}, "pass", "log", "keeps its format"),
+    ("C10", mid_file_refusal, (), {}, "pass", "both", "keeps its format"),
+    ("C10", torn_tail_restart, ("no-torn-record",), {}, "fail", "log", "appended after a torn last line without"),
+    ("C10", torn_tail_restart, ("wrong-offset",), {}, "fail", "log", "cut at offset"),
+    ("C10", torn_tail_restart, ("rewrites-line",), {}, "fail", "log", "line 2 was lost or rewritten after the store"),
+    ("C10", kill_in_tool, ("lost-history",), {}, "fail", "log", "line 3 was lost or rewritten after the store"),
+    ("C10", mid_file_refusal, ("accepted",), {}, "fail", "black-box", "damaged at line 3 exited 0, not 2"),
+    ("C10", mid_file_refusal, ("unnamed",), {}, "fail", "black-box", "does not name 3 and s-test.jsonl"),
+    ("C10", mid_file_refusal, ("file-changed",), {}, "fail", "log", "refusing the damaged log changed the store"),
+    ("C10", mid_file_refusal, ("unseen",), {}, "unknown", None, "whether it was left untouched is not known"),
     ("C10", stop_in_tool, (), {"log": None, "log_error": "s.jsonl:4: seq 5 where 4 was expected (sequence gap)"},
-     "fail", "breaks the format: s.jsonl:4: seq 5 where 4"),
-    ("C10", stop_in_tool, (), {"log": None}, "unknown", "no log reader"),
-    ("C11", kill_at_request, (), {}, "pass", "1 kill(s) at checkpoints lost nothing"),
-    ("C11", kill_in_tool, (), {}, "pass", "lost nothing"),
-    ("C11", kill_at_next_request, (), {}, "pass", "lost nothing"),
-    ("C11", kill_at_request, ("no-request-checkpoint",), {}, "fail", "holds no model_request for it"),
-    ("C11", kill_in_tool, ("late-tool-checkpoint",), {}, "fail", "holds no tool_call for it"),
-    ("C11", kill_at_next_request, ("no-step-settled",), {}, "fail", "step 1 of turn 1 has no step_settled"),
-    ("C11", kill_at_next_request, ("no-result",), {}, "fail", "the result of tool call c1 is not on disk"),
-    ("C11", stop_in_tool, (), {}, "skipped", "never killed"),
-    ("C12", stop_mid_stream, (), {}, "pass", "settled as aborted/interrupted"),
-    ("C12", stop_in_tool, (), {}, "pass", "settled"),
-    ("C12", timeout_run, (), {}, "pass", "settled"),
-    ("C12", stop_mid_stream, ("error-settle",), {}, "fail", "should settle aborted (user), not error"),
-    ("C12", stop_in_tool, ("no-stop-requested",), {}, "fail", "has no stop_requested with source 'user'"),
-    ("C12", stop_in_tool, ("exit-0",), {}, "fail", "should exit 3"),
-    ("C12", stop_in_tool, (), {"log": None}, "pass", "exited 3"),
-    ("C12", kill_in_tool, (), {}, "skipped", "no Stop"),
-    ("A1", kill_in_tool, (), {}, "pass", "resumed"),
-    ("A1", kill_in_tool, ("no-note",), {}, "fail", "lacks a note that the session resumed"),
-    ("A1", stop_in_tool, (), {}, "skipped", "no model request followed a restart"),
-    ("A2", kill_in_tool, (), {}, "pass", "are gone"),
-    ("A2", kill_in_tool, ("tree-survives",), {}, "fail", "outlived the killed agent 4242 and its restart"),
-    ("A2", stop_in_tool, (), {}, "skipped", "never killed while a tool ran"),
+     "fail", "log", "breaks the format: s.jsonl:4: seq 5 where 4"),
+    ("C10", stop_in_tool, (), BB, "unknown", None, "no log reader"),
+    ("C11", kill_at_request, (), {}, "pass", "both", "1 kill(s) at checkpoints lost nothing"),
+    ("C11", kill_at_request, (), BB, "pass", "black-box", "lost nothing"),
+    ("C11", kill_at_request, ("no-restart",), {}, "pass", "log", "lost nothing"),
+    ("C11", kill_at_request, ("no-restart",), BB, "unknown", None, "no restart followed by a request"),
+    ("C11", kill_in_tool, (), {}, "pass", "both", "lost nothing"),
+    ("C11", kill_in_tool, ("no-capture",), {}, "pass", "black-box", "lost nothing"),
+    ("C11", kill_at_next_request, (), {}, "pass", "log", "lost nothing"),
+    ("C11", kill_at_request, ("no-request-checkpoint",), {}, "fail", "log", "holds no model_request for it"),
+    ("C11", kill_at_request, ("lost-message",), BB, "fail", "black-box", "lacks the user's message 'Build the"),
+    ("C11", kill_in_tool, ("late-tool-checkpoint",), {}, "fail", "log", "holds no tool_call for it"),
+    ("C11", kill_in_tool, ("drop-dangling-call",), BB, "fail", "black-box", "lacks tool call c1, durable since window"),
+    ("C11", kill_at_next_request, ("no-step-settled",), {}, "fail", "log", "step 1 of turn 1 has no step_settled"),
+    ("C11", kill_at_next_request, ("no-result",), {}, "fail", "log", "the result of tool call c1 is not in the store"),
+    ("C11", stop_in_tool, (), {}, "skipped", None, "never killed"),
+    ("C12", stop_mid_stream, (), {}, "pass", "log", "settled as aborted/interrupted"),
+    ("C12", stop_in_tool, (), {}, "pass", "both", "settled"),
+    ("C12", stop_in_tool, (), BB, "pass", "black-box", "settled"),
+    ("C12", timeout_run, (), {}, "pass", "both", "settled"),
+    ("C12", stop_mid_stream, ("error-settle",), {}, "fail", "log", "should settle aborted (user), not error"),
+    ("C12", stop_in_tool, ("error-settle",), BB, "fail", "black-box", "not error as the driver saw it"),
+    ("C12", stop_in_tool, ("no-stop-requested",), {}, "fail", "log", "has no stop_requested with source 'user'"),
+    ("C12", stop_in_tool, ("exit-0",), {}, "pass", "both", "settled"),  # the exit code is C8's, counted once
+    ("C12", stop_mid_stream, (), BB, "unknown", None, "was not seen"),
+    ("C12", kill_in_tool, (), {}, "skipped", None, "no Stop"),
+    ("C14", kill_in_tool, (), {}, "pass", "both", "2 tool call(s) known at 1 kill(s) answered"),
+    ("C14", kill_in_tool, (), BB, "unknown", None, "whether it had started is not known"),
+    ("C14", kill_in_tool, ("declared-wording",), {}, "pass", "both", "answered with what was known"),
+    ("C14", kill_in_tool, ("same-wording",), {}, "fail", "log", "answered alike, '[Tool execution was interrupted]'"),
+    ("C14", kill_in_tool, ("same-wording",), BB, "unknown", None, "is answered '[Tool execution was interrupted]'"),
+    ("C14", kill_in_tool, ("declared-same-wording",), {}, "fail", "both", "declares one wording for both"),
+    ("C14", kill_in_tool, ("wrong-marker",), {}, "unknown", None, "declares no wording of its own"),
+    ("C14", kill_in_tool, ("claims-never-ran",), BB, "fail", "black-box", "had started (window w1 opened before the"),
+    ("C14", kill_in_tool, ("late-tool-checkpoint",), {}, "fail", "both", "had started"),
+    ("C14", kill_in_tool, ("c1-finished",), {}, "pass", "log", "answered with what was known"),
+    ("C14", kill_in_tool, ("c1-finished-but-marked",), {}, "fail", "log", "finished before the kill"),
+    ("C14", kill_in_tool, ("no-repair",), {}, "unknown", None, "C4 judges it"),
+    ("C14", kill_in_tool, ("second-kill",), {}, "pass", "both", "4 tool call(s) known at 2 kill(s) answered"),
+    ("C14", kill_in_tool, ("second-kill-rewrites-repair",), {}, "fail", "black-box",
+     "tool call c2 was answered 'TOOL_NOT_STARTED: never ran.' before the kill (carried in request 3), but is now"),
+    ("C14", kill_at_request, (), {}, "skipped", None, "no tool call"),
+    ("C14", stop_in_tool, (), {}, "skipped", None, "never killed"),
+    ("A1", kill_in_tool, (), {}, "pass", "both", "resumed"),
+    ("A1", kill_in_tool, ("no-note",), {}, "fail", "black-box", "lacks a note that the session resumed"),
+    ("A1", stop_in_tool, (), {}, "skipped", None, "no model request followed a restart"),
+    ("A2", kill_in_tool, (), {}, "pass", "black-box", "are gone"),
+    ("A2", kill_in_tool, ("tree-survives",), {}, "fail", "black-box", "outlived the killed agent 4242 and its restart"),
+    ("A2", stop_in_tool, (), {}, "skipped", None, "never killed while a tool ran"),
+    ("A3", headless_runs, (), {}, "pass", "black-box", "under the contract's convention"),
+    ("A3", headless_runs, ("exit-130",), {}, "pass", "black-box", "under the contract's convention"),
+    ("A3", headless_runs, ("declared-130",), {}, "pass", "black-box", "under the agent's declared convention"),
+    ("A3", headless_runs, ("stopped-exit-0",), {}, "fail", "black-box", "it was stopped, but exited 0"),
+    ("A3", headless_runs, ("error-exit-0",), {}, "fail", "black-box", "its turn was expected to fail, but it exited 0"),
+    ("A3", kill_in_tool, (), {}, "skipped", None, "no stopped run"),
 ]
 
 
 @pytest.mark.parametrize(
-    "check, build, faults, overrides, outcome, says", CASES,
+    "check, build, faults, overrides, outcome, decided, says", CASES,
     ids=[f"{c[0]}-{c[1].__name__}-{'+'.join(c[2]) or 'clean'}{'-' + '-'.join(c[3]) if c[3] else ''}" for c in CASES],
 )
-def test_verdict(check, build, faults, overrides, outcome, says):
+def test_verdict(check, build, faults, overrides, outcome, decided, says):
     obs = build(*faults).observation(**overrides)
     result = run_check(check, obs)
     assert result.outcome.value == outcome, json.dumps(result.to_json(), indent=1)
     assert says in result.evidence.summary, result.evidence.summary
-    if outcome == "fail":
-        assert result.evidence.items, "a failure must carry evidence items"
+    assert (result.decided_by.value if result.decided_by else None) == decided, result.to_json()
+    if outcome in ("fail", "pass"):
+        assert result.evidence.items, "a verdict must carry evidence items"
 
 
 def test_every_checker_has_a_passing_and_a_failing_case():
     outcomes = {(c[0], c[4]) for c in CASES}
-    from harness.checks import REGISTRY
-
     for check_id in REGISTRY:
         if check_id == "C13":
             continue  # test_no_secret_leaks.py
         assert (check_id, "pass") in outcomes and (check_id, "fail") in outcomes, check_id
-        assert (check_id, "skipped") in outcomes or check_id in ("C1", "C10"), check_id  # see test_check_registry
+        assert {(check_id, "skipped"), (check_id, "unknown")} & outcomes, check_id
+
+
+def test_every_two_halved_check_is_decided_by_its_black_box_half_without_a_reader():
+    """A B+L check has a case where, with no reader at all, its black-box half decides."""
+    black_box = {c[0] for c in CASES if c[3].get("black_box") and c[4] in ("pass", "fail") and c[5] == "black-box"}
+    halved = {k for k, s in REGISTRY.items() if s.observes is Observes.BOTH and not s.tier.value == "advisory"}
+    assert halved - black_box == set()
 
 
 def test_failure_evidence_points_at_the_fault():
@@ -171,9 +242,16 @@ def test_failure_evidence_points_at_the_fault():
     assert {(i["request"], i["call_id"]) for i in items} == {(2, "c1"), (2, "c2")}
     assert items[0]["messages"][-1] == "user: What happened to the migration?"
 
+    items = run_check("C4", kill_in_tool("no-repair").observation()).evidence.items
+    assert "did not have response messages: c1, c2" in items[0]["error"] and items[0]["status"] == 400
+
     items = run_check("C5", stop_mid_stream("no-flag").observation()).evidence.items
     assert items[0]["line"] == 5 and items[0]["type"] == "assistant_message"
     assert '"interrupted": false' in items[0]["excerpt"]
+
+    items = run_check("C7", kill_in_tool("unresumable").observation()).evidence.items
+    assert items[0]["returncode"] == 1 and "No conversation found" in items[0]["stderr_tail"]
+    assert items[0]["awaited"] == "request 2" and items[0]["records"]
 
     items = run_check("C9", stop_in_tool("keep-going").observation()).evidence.items
     assert items[0]["request"] == 2 and items[0]["messages"][-1] == "tool: aborted for=c1"
@@ -186,3 +264,46 @@ def test_failure_evidence_points_at_the_fault():
 
     items = run_check("C8", timeout_run("overshoot").observation()).evidence.items
     assert items[0]["returncode"] == 3 and items[0]["overshoot_ms"] == 3600.0
+
+    items = run_check("C12", stop_in_tool().observation(black_box=True)).evidence.items
+    settled = [i for i in items if "settlement" in i]
+    assert settled == [{"settlement": "screen: [turn ended: aborted (user)]", "reason": "aborted", "source": "user",
+                        "stop": "signal:SIGINT"}]
+    assert {"log_half": "not judged", "why": "no log reader for this agent, so its log cannot be read"} in items
+
+    items = run_check("C14", kill_in_tool("same-wording").observation()).evidence.items
+    assert (items[0]["call_id"], items[0]["known"], items[0]["other"]["call_id"], items[0]["other"]["known"]) == (
+        "c1", "started", "c2", "not started")
+
+
+def test_one_exit_code_is_failed_once():
+    """A stopped run that exits 0 fails C8; C12 does not fail again for that exit code."""
+    obs = stop_in_tool("exit-0").observation(black_box=True)
+    assert run_check("C8", obs).outcome.value == "fail"
+    c12 = run_check("C12", obs)
+    assert c12.outcome.value == "pass" and c12.decided_by.value == "black-box"  # the driver saw aborted (user)
+    no_settlement = stop_in_tool("exit-0").observation(black_box=True, settlements=())
+    c12 = run_check("C12", no_settlement)
+    assert c12.outcome.value == "unknown"
+    assert any("C8's to judge" in str(i.get("note")) for i in c12.evidence.items)
+
+
+def test_the_repair_in_the_agents_declared_wording():
+    """Balanced in the agent's own declared wording: C4 passes, C14 judges the declared wording."""
+    obs = kill_in_tool("declared-wording").observation()
+    assert run_check("C4", obs).outcome.value == "pass"
+    c14 = run_check("C14", obs)
+    assert c14.outcome.value == "pass"
+    assert {(i["call_id"], i["says"]) for i in c14.evidence.items if "says" in i} == {
+        ("c1", "outcome unknown"), ("c2", "not started")}
+    swapped = kill_in_tool("declared-wording").observation()
+    swapped = type(swapped)(**{**swapped.__dict__, "conventions": type(swapped.conventions)(
+        repair_outcome_unknown="[not started", repair_not_started="[outcome unknown")})
+    c14 = run_check("C14", swapped)
+    assert c14.outcome.value == "fail" and "but its result says not started" in c14.evidence.summary
+
+
+def test_undeclared_wording_for_one_class_is_unknown_and_not_for_want_of_a_reader():
+    result = run_check("C14", kill_in_tool("wrong-marker").observation())
+    assert result.outcome.value == "unknown" and not result.needs_reader
+    assert "'TOOL_FAILED: interrupted'" in result.evidence.summary

@@ -1,27 +1,33 @@
-"""The record views the checkers share: history balance and window-to-call mapping."""
+"""The record views the checkers share: history balance, window-to-call mapping, refusals."""
 
 from harness.checks.testing import RunBuilder, call, msg
-from harness.checks.views import balance_problems, window_call
+from harness.checks.views import balance_problems, message, refused_records, requests, window_call
+
+
+def history(*raw):
+    return [message(m) for m in raw]
 
 
 def test_balanced_history_has_no_problems():
     c1, c2 = call("c1"), call("c2")
-    history = [msg("user", "go"), msg("assistant", "", [c1, c2]), msg("tool", "a", tool_call_id="c2"),
-               msg("tool", "b", tool_call_id="c1"), msg("user", "next")]
-    assert balance_problems(history) == []
+    msgs = history(msg("user", "go"), msg("assistant", "", [c1, c2]), msg("tool", "a", tool_call_id="c2"),
+                   msg("tool", "b", tool_call_id="c1"), msg("user", "next"))
+    assert balance_problems(msgs) == []
 
 
 def test_unanswered_orphaned_and_late_results_are_named():
     c1 = call("c1")
-    assert balance_problems([msg("assistant", "", [c1]), msg("user", "hi")]) == [
+    assert balance_problems(history(msg("assistant", "", [c1]), msg("user", "hi"))) == [
         "message 1: tool call 'c1' has no tool result"]
-    assert balance_problems([msg("user", "hi"), msg("tool", "x", tool_call_id="c9")]) == [
+    assert balance_problems(history(msg("user", "hi"), msg("tool", "x", tool_call_id="c9"))) == [
         "message 2: tool result for 'c9', which no preceding assistant message left open"]
-    late = [msg("assistant", "", [c1]), msg("user", "hi"), msg("tool", "x", tool_call_id="c1")]
+    late = history(msg("assistant", "", [c1]), msg("user", "hi"), msg("tool", "x", tool_call_id="c1"))
     assert balance_problems(late) == ["message 1: tool call 'c1' has no tool result",
                                       "message 3: tool result for 'c1', which no preceding assistant message left open"]
-    twice = [msg("assistant", "", [c1]), msg("tool", "x", tool_call_id="c1"), msg("tool", "y", tool_call_id="c1")]
-    assert balance_problems(twice) == ["message 3: tool result for 'c1', which no preceding assistant message left open"]
+    twice = history(msg("assistant", "", [c1]), msg("tool", "x", tool_call_id="c1"),
+                    msg("tool", "y", tool_call_id="c1"))
+    assert balance_problems(twice) == [
+        "message 3: tool result for 'c1', which no preceding assistant message left open"]
 
 
 def test_window_maps_to_the_call_that_names_it():
@@ -32,3 +38,14 @@ def test_window_maps_to_the_call_that_names_it():
     run.records.window("w1", [10])
     assert window_call(run.observation(), "w1") == (1, "c3")
     assert window_call(run.observation(), "w7") == (None, None)
+
+
+def test_a_request_refused_as_unbalanced_is_told_from_other_refusals():
+    run = RunBuilder()
+    run.records.request([msg("user", "go")], status=400, error="The following tool_call_ids did not have response "
+                        "messages: c1")
+    run.records.request([msg("user", "go")], status=429, error="Rate limited by the scenario.", parsed=True)
+    first, second = requests(run.observation())
+    assert (first.refused, first.unbalanced, first.parsed, first.messages) == (True, True, False, ())
+    assert (second.refused, second.unbalanced, second.parsed) == (True, False, True)
+    assert [r.number for r in refused_records(run.records.records)] == [1, 2]

@@ -8,8 +8,21 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.checks.testing import Clock, LogBuilder
-from harness.readers import UnknownReader, get_reader, read_contract_v1
-from harness.readers.contract_v1 import LogDamaged, complete_prefix, event_field_problems
+from harness.model import Capability, LogCapture, Snapshot
+from harness.readers import CannotDamage, UnknownReader, capture, get_reader
+from harness.readers.contract_v1 import (
+    ContractV1Reader,
+    LogDamaged,
+    complete_prefix,
+    event_field_problems,
+    read_contract_v1,
+)
+
+READER = ContractV1Reader()
+
+
+def snap(data: bytes, mono_ns: int = 1) -> Snapshot:
+    return Snapshot(reader=READER.name, path="s-test.jsonl", data=data, mono_ns=mono_ns)
 
 
 def two_turn_log() -> LogBuilder:
@@ -111,10 +124,14 @@ def test_field_problems_name_the_field():
 def test_registry_knows_contract_v1_and_none(tmp_path):
     path = tmp_path / "s.jsonl"
     path.write_bytes(two_turn_log().to_bytes())
-    assert get_reader("contract-v1")(path).header.session_id == "s-test"
-    assert get_reader("none")(path) is None
-    with pytest.raises(UnknownReader, match="unknown log reader 'codex-rollout' .known: contract-v1, none"):
-        get_reader("codex-rollout")
+    reader = get_reader("contract-v1")
+    assert reader is not None and reader.capabilities == frozenset(Capability)
+    snapshot = reader.snapshot(str(path))
+    assert snapshot is not None and reader.parse(snapshot).header.session_id == "s-test"
+    assert reader.snapshot(str(tmp_path / "missing.jsonl")) is None
+    assert get_reader("none") is None
+    with pytest.raises(UnknownReader, match="unknown log reader 'no-such-store' .known: .*contract-v1.*none"):
+        get_reader("no-such-store")
 
 
 def test_append_onto_a_torn_line_is_damage_at_that_line():
@@ -150,3 +167,62 @@ def test_a_log_cut_at_any_byte_reads_as_a_prefix_with_a_torn_tail(cut):
     kept = complete_prefix(data[:cut])
     assert data.startswith(kept) and kept.endswith(b"\n")
     assert log.torn_tail == (data[len(kept):cut] or None)
+
+
+def test_capture_parses_or_keeps_the_readers_refusal(tmp_path):
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(two_turn_log().to_bytes())
+    good = capture(READER, str(path), "after kill 1")
+    assert good.moment == "after kill 1" and good.log is not None and good.error is None
+    lines = two_turn_log().to_bytes().split(b"\n")
+    lines[2] = b"garbage"
+    path.write_bytes(b"\n".join(lines))
+    bad = capture(READER, str(path), "before restart 1")
+    assert bad.log is None and bad.error is not None and ":3: unreadable line" in bad.error
+    assert capture(READER, None, "final") == LogCapture(moment="final", snapshot=None)
+
+
+def test_changed_is_any_difference_and_lost_only_a_complete_line():
+    data = two_turn_log().to_bytes()
+    assert READER.changed(snap(data), snap(data)) is None
+    grown = data + b'{"seq": 6}\n'
+    change = READER.changed(snap(data), snap(grown))
+    assert change is not None and change.line == 7
+    assert READER.lost(snap(data), snap(grown)) is None  # appending keeps every record
+    torn = data + b'{"seq": 6, "ty'
+    assert READER.lost(snap(torn), snap(data + b'{"seq": 6, "type": "x"}\n')) is None  # a torn tail is not durable
+    rewritten = data.replace(b'"hello"', b'"hullo"')
+    lost = READER.lost(snap(data), snap(rewritten))
+    assert lost is not None and lost.line == 2 and lost.where.startswith("line 2, byte ")
+
+
+def test_format_problems_and_continuation_problems_are_the_formats_rules():
+    builder = LogBuilder(Clock())
+    builder.event("turn_ended", turn=1, reason="error")
+    problems = READER.format_problems(builder.read())
+    assert [(p.note, p.line) for p in problems] == [("turn_ended lacks error", 2)]
+    clean = two_turn_log().to_bytes()
+    torn = b'{"seq": 6, "type": "tool_res'
+    before = LogCapture("before restart 1", snap(clean + torn), read_contract_v1(clean + torn))
+    cut = two_turn_log()
+    cut.event("torn_tail_dropped", offset=len(clean), dropped=base64.b64encode(torn).decode())
+    assert READER.continuation_problems(before, cut.read()) == []
+    uncut = two_turn_log()
+    uncut.event("turn_started", turn=2, input="again", inbox=[])
+    [problem] = READER.continuation_problems(before, uncut.read())
+    assert "without a torn_tail_dropped event first" in problem.note and problem.line == 7
+
+
+def test_damage_is_the_formats_own(tmp_path):
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(two_turn_log().to_bytes())
+    torn = READER.damage(str(path), "torn-tail")
+    assert torn.kind == "torn-tail" and torn.line == 7
+    assert read_contract_v1(path).torn_tail is not None
+    path.write_bytes(two_turn_log().to_bytes())
+    mid = READER.damage(str(path), "mid-file")
+    with pytest.raises(LogDamaged) as err:
+        read_contract_v1(path)
+    assert err.value.line == mid.line and mid.where == f"line {mid.line}"
+    with pytest.raises(CannotDamage):
+        READER.damage(str(path), "bit-rot")

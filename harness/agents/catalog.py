@@ -1,0 +1,110 @@
+"""The catalog of real agents stopbench knows how to install: pinned, one entry each.
+
+An entry names the registry (``npm`` or ``pypi``), the package and the pinned version, the
+program to run — as glob patterns relative to the install folder, first match wins — and,
+for pip agents, the Python versions the package accepts. For Codex the program is the
+native binary the npm wrapper would spawn: signals sent to the wrapper do not reach it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+REGISTRIES = ("npm", "pypi")
+
+
+@dataclass(frozen=True)
+class Agent:
+    name: str
+    registry: str  # "npm" | "pypi"
+    package: str
+    version: str
+    binary: tuple[str, ...]  # glob patterns relative to the install folder, tried in order
+    python: str | None = None  # pip agents: a version range such as ">=3.10,<3.13"
+    description: str = ""
+    store: str = ""  # where its sessions live (informational)
+    extras: tuple[str, ...] = field(default_factory=tuple)  # further pip requirements, pinned
+
+    @property
+    def requirement(self) -> str:
+        return f"{self.package}@{self.version}" if self.registry == "npm" else f"{self.package}=={self.version}"
+
+
+def _npm_bin(name: str) -> tuple[str, ...]:
+    return (f"node_modules/.bin/{name}",)
+
+
+AGENTS: dict[str, Agent] = {a.name: a for a in (
+    Agent("opencode", "npm", "opencode-ai", "1.18.33",
+          binary=("node_modules/opencode-linux-x64/bin/opencode",
+                  "node_modules/opencode-ai/node_modules/opencode-linux-x64/bin/opencode",
+                  *_npm_bin("opencode")),
+          description="opencode (sst); headless `opencode run`",
+          store="SQLite ~/.local/share/opencode/opencode.db"),
+    Agent("codex", "npm", "@openai/codex", "0.171.0",
+          binary=("node_modules/@openai/codex-linux-x64/vendor/*/bin/codex",
+                  "node_modules/@openai/codex-linux-x64/vendor/*/codex/codex",
+                  "node_modules/@openai/codex/node_modules/@openai/codex-linux-x64/vendor/*/bin/codex"),
+          description="OpenAI Codex CLI (native binary, not the node wrapper); headless `codex exec`",
+          store="JSONL $CODEX_HOME/sessions/YYYY/MM/DD/rollout-*.jsonl"),
+    Agent("claude-code", "npm", "@anthropic-ai/claude-code", "2.1.197",
+          binary=_npm_bin("claude"),
+          description="Anthropic Claude Code; headless `claude -p`",
+          store="JSONL ~/.claude/projects/<cwd>/<uuid>.jsonl"),
+    Agent("qwen-code", "npm", "@qwen-code/qwen-code", "0.15.10",
+          binary=_npm_bin("qwen"),
+          description="Qwen Code; headless `qwen --yolo` (QWEN_CODE_NO_RELAUNCH=true)",
+          store="JSONL ~/.qwen/projects/<cwd>/chats/<uuid>.jsonl"),
+    Agent("kimi-cli", "pypi", "kimi-cli", "1.51.0", binary=("venv/bin/kimi",), python=">=3.13",
+          description="Moonshot kimi-cli; headless `kimi --print`",
+          store="~/.kimi/sessions/<hash>/<uuid>/wire.jsonl"),
+    Agent("mini-swe-agent", "pypi", "mini-swe-agent", "2.4.6", binary=("venv/bin/mini",), python=">=3.10",
+          description="mini-swe-agent (litellm, not streamed)", store="trajectory JSON per step"),
+    Agent("aider", "pypi", "aider-chat", "0.86.2", binary=("venv/bin/aider",), python=">=3.10,<3.13",
+          description="aider (no tools: fenced shell blocks)", store=".aider.chat.history.md"),
+    Agent("llm", "pypi", "llm", "0.36", binary=("venv/bin/llm",), python=">=3.10",
+          description="Simon Willison's llm (tools from a functions file)", store="SQLite logs.db"),
+)}
+
+
+class UnknownAgent(LookupError):
+    def __init__(self, name: str):
+        super().__init__(f"unknown agent {name!r} (known: {', '.join(AGENTS)})")
+        self.name = name
+
+
+def get_agent(name: str) -> Agent:
+    try:
+        return AGENTS[name]
+    except KeyError:
+        raise UnknownAgent(name) from None
+
+
+def parse_python_spec(spec: str) -> list[tuple[str, tuple[int, ...]]]:
+    """``">=3.10,<3.13"`` → ``[(">=", (3, 10)), ("<", (3, 13))]``; ValueError on anything else."""
+    out = []
+    for part in (p.strip() for p in spec.split(",") if p.strip()):
+        for op in (">=", "<=", "==", "!=", ">", "<"):
+            if part.startswith(op):
+                numbers = part[len(op):].strip()
+                try:
+                    version = tuple(int(n) for n in numbers.split("."))
+                except ValueError:
+                    raise ValueError(f"bad Python version in {spec!r}: {part!r}") from None
+                out.append((op, version))
+                break
+        else:
+            raise ValueError(f"bad Python version range {spec!r}: {part!r} has no comparison")
+    return out
+
+
+def python_accepts(spec: str | None, version: tuple[int, ...]) -> bool:
+    if not spec:
+        return True
+    for op, bound in parse_python_spec(spec):
+        have = tuple(version[: len(bound)])
+        ok = {">=": have >= bound, "<=": have <= bound, "==": have == bound, "!=": have != bound,
+              ">": have > bound, "<": have < bound}[op]
+        if not ok:
+            return False
+    return True

@@ -1,0 +1,79 @@
+"""``stopbench agents``: the catalog of pinned real agents, their installs, and recordings.
+
+    stopbench agents list
+    stopbench agents install NAME [--version V] [--registry URL] [--force]
+    stopbench agents path NAME [--version V]
+    stopbench agents record NAME CASE [--out DIR] [--keep]
+
+Exit codes: 0 done, 2 a usage or install error (the message says which and why).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+EXIT_OK, EXIT_ERROR = 0, 2
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    parser = subparsers.add_parser("agents", help="pinned real agents: list, install, record their session stores")
+    sub = parser.add_subparsers(dest="agents_command", required=True)
+    sub.add_parser("list", help="each agent, its pinned version, and whether and where it is installed")
+    inst = sub.add_parser("install", help="install an agent into the cache ($STOPBENCH_CACHE or ~/.cache/stopbench)")
+    inst.add_argument("name")
+    inst.add_argument("--version", help="another version than the pinned one")
+    inst.add_argument("--registry", help="registry URL (npm --registry, pip --index-url)")
+    inst.add_argument("--force", action="store_true", help="reinstall even if installed")
+    path = sub.add_parser("path", help="print the program of an installed agent")
+    path.add_argument("name")
+    path.add_argument("--version")
+    from harness.agents import record
+
+    record.add_arguments(sub.add_parser("record", help="record an agent's session store around kills and resumes"))
+    parser.set_defaults(func=main)
+    return parser
+
+
+def main(args: argparse.Namespace) -> int:
+    from harness.agents.catalog import UnknownAgent
+    from harness.agents.install import InstallError, NotInstalled
+
+    try:
+        if args.agents_command == "list":
+            return _list()
+        if args.agents_command == "install":
+            from harness.agents.install import install
+
+            install(args.name, args.version, registry=args.registry, force=args.force,
+                    say=lambda s: print(s, flush=True))
+            return EXIT_OK
+        if args.agents_command == "path":
+            from harness.agents.install import binary
+
+            print(binary(args.name, args.version))
+            return EXIT_OK
+        if args.agents_command == "record":
+            from harness.agents import record
+
+            return record.main(args)
+    except (UnknownAgent, InstallError, NotInstalled) as exc:
+        print(f"stopbench agents: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    print(f"stopbench agents: unknown command {args.agents_command!r}", file=sys.stderr)
+    return EXIT_ERROR
+
+
+def _list() -> int:
+    from harness.agents.install import agents_root, listing
+
+    rows = listing()
+    print(f"cache: {agents_root()}")
+    width = max(len(r["name"]) for r in rows)
+    for r in rows:
+        state = f"installed  {r['where']}" if r["installed"] else "not installed"
+        extra = f" (also: {', '.join(r['other_versions'])})" if r["other_versions"] else ""
+        py = f" python {r['python']}" if r["python"] else ""
+        spec = f"{r['package']}@{r['version']}"
+        print(f"  {r['name']:<{width}}  {r['registry']:<4}  {spec:<34}  {py.strip():<20}  {state}{extra}")
+    return EXIT_OK

@@ -1,0 +1,188 @@
+"""How the recorder points each real agent at the fake server, runs a turn, resumes it, and
+finds its session store: one ``Recipe`` per agent, in :data:`RECIPES`."""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+import textwrap
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass
+class Recipe:
+    """How to point one agent at the fake server, run a turn, resume, and find its store."""
+
+    name: str
+    shell_extra: dict = field(default_factory=dict)
+    env: dict = field(default_factory=dict)
+
+    def prepare(self, home: Path, work: Path, url: str, key: str) -> dict[str, str]:
+        return {}
+
+    def first(self, prog: str, prompt: str, sid: str) -> list[str]:
+        raise NotImplementedError
+
+    def resume(self, prog: str, prompt: str, sid: str) -> list[str]:
+        raise NotImplementedError
+
+    def chosen_session_id(self) -> str | None:
+        """An id the caller picks for the first run (Claude Code's ``--session-id``), else None."""
+        return None
+
+    def session_id(self, home: Path, stderr: str) -> str | None:
+        raise NotImplementedError
+
+    def store_files(self, home: Path) -> list[Path]:
+        raise NotImplementedError
+
+
+class Codex(Recipe):
+    def prepare(self, home, work, url, key):
+        codex_home = home / ".codex"
+        codex_home.mkdir(parents=True)
+        (codex_home / "config.toml").write_text(textwrap.dedent(f"""\
+            model = "fake-model"
+            model_provider = "stopbench"
+            approval_policy = "never"
+            sandbox_mode = "danger-full-access"
+            check_for_update_on_startup = false
+
+            [model_providers.stopbench]
+            name = "stopbench"
+            base_url = "{url}/v1"
+            env_key = "STOPBENCH_API_KEY"
+            wire_api = "responses"
+            """), encoding="utf-8")
+        return {"CODEX_HOME": str(codex_home), "STOPBENCH_API_KEY": key}
+
+    def first(self, prog, prompt, sid):
+        return [prog, "exec", "--dangerously-bypass-approvals-and-sandbox", "--skip-git-repo-check", prompt]
+
+    def resume(self, prog, prompt, sid):
+        return [prog, "exec", "--dangerously-bypass-approvals-and-sandbox", "--skip-git-repo-check",
+                "resume", sid, prompt]
+
+    def session_id(self, home, stderr):
+        m = re.search(r"session id: ([0-9a-f-]{36})", stderr)
+        if m:
+            return m.group(1)
+        files = self.store_files(home)
+        m = re.search(r"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.jsonl$", str(files[0])) \
+            if files else None
+        return m.group(1) if m else None
+
+    def store_files(self, home):
+        return sorted((home / ".codex" / "sessions").glob("*/*/*/rollout-*.jsonl"))
+
+
+class ClaudeCode(Recipe):
+    def __init__(self, *a, **k):
+        super().__init__(*a, **k)
+        self._sid = str(uuid.uuid4())
+
+    def prepare(self, home, work, url, key):
+        return {"ANTHROPIC_BASE_URL": url, "ANTHROPIC_API_KEY": key, "IS_SANDBOX": "1",
+                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1",
+                "DISABLE_TELEMETRY": "1", "CLAUDE_CODE_DISABLE_TERMINAL_TITLE": "1"}
+
+    def chosen_session_id(self):
+        return self._sid
+
+    # The fake server refuses a `system` message inside `messages`, which the default tool set
+    # brings; `--tools Bash` keeps the request to what it accepts.
+    def first(self, prog, prompt, sid):
+        return [prog, "-p", prompt, "--dangerously-skip-permissions", "--model", "fake-model",
+                "--tools", "Bash", "--session-id", sid]
+
+    def resume(self, prog, prompt, sid):
+        return [prog, "-p", prompt, "--dangerously-skip-permissions", "--model", "fake-model",
+                "--tools", "Bash", "--resume", sid]
+
+    def session_id(self, home, stderr):
+        return self._sid
+
+    def store_files(self, home):
+        return sorted((home / ".claude" / "projects").glob("*/*.jsonl"))
+
+
+class QwenCode(Recipe):
+    def prepare(self, home, work, url, key):
+        qwen = home / ".qwen"
+        qwen.mkdir(parents=True)
+        settings = {"security": {"auth": {"selectedType": "openai"}},
+                    "memory": {"enableManagedAutoMemory": False},
+                    "privacy": {"usageStatisticsEnabled": False},
+                    "general": {"disableAutoUpdate": True, "disableUpdateNag": True}}
+        (qwen / "settings.json").write_text(json.dumps(settings, indent=1), encoding="utf-8")
+        return {"OPENAI_API_KEY": key, "OPENAI_BASE_URL": f"{url}/v1", "OPENAI_MODEL": "fake-model",
+                "QWEN_CODE_NO_RELAUNCH": "true"}
+
+    def first(self, prog, prompt, sid):
+        return [prog, "--yolo", prompt]
+
+    def resume(self, prog, prompt, sid):
+        return [prog, "--yolo", "--resume", sid, prompt]
+
+    def session_id(self, home, stderr):
+        files = self.store_files(home)
+        return files[0].stem if files else None
+
+    def store_files(self, home):
+        return sorted((home / ".qwen" / "projects").glob("*/chats/*.jsonl"))
+
+
+class OpenCode(Recipe):
+    def prepare(self, home, work, url, key):
+        config = home / ".config" / "opencode"
+        config.mkdir(parents=True)
+        (config / "opencode.json").write_text(json.dumps({
+            "$schema": "https://opencode.ai/config.json",
+            "autoupdate": False, "share": "disabled",
+            "model": "stopbench/fake-model",
+            "provider": {"stopbench": {
+                "npm": "@ai-sdk/openai-compatible", "name": "stopbench",
+                "options": {"baseURL": f"{url}/v1", "apiKey": "{env:STOPBENCH_API_KEY}"},
+                "models": {"fake-model": {"name": "fake-model", "tool_call": True}}}},
+        }, indent=1), encoding="utf-8")
+        return {"STOPBENCH_API_KEY": key, "OPENCODE_DISABLE_MODELS_FETCH": "1", "OPENCODE_DISABLE_AUTOUPDATE": "1",
+                "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1", "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
+                "OPENCODE_DISABLE_SHARE": "1"}
+
+    def first(self, prog, prompt, sid):
+        return [prog, "run", "--title", "stopbench", "-m", "stopbench/fake-model", prompt]
+
+    def resume(self, prog, prompt, sid):
+        return [prog, "run", "-m", "stopbench/fake-model", "--session", sid, prompt]
+
+    def db(self, home: Path) -> Path:
+        return home / ".local" / "share" / "opencode" / "opencode.db"
+
+    def session_id(self, home, stderr):
+        db = self.db(home)
+        if not db.exists():
+            return None
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+        try:
+            row = con.execute("select id from session order by time_created limit 1").fetchone()
+        except sqlite3.Error:
+            return None
+        finally:
+            con.close()
+        return row[0] if row else None
+
+    def store_files(self, home):
+        db = self.db(home)
+        return [db] if db.exists() else []
+
+
+RECIPES: dict[str, Callable[[], Recipe]] = {
+    "codex": lambda: Codex("codex", shell_extra={"yield_time_ms": 600000}),
+    "claude-code": lambda: ClaudeCode("claude-code"),
+    "qwen-code": lambda: QwenCode("qwen-code"),
+    "opencode": lambda: OpenCode("opencode"),
+}

@@ -1,0 +1,191 @@
+"""The values a profile describes: commands with their option lists, the interactive
+mode, session discovery, budgets, and the templates' placeholders. ``harness.profiles``
+reads and validates profile files into these; drivers and the runner use them."""
+
+from __future__ import annotations
+
+import signal
+import string
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.agents.install import NotInstalled, binary
+
+PLACEHOLDERS = frozenset(
+    {
+        "base_url",  # OpenAI-style base URL of the fake server (…/v1)
+        "url",  # the fake server's root URL
+        "api_key",  # the run's unique canary key
+        "model",
+        "sessions_dir",
+        "cwd",
+        "home",
+        "prompt",
+        "timeout",
+        "session_id",
+        "scenario",  # path of the task's scenario file
+        "adapter",
+        "bindir",  # directory of the running Python's scripts (the venv's bin/)
+        "python",  # the running interpreter
+        "profile_dir",  # the folder of the profile file (helpers shipped beside it), absolute
+        "session_uuid",  # a session id the harness chooses and hands to the agent (--session-id …)
+        "agent_bin",  # the program of the installed real agent the profile names (agent = "codex")
+    }
+)
+OPTIONS = "{options}"  # a list element replaced by the spliced option lists
+KEY_NAMES = frozenset({"esc", "ctrl-c", "ctrl-d", "enter"})
+class MissingValue(KeyError):
+    pass
+
+
+@dataclass(frozen=True)
+class CommandSpec:
+    """A command template plus the option lists a driver splices in at ``{options}``."""
+
+    command: tuple[str, ...]
+    timeout_options: tuple[str, ...] = ()
+    resume_options: tuple[str, ...] = ()
+    first_options: tuple[str, ...] = ()  # only for a session's first run (e.g. --session-id {session_uuid})
+    adapter_options: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    stdin: str | None = None  # what a headless run is given on stdin (then closed); None: /dev/null
+
+    @property
+    def needs_session_id(self) -> bool:
+        """Resuming names the session (``--resume {session_id}``) rather than "the last" (``-c``)."""
+        return any("session_id" in template_names(o) for o in self.resume_options)
+
+    def render(self, values: Mapping[str, Any], *, timeout: bool = False, resume: bool = False) -> list[str]:
+        options: list[str] = []
+        if timeout:
+            options += self.timeout_options
+        options += self.resume_options if resume else self.first_options
+        options += self.adapter_options.get(str(values.get("adapter")), ())
+        argv: list[str] = []
+        for part in self.command:
+            if part == OPTIONS:
+                argv += [fill(o, values) for o in options]
+            else:
+                argv.append(fill(part, values))
+        return argv
+
+
+@dataclass(frozen=True)
+class Interactive(CommandSpec):
+    prompt_regex: str = "(?m)^> "
+    turn_ended_regex: str = ""
+    queued_regex: str = ""
+    cancel_command: str = ""
+    stop_keys: tuple[str, ...] = ("esc",)
+    quit_keys: tuple[str, ...] = ("ctrl-d",)
+    # Full-screen UIs: match the prompt and the busy indicator on the rendered screen (pyte),
+    # not the raw stream; a turn has ended when its turn-ended line appeared after the input,
+    # or when the busy indicator, seen since the input, is gone again. Enter is its own
+    # keystroke once the typed text is on screen (some UIs take one write as a paste).
+    match_on: str = "stream"  # "stream" | "screen"
+    busy_regex: str = ""
+
+
+@dataclass(frozen=True)
+class Budgets:
+    """How long each kind of step may take with this agent, in seconds: the failsafes a step
+    runs under. Real CLIs take 10 s to start under load, so a profile can raise them."""
+
+    startup: float = 30.0  # spawn → the agent is ready (its prompt, its session line)
+    turn: float = 60.0  # a turn's input → the beacon a step waits for
+    settle: float = 30.0  # Stop, a timeout or a turn's end → the settlement
+    # The shortest run timeout T the agent can be given: a task's shorter T becomes this, for an
+    # agent that takes longer than T just to start (a T it can never reach tests nothing).
+    min_run_timeout: float = 0.0
+
+
+BUDGET_KEYS = ("startup", "turn", "settle", "min_run_timeout")
+
+
+@dataclass(frozen=True)
+class SessionSpec:
+    """Where the agent's session id and store are found (each agent shows them differently)."""
+
+    stderr_regex: str | None = None  # (?P<id>…) and optionally (?P<path>…), printed any time, even at exit
+    stdout_regex: str | None = None
+    path_regex: str | None = None  # (?P<id>…) over the path of the file log_glob finds
+    log_glob: str | None = None
+    chosen: bool = False  # the harness picks the id and hands it over ({session_uuid})
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    path: str
+    description: str = ""
+    adapters: tuple[str, ...] = ("http",)
+    wire_api: str = "chat"
+    model: str = "stopbench-1"
+    log_reader: str = "none"
+    fresh_home: bool = True
+    env: Mapping[str, str] = field(default_factory=dict)
+    files: tuple[Mapping[str, str], ...] = ()  # {path, content} written before the agent starts
+    version_command: tuple[str, ...] = ()
+    headless: CommandSpec | None = None
+    exit_codes: Mapping[str, int] = field(default_factory=dict)
+    interactive: Interactive | None = None
+    stop_signal: int = signal.SIGINT
+    agent: str | None = None  # the real agent of the catalog (harness.agents) this profile drives
+    session: SessionSpec = field(default_factory=SessionSpec)
+    streams: bool = True  # False: the agent's model requests are not streamed (waits for chunks wait for the answer)
+    inproc_factory: str | None = None
+    failpoints_env: str | None = None
+    failpoints_list_command: tuple[str, ...] = ()
+    repair_outcome_unknown: str | None = None  # the agent's own wording for TOOL_OUTCOME_UNKNOWN (C14)
+    repair_not_started: str | None = None  # … and for TOOL_NOT_STARTED
+    budgets: Budgets = field(default_factory=Budgets)
+    watchdog_signal: int = signal.SIGTERM  # what CI's watchdog sends an agent without a timeout option
+
+    def drivers(self) -> list[str]:
+        """The drivers this profile can be driven by."""
+        out = []
+        if self.inproc_factory:
+            out.append("inproc")
+        if self.headless:
+            out.append("subprocess")
+        if self.interactive:
+            out.append("terminal")
+        return out
+
+
+def fill(template: str, values: Mapping[str, Any]) -> str:
+    """Substitute ``{name}`` placeholders; a placeholder without a value is an error."""
+    out = []
+    for literal, name, spec, _ in string.Formatter().parse(template):
+        out.append(literal)
+        if name is None:
+            continue
+        if name not in values or values[name] is None:
+            raise MissingValue(name)
+        out.append(format(values[name], spec or ""))
+    return "".join(out)
+
+
+def template_names(template: str) -> set[str]:
+    return {name for _, name, _, _ in string.Formatter().parse(template) if name is not None}
+
+
+def base_values(profile: Profile) -> dict[str, str]:
+    """Placeholder values that do not depend on the run. ``{agent_bin}`` is there only when
+    the profile's real agent is installed (``agent_binary`` says why not)."""
+    values = {"bindir": str(Path(sys.executable).parent), "python": sys.executable,
+              "profile_dir": str(Path(profile.path).resolve().parent)}
+    if profile.agent:
+        try:
+            values["agent_bin"] = str(agent_binary(profile))
+        except NotInstalled:
+            pass
+    return values
+
+
+def agent_binary(profile: Profile) -> Path:
+    """The installed program of the profile's real agent; ``NotInstalled`` says how to install it."""
+    assert profile.agent is not None
+    return binary(profile.agent)

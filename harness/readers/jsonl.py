@@ -1,0 +1,179 @@
+"""What the JSONL session stores of real agents share: line splitting with a torn tail,
+damage, append-only comparison and the rule for continuing after a torn tail.
+
+Codex CLI, Claude Code and Qwen Code each keep a session as one JSON object per line,
+appended as things happen. Their readers subclass :class:`JsonlStore` and supply
+``read_records`` (lines → canonical events); everything here is about bytes and lines.
+
+A last line with no newline, or one that is not a JSON object, is a torn tail: kept in
+``SessionLog.torn_tail``, never parsed. Any other line that is not a JSON object is damage:
+:class:`LogDamaged` names the file and the line.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.model import (
+    Capability,
+    Change,
+    FormatProblem,
+    LogCapture,
+    SessionEvent,
+    SessionLog,
+    Snapshot,
+)
+from harness.readers.base import (
+    CannotDamage,
+    Damage,
+    LogDamaged,
+    file_snapshot,
+    first_byte_difference,
+)
+
+
+@dataclass(frozen=True)
+class Line:
+    number: int  # 1-based
+    record: dict[str, Any]
+    raw: bytes
+
+
+def split_lines(data: bytes) -> tuple[list[tuple[int, bytes]], bytes | None]:
+    """Complete lines as (number, bytes without newline), and the torn tail (as on disk) or None."""
+    if not data:
+        return [], None
+    pieces = data.split(b"\n")
+    if pieces[-1]:
+        lines, torn = pieces[:-1], pieces[-1]
+    else:
+        lines, torn = pieces[:-1], None
+        if lines and not _is_object(lines[-1]):
+            lines, torn = lines[:-1], lines[-1] + b"\n"
+    numbered = [(i, raw) for i, raw in enumerate(lines, start=1)]
+    return numbered, torn
+
+
+def complete_prefix(data: bytes) -> bytes:
+    _, torn = split_lines(data)
+    return data[: len(data) - len(torn)] if torn is not None else data
+
+
+def _is_object(raw: bytes) -> bool:
+    try:
+        return isinstance(json.loads(raw), dict)
+    except ValueError:
+        return False
+
+
+def load_lines(path: str, data: bytes, *, skip_blank: bool = False) -> tuple[list[Line], bytes | None]:
+    """Every complete line as a JSON object; ``LogDamaged`` at the first that is not one."""
+    numbered, torn = split_lines(data)
+    out = []
+    for number, raw in numbered:
+        if skip_blank and not raw.strip():
+            continue
+        try:
+            value = json.loads(raw)
+        except ValueError as err:
+            raise LogDamaged(path, number, f"unreadable line (not JSON: {err}); only the last line may be torn") \
+                from None
+        if not isinstance(value, dict):
+            raise LogDamaged(path, number, f"unreadable line (a JSON {type(value).__name__}, not an object)")
+        out.append(Line(number, value, raw))
+    return out, torn
+
+
+def text_of(content: Any) -> str:
+    """The text of a message content: a string, or a list of parts with ``text``."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
+    return ""
+
+
+class JsonlStore:
+    """Byte-level behaviour common to append-only JSONL stores."""
+
+    name = "jsonl"
+    capabilities: frozenset[Capability] = frozenset()
+    damage_kinds = frozenset({"torn-tail", "mid-file"})
+    agent_versions = ""
+    # A plausible start of one more record, written without its end (a crash mid-write).
+    torn_fragment = b'{"type":"assistant","message":{"role":"assis'
+
+    def snapshot(self, path: str) -> Snapshot | None:
+        return file_snapshot(self.name, path)
+
+    def damage(self, path: str, kind: str) -> Damage:
+        data = Path(path).read_bytes()
+        if kind == "torn-tail":
+            if data and not data.endswith(b"\n"):
+                raise CannotDamage(f"{path} already ends in a torn line")
+            Path(path).write_bytes(data + self.torn_fragment)
+            line = data.count(b"\n") + 1
+            return Damage(kind, line, f"line {line}")
+        if kind != "mid-file":
+            raise CannotDamage(f"{self.name} has no damage {kind!r} (known: {', '.join(sorted(self.damage_kinds))})")
+        lines = data.split(b"\n")
+        complete = len(lines) - 1
+        if complete < 3:
+            raise CannotDamage(f"mid-file damage needs at least three lines in the store, it has {complete}")
+        target = complete // 2  # 0-based, never the first or the last line
+        lines[target] = b'{"type": \x00 not json' + b"#" * max(0, len(lines[target]) - 20)
+        Path(path).write_bytes(b"\n".join(lines))
+        return Damage(kind, target + 1, f"line {target + 1}")
+
+    def changed(self, before: Snapshot, after: Snapshot) -> Change | None:
+        return first_byte_difference(before.data, after.data)
+
+    def lost(self, before: Snapshot, after: Snapshot) -> Change | None:
+        """Append-only: every complete line of ``before`` stays, byte for byte, at the start."""
+        kept = complete_prefix(before.data)
+        if after.data.startswith(kept):
+            return None
+        return first_byte_difference(kept, after.data[: len(kept)])
+
+    def format_problems(self, log: SessionLog) -> list[FormatProblem]:
+        return []
+
+    def continuation_problems(self, before: LogCapture, after: SessionLog) -> list[FormatProblem]:
+        """A restart on a torn tail must not write onto the torn line (the store would then
+        hold a broken line before its end). These formats have no record of a cut, so cutting
+        the torn bytes, or leaving them and starting a new line, are both accepted."""
+        prior = before.log
+        if prior is None or before.snapshot is None or prior.torn_tail is None:
+            return []
+        torn = prior.torn_tail.rstrip(b"\n")
+        if after.torn_tail is not None and after.torn_tail != prior.torn_tail and after.torn_tail.startswith(torn):
+            return [FormatProblem(note=f"{before.moment}: the restart appended onto the torn last line "
+                                       "instead of cutting it or starting a new line")]
+        return []
+
+    # --- for subclasses -----------------------------------------------------------------
+    def lines(self, snapshot: Snapshot) -> tuple[list[Line], bytes | None]:
+        return load_lines(snapshot.path, snapshot.data)
+
+
+class Events:
+    """Canonical events in the making: numbers them from 1 and stamps the current turn."""
+
+    def __init__(self) -> None:
+        self.items: list[SessionEvent] = []
+        self.turn: int | None = None
+
+    def add(self, kind: str, line: int, *, turn: int | None = None, where: str | None = None,
+            **data: Any) -> SessionEvent:
+        turn = self.turn if turn is None else turn
+        event = SessionEvent(seq=len(self.items) + 1, type=kind, line=line, turn=turn,
+                             data={"turn": turn, **data} if turn is not None else dict(data), where=where)
+        self.items.append(event)
+        return event
+
+    def start_turn(self, line: int, **data: Any) -> SessionEvent:
+        self.turn = (self.turn or 0) + 1
+        return self.add("turn_started", line, **data)

@@ -1,0 +1,69 @@
+"""What every renderer shows, computed once from results: scoreboards, cells, findings, latencies.
+
+The pieces: ``outcomes`` (a check over repeats, findings grouped, task runs by name),
+``scoreboard`` (one agent on one adapter in one results file, with its latencies),
+``failpoints`` (which failpoints the checks caught) and ``verdicts`` (the report's verdict,
+each agent's, the leaderboard's order).
+"""
+
+from harness.report.aggregate.failpoints import FailpointRow, caught_by, failpoints
+from harness.report.aggregate.outcomes import (
+    RANK_READER,
+    RANK_UNKNOWN,
+    Finding,
+    attempts_text,
+    check_title,
+    fold,
+    plural,
+    run_groups,
+    run_name,
+    runs_text,
+)
+from harness.report.aggregate.scoreboard import (
+    NOTHING_RAN,
+    RUN_STATUSES,
+    Scoreboard,
+    latency_order,
+    scoreboard_latencies,
+    scoreboards,
+)
+from harness.report.aggregate.verdicts import (
+    VERDICT_MEANING,
+    Agent,
+    agents,
+    headline,
+    is_leaderboard,
+    leaderboard,
+    report_level,
+    verdict,
+)
+
+__all__ = [
+    "NOTHING_RAN",
+    "RANK_READER",
+    "RANK_UNKNOWN",
+    "RUN_STATUSES",
+    "VERDICT_MEANING",
+    "Agent",
+    "FailpointRow",
+    "Finding",
+    "Scoreboard",
+    "agents",
+    "attempts_text",
+    "caught_by",
+    "check_title",
+    "failpoints",
+    "fold",
+    "headline",
+    "is_leaderboard",
+    "latency_order",
+    "leaderboard",
+    "plural",
+    "report_level",
+    "run_groups",
+    "run_name",
+    "runs_text",
+    "scoreboard_latencies",
+    "scoreboards",
+    "verdict",
+]

@@ -1,0 +1,207 @@
+"""Scoreboards: one agent on one adapter in one results file, and its latencies.
+
+A scoreboard's task runs are counted by what became of them (ran, not run, not exercised,
+errored); only the runs that ran carry verdicts of their checks. Tasks run with a failpoint
+(``mutant``) are kept apart: they are expected to fail and are never failures of the agent.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from harness.contract import LATENCY_IDS, Verdict
+from harness.model import Outcome, RunResult, RunStatus, TaskResult, Tier, combine_verdicts, task_verdict
+from harness.report.aggregate.outcomes import Cell, Finding, findings, ordered_checks
+from harness.report.latency import Summary, percentile
+
+NOTHING_RAN = "nothing ran"
+
+# Task runs by what became of them, in the order the reports count them.
+RUN_STATUSES = (RunStatus.RAN, RunStatus.NOT_RUN, RunStatus.NOT_EXERCISED, RunStatus.ERRORED)
+# The latencies a scoreboard always shows (the others only when measured).
+HEADLINE_LATENCIES = ("L1", "L2", "L3", "L4", "L7")
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "x"
+
+
+@dataclass(frozen=True)
+class Scoreboard:
+    index: int  # position among the report's scoreboards (unique, for anchors)
+    file: int  # index of the results file it comes from
+    label: str  # the agent as shown (made unique across several results files)
+    agent: str
+    version: str
+    adapter: str
+    tasks: tuple[TaskResult, ...]  # without mutants
+    mutants: tuple[TaskResult, ...]
+    samples: Mapping[tuple[str, str], tuple[int, ...]]  # (task, latency ID) -> values, in order
+    incomplete: bool = False  # the run itself was cut short
+    anchors: Mapping[int, str] = field(default_factory=dict)  # position in ``tasks`` -> the run's anchor id
+
+    def anchor(self, task: TaskResult) -> str:
+        for i, t in enumerate(self.tasks):
+            if t is task:
+                return self.anchors[i]
+        raise KeyError(task.task)
+
+    @property
+    def checks(self) -> list[str]:
+        return ordered_checks({c.check for t in self.tasks for c in t.checks})
+
+    @property
+    def task_names(self) -> list[str]:
+        return list(dict.fromkeys(t.task for t in self.tasks))
+
+    def cell(self, task: str, check: str) -> Cell | None:
+        """The check over the runs of one task; None when it is not a check of that task (a
+        task whose runs all ended without checks, e.g. errored, shows its status in every column)."""
+        runs = [t for t in self.tasks if t.task == task]
+        if not any(c.check == check for t in runs for c in t.checks) and (not runs or any(t.checks for t in runs)):
+            return None
+        results = tuple((t, c) for t in runs if t.status is RunStatus.RAN for c in t.checks if c.check == check)
+        return Cell(task, check, results, tuple(t for t in runs if t.status is not RunStatus.RAN))
+
+    def tier(self, check: str) -> str:
+        tiers = {c.tier.value for t in self.tasks for c in t.checks if c.check == check}
+        return "mandatory" if "mandatory" in tiers or not tiers else sorted(tiers)[0]
+
+    def count(self, status: RunStatus) -> int:
+        return sum(t.status is status for t in self.tasks)
+
+    @property
+    def ran(self) -> tuple[TaskResult, ...]:
+        """The task runs that ran (their checks are verdicts)."""
+        return tuple(t for t in self.tasks if t.status is RunStatus.RAN)
+
+    @property
+    def retries(self) -> int:
+        return sum(len(t.attempts) for t in self.tasks)
+
+    @property
+    def conformant(self) -> int:
+        """Task runs that ran and reached a conformant level."""
+        return sum(bool((v := task_verdict(t)) and v.ok) for t in self.ran)
+
+    @property
+    def level(self) -> Verdict | None:
+        """The contract's verdict for this agent on this adapter; None when nothing counted."""
+        verdicts = [v for t in self.tasks if (v := task_verdict(t)) is not None]
+        if not verdicts:
+            return None
+        return combine_verdicts(verdicts + ([Verdict.INCOMPLETE] if self.incomplete else []))
+
+    @property
+    def verdict(self) -> str:
+        return self.level.value if self.level else NOTHING_RAN
+
+    @property
+    def mandatory(self) -> tuple[int, int]:
+        """(passed, decided) mandatory check results of the runs that ran; skipped ones excluded."""
+        decided = [c for t in self.ran for c in t.checks
+                   if c.tier is Tier.MANDATORY and c.outcome is not Outcome.SKIPPED]
+        return sum(c.outcome is Outcome.PASS for c in decided), len(decided)
+
+    @property
+    def outcomes(self) -> Counter:
+        return Counter(c.outcome.value for t in self.ran for c in t.checks)
+
+    @property
+    def findings(self) -> list[Finding]:
+        return findings(self.tasks)
+
+    def summaries(self) -> dict[tuple[str, str], Summary]:
+        return {key: Summary.of(values) for key, values in sorted(self.samples.items(),
+                                                                  key=lambda kv: (latency_order(kv[0][1]), kv[0][0]))}
+
+    def pooled(self) -> dict[str, tuple[int, ...]]:
+        """Latency ID -> every value on this adapter, all tasks together (for the plots)."""
+        pooled: dict[str, list[int]] = {}
+        for (_, latency), values in sorted(self.samples.items(), key=lambda kv: latency_order(kv[0][1])):
+            pooled.setdefault(latency, []).extend(values)
+        return {k: tuple(v) for k, v in pooled.items()}
+
+    def median(self, latency: str) -> int | None:
+        """p50 of one latency over all tasks on this adapter: the scoreboard's headline figure."""
+        values = self.pooled().get(latency)
+        return int(percentile(values, 50)) if values else None
+
+    @property
+    def rank_key(self) -> tuple:
+        passed, decided = self.mandatory
+        level = {Verdict.CONFORMANT: 0, Verdict.CONFORMANT_BLACK_BOX: 1, Verdict.INCOMPLETE: 2,
+                 Verdict.NOT_CONFORMANT: 3}.get(self.level, 4) if self.level else 4
+        return (level, -_ratio(self.conformant, len(self.ran)), -_ratio(passed, decided), self.label, self.adapter)
+
+
+def _ratio(num: int, den: int) -> float:
+    return num / den if den else 0.0
+
+
+def latency_order(latency: str) -> tuple[int, str]:
+    return (LATENCY_IDS.index(latency) if latency in LATENCY_IDS else len(LATENCY_IDS), latency)
+
+
+def scoreboards(runs: Sequence[RunResult]) -> list[Scoreboard]:
+    """One scoreboard per results file × agent × adapter, in file order then first appearance."""
+    keys: list[tuple[int, str, str]] = []
+    for i, run in enumerate(runs):
+        for agent, adapter in [(t.agent, t.adapter) for t in run.tasks] + [
+            (s.agent, s.adapter) for s in run.latencies
+        ]:
+            if (i, agent, adapter) not in keys:
+                keys.append((i, agent, adapter))
+    repeated_agents = _agents_in_several(keys)
+    boards = []
+    used: set[str] = set()
+    for index, (i, agent, adapter) in enumerate(keys):
+        run = runs[i]
+        tasks = [t for t in run.tasks if (t.agent, t.adapter) == (agent, adapter)]
+        samples: dict[tuple[str, str], list[int]] = {}
+        for s in run.latencies:
+            if (s.agent, s.adapter) == (agent, adapter):
+                samples.setdefault((s.task, s.latency), []).append(s.value_ns)
+        plain = tuple(t for t in tasks if t.mutant is None)
+        anchors = {}
+        for n, t in enumerate(plain):
+            anchor = f"run-{index + 1}-{_slug(t.task)}-{t.repeat}"
+            while anchor in used:
+                anchor += "-x"
+            used.add(anchor)
+            anchors[n] = anchor
+        boards.append(Scoreboard(
+            index=index,
+            file=i,
+            label=f"{agent} (file {i + 1})" if agent in repeated_agents else agent,
+            agent=agent,
+            version=str(run.run.get("agent_version") or ""),
+            adapter=adapter,
+            tasks=plain,
+            mutants=tuple(t for t in tasks if t.mutant is not None),
+            samples={k: tuple(v) for k, v in samples.items()},
+            incomplete=bool(run.run.get("incomplete")),
+            anchors=anchors,
+        ))
+    return boards
+
+
+def _agents_in_several(keys: Sequence[tuple[int, str, str]]) -> set[str]:
+    files_of: dict[str, set[int]] = {}
+    for i, agent, _ in keys:
+        files_of.setdefault(agent, set()).add(i)
+    return {agent for agent, files in files_of.items() if len(files) > 1}
+
+
+
+def latency_ids(boards: Sequence[Scoreboard]) -> list[str]:
+    """The latency IDs measured on any scoreboard, in the contract's order (L1, L2, …)."""
+    return sorted({latency for b in boards for _, latency in b.samples}, key=latency_order)
+
+
+def scoreboard_latencies(boards: Sequence[Scoreboard]) -> list[str]:
+    """The latency columns of a scoreboard: L1–L4 and L7 always, the others when measured."""
+    return sorted(set(HEADLINE_LATENCIES) | set(latency_ids(boards)), key=latency_order)
