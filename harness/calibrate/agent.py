@@ -51,6 +51,11 @@ GONE_POLL_S = 0.0001  # how often the agent looks for its killed group's members
 GONE_FAILSAFE_S = 10.0
 SPIN_BEFORE_DEADLINE_NS = 200_000  # the last 0.2 ms before a timeout are spun, not slept (select wakes a little late)
 IO_FAILSAFE_S = 600.0
+# After acting on a Stop the agent sleeps this long before it exits: its exit costs the kernel a
+# millisecond of CPU, and on a busy two-core machine that would compete with stopbench noticing
+# the effect (the server reading the FIN, the watcher polling the tree). Its timeout exits at once:
+# there, the exit is what L4 times.
+LINGER_AFTER_STOP_S = 0.005
 BASH_TOOL = {"type": "function", "function": {
     "name": "bash", "description": "Run a bash command; returns its output and exit status.",
     "parameters": {"type": "object", "properties": {"command": {"type": "string", "description": "the command"}},
@@ -537,6 +542,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         code = headless_turn(agent, opts["prompt"])
     except Stopped as stopped:
+        if stopped.source != "timeout":
+            time.sleep(LINGER_AFTER_STOP_S)
         print(f"cal-agent: turn {'interrupted' if stopped.source == 'timeout' else 'aborted'}", file=sys.stderr)
         code = EXIT_STOPPED
     except ModelError as exc:
