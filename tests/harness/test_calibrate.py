@@ -56,12 +56,19 @@ def test_an_agent_that_waits_d_is_never_measured_below_d(calibration):
 
 
 def test_the_same_run_with_d_0_is_measured_below_the_one_with_d_20(calibration):
+    """For the figures whose own spread is far below 20 ms. L3 is left to the lower bound: the
+    kernel's tear-down of a tree alone can take tens of milliseconds on a loaded machine; L4 is
+    compared without the agent's start-up (a fork and an interpreter start), for the same reason."""
     by_key: dict[tuple[str, str, int], int] = {}
     for s in calibration.samples:
-        by_key[(s.latency, s.driver, s.delay_ns)] = s.measured_ns
+        measured = s.measured_ns - s.parts.get("start-up", 0)
+        by_key[(s.latency, s.driver, s.delay_ns)] = measured
+    compared = 0
     for (latency, driver, delay), measured in by_key.items():
-        if delay == 0:
+        if delay == 0 and latency != "L3":
             assert measured < by_key[(latency, driver, D_NS)], f"{latency} on {driver}"
+            compared += 1
+    assert compared == 4  # L1 in-process, L2 on both drivers, L4
 
 
 def test_the_parts_add_up_to_the_error(calibration):
