@@ -1,26 +1,39 @@
-"""The fake server must never be the bottleneck: its throughput and disconnect detection.
+"""The fake server must never be the bottleneck: its throughput and disconnect detection, side by
+side with its best peer, aimock (npm ``@copilotkit/aimock``), in one run.
 
-    python benchmarks/fake_server_bench.py [--chars N] [--trials N]
+    python benchmarks/fake_server_bench.py [--chars N] [--rounds N] [--trials N]
+                                           [--no-aimock] [--aimock-prefix DIR]
 
-Runs the server as its own process (``python -m fake_server``) so that client and server do
-not share an event loop, then prints:
+Both servers run as their own processes on 127.0.0.1 (``python -m fake_server``; aimock's
+``llmock`` CLI, ``dist/cli.js``, installed with ``npm install --prefix <tmp>`` when the registry
+is reachable — skipped, with the reason, otherwise). The same client (aiohttp, raw SSE) drives
+both, alternating one run on each, and the table says:
 
-- chunks/s and MB/s of one long streamed Chat Completions text (4-character chunks, no pacing),
-  read as raw SSE with aiohttp, first byte to last;
-- the disconnect-detection delay: the client closes a stalled stream → the server's
-  ``disconnect`` record, p50/p90/p99/max over ``--trials`` streams. Both ends stamp
-  ``time.monotonic_ns()`` (one clock for all processes on the host); the server's record is
-  read afterwards over ``/_stopbench/records``, so polling adds nothing to the figure.
+- chunks/s and MB/s of one long streamed Chat Completions text in 4-character chunks with no
+  pacing, first byte to last, p50 over ``--rounds``; both servers write each chunk as it is
+  made (aiohttp's ``StreamResponse.write`` per chunk, Node's ``res.write`` per chunk);
+- client disconnect → the server's own trace of it, p50/p90/p99/max over ``--trials`` stalled
+  streams. stopbench's server stamps a ``disconnect`` record (``time.monotonic_ns()``, the clock
+  every process on the host shares), read back afterwards. aimock logs nothing when a client goes
+  away and journals nothing with a time; its one trace is the ``destroyed`` outcome of its
+  ``aimock_requests_total`` counter (``--metrics``), so it is timed by polling ``/metrics`` back
+  to back: it noticed after the last poll that did not show it was sent and before the first
+  that did came back — both bounds are printed.
+- ``/proc/loadavg`` before and after: on a busy machine every figure here is a scheduling figure.
 """
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
+import re
+import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import aiohttp
@@ -31,6 +44,7 @@ SCENARIO = """
 name = "bench"
 [[responses]]
 match = {{ contains = "long" }}
+repeat = true
 [[responses.frames]]
 text = "{text}"
 chunk = 4
@@ -43,6 +57,11 @@ text = "ready"
 [[responses.frames]]
 stall = true
 """
+AIMOCK_PACKAGE = "@copilotkit/aimock"
+DESTROYED = re.compile(r'aimock_requests_total\{method="POST",path="/v1/chat/completions",status="destroyed"\} (\d+)')
+START_FAILSAFE_S = 30.0
+AIM_RATIO = 1.0  # stopbench's throughput at least aimock's
+AIM_DISCONNECT_MS = 0.5  # p50
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -50,21 +69,117 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
 
 
+def loadavg() -> str:
+    try:
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return "n/a"
+
+
 def body(prompt: str) -> dict:
     return {"model": "bench", "stream": True, "messages": [{"role": "user", "content": prompt}]}
 
 
-async def throughput(http: aiohttp.ClientSession, base: str) -> tuple[int, float, int]:
-    async with http.post(f"{base}/v1/chat/completions", json=body("long")) as resp:
+@dataclass
+class Server:
+    name: str
+    base: str  # root URL, no /v1
+    proc: subprocess.Popen
+    version: str = ""
+    rates: list[float] = field(default_factory=list)  # chunks/s of each long stream
+    mbps: list[float] = field(default_factory=list)
+    delays: list[float] = field(default_factory=list)  # ms, disconnect → trace (stopbench)
+    lower: list[float] = field(default_factory=list)  # ms, aimock: bounds of the same
+    upper: list[float] = field(default_factory=list)
+
+    def stop(self) -> None:
+        """End the server process (and only it), by its handle."""
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=30)
+
+
+# --- starting the servers ---------------------------------------------------------------------
+
+
+def start_stopbench(scenario: Path) -> Server:
+    proc = subprocess.Popen([sys.executable, "-m", "fake_server", "--scenario", str(scenario)],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    assert proc.stdout is not None
+    line = proc.stdout.readline().strip()
+    if not line.startswith("http://127.0.0.1:"):
+        proc.kill()
+        proc.wait()
+        raise SystemExit(f"the fake server did not start (first line {line!r})")
+    return Server("stopbench fake server", line.removesuffix("/v1"), proc)
+
+
+def install_aimock(prefix: Path) -> tuple[Path | None, str]:
+    """aimock's llmock CLI under ``prefix`` (installing it there if needed), or why not."""
+    cli = prefix / "node_modules" / "@copilotkit" / "aimock" / "dist" / "cli.js"
+    if not cli.is_file():
+        if shutil.which("npm") is None or shutil.which("node") is None:
+            return None, "node/npm not installed"
+        try:
+            out = subprocess.run(["npm", "install", "--prefix", str(prefix), "--no-audit", "--no-fund",
+                                  "--loglevel", "error", AIMOCK_PACKAGE], capture_output=True, text=True, timeout=300)
+        except subprocess.TimeoutExpired:
+            return None, "npm install did not finish within 300 s (registry unreachable?)"
+        if out.returncode != 0 or not cli.is_file():
+            return None, f"npm install {AIMOCK_PACKAGE} failed: {(out.stderr or out.stdout).strip()[-300:]}"
+    return cli, ""
+
+
+def start_aimock(cli: Path, workdir: Path, chars: int) -> Server:
+    fixtures = workdir / "aimock-fixtures.json"
+    fixtures.write_text(json.dumps({"fixtures": [
+        {"match": {"userMessage": "long"}, "response": {"content": "abcd" * (chars // 4)},
+         "chunkSize": 4, "latency": 0},
+        # First chunk at once (ttft 0), the next after 10^6 s (tps 0.001): a stream held open.
+        {"match": {"userMessage": "stall"}, "response": {"content": "ready, then nothing for a long time"},
+         "chunkSize": 8, "streamingProfile": {"ttft": 0, "tps": 0.001}},
+    ]}))
+    log = workdir / "aimock.log"  # a file, not a pipe nobody reads once it has started
+    with open(log, "w") as out:
+        proc = subprocess.Popen(["node", str(cli), "--port", "0", "--host", "127.0.0.1", "--fixtures", str(fixtures),
+                                 "--metrics", "--log-level", "info"], stdout=out, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + START_FAILSAFE_S
+    while time.monotonic() < deadline and proc.poll() is None:
+        match = re.search(r"listening on (http://127\.0\.0\.1:\d+)", log.read_text())
+        if match:
+            package = json.loads((cli.parents[1] / "package.json").read_text())
+            return Server("aimock", match.group(1), proc, version=package.get("version", "?"))
+        time.sleep(0.05)
+    proc.kill()
+    proc.wait()
+    raise SystemExit(f"aimock did not start: {log.read_text()[-500:]}")
+
+
+# --- what is measured ----------------------------------------------------------------------------
+
+
+async def throughput(http: aiohttp.ClientSession, server: Server, chars: int) -> None:
+    async with http.post(f"{server.base}/v1/chat/completions", json=body("long")) as resp:
         first = None
         size = 0
+        events = 0
+        tail = b""
         async for block in resp.content.iter_any():
             first = first or time.perf_counter()
             size += len(block)
-        elapsed = time.perf_counter() - first
-    records = await fetch_records(http, base, 0)
-    chunks = sum(1 for r in records if r["kind"] == "chunk" and r["request"] == 1)
-    return chunks, elapsed, size
+            joined = tail + block
+            events += joined.count(b"data: ")
+            tail = joined[-5:]
+        elapsed = time.perf_counter() - first if first else float("nan")
+    chunks = chars // 4
+    if events < chunks:
+        raise SystemExit(f"{server.name}: {events} SSE events for a text of {chunks} chunks")
+    server.rates.append(chunks / elapsed)
+    server.mbps.append(size / elapsed / 1e6)
 
 
 async def fetch_records(http: aiohttp.ClientSession, base: str, after: int, wait: float = 0) -> list[dict]:
@@ -76,18 +191,78 @@ async def fetch_records(http: aiohttp.ClientSession, base: str, after: int, wait
     return answer["records"]
 
 
-async def disconnect_delays(http: aiohttp.ClientSession, base: str, trials: int) -> list[float]:
-    closed_at: dict[int, int] = {}
-    for n in range(2, trials + 2):
-        resp = await http.post(f"{base}/v1/chat/completions", json=body("stall"))
-        await resp.content.readuntil(b"\n\n")           # the first chunk is in: the stream is stalled
-        closed_at[n] = time.monotonic_ns()
-        resp.close()                                    # drops the connection
+async def stopbench_disconnect(http: aiohttp.ClientSession, server: Server, seen: list[int]) -> tuple[int, int]:
+    """One stalled stream closed by the client: (request number, close time)."""
+    resp = await http.post(f"{server.base}/v1/chat/completions", json=body("stall"))
+    await resp.content.readuntil(b"\n\n")  # the first chunk is in: the stream is stalled
+    records = await fetch_records(http, server.base, seen[0])
+    seen[0] = records[-1]["index"] if records else seen[0]
+    request = max(r["request"] for r in records if r["kind"] == "request")
+    closed = time.monotonic_ns()
+    resp.close()  # drops the connection
+    return request, closed
+
+
+class MetricsPoller:
+    """``GET /metrics`` over one kept-alive raw connection: a round trip of a few hundred
+    microseconds, where an HTTP client library's would be a millisecond — the poll's round trip
+    is the resolution of aimock's figure."""
+
+    def __init__(self, base: str):
+        self.host, _, port = base.removeprefix("http://").partition(":")
+        self.port = int(port)
+        self.request = f"GET /metrics HTTP/1.1\r\nHost: {self.host}:{self.port}\r\n\r\n".encode()
+        self.reader: asyncio.StreamReader | None = None
+        self.writer: asyncio.StreamWriter | None = None
+
+    async def destroyed(self) -> int:
+        if self.writer is None:
+            self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
+        assert self.reader is not None
+        self.writer.write(self.request)
+        head = await self.reader.readuntil(b"\r\n\r\n")
+        length = re.search(rb"(?i)content-length:\s*(\d+)", head)
+        if length:
+            text = await self.reader.readexactly(int(length.group(1)))
+        else:  # chunked
+            text = b""
+            while size := int((await self.reader.readuntil(b"\r\n")).strip(), 16):
+                text += await self.reader.readexactly(size + 2)
+            await self.reader.readuntil(b"\r\n")
+        match = DESTROYED.search(text.decode())
+        return int(match.group(1)) if match else 0
+
+    async def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+            await self.writer.wait_closed()
+
+
+async def aimock_disconnect(http: aiohttp.ClientSession, poll: MetricsPoller, server: Server) -> None:
+    before = await poll.destroyed()
+    resp = await http.post(f"{server.base}/v1/chat/completions", json=body("stall"))
+    await resp.content.readuntil(b"\n\n")
+    closed = time.monotonic_ns()
+    resp.close()
+    last_not_yet = closed
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        sent = time.monotonic_ns()
+        count = await poll.destroyed()
+        if count > before:
+            server.lower.append((last_not_yet - closed) / 1e6)
+            server.upper.append((time.monotonic_ns() - closed) / 1e6)
+            return
+        last_not_yet = sent
+    raise SystemExit("aimock never counted the closed stream as destroyed")
+
+
+async def collect_stopbench(http: aiohttp.ClientSession, server: Server, closed_at: dict[int, int]) -> None:
     deadline = time.monotonic() + 60
     seen: dict[int, int] = {}
     after = 0
-    while len(seen) < trials and time.monotonic() < deadline:
-        records = await fetch_records(http, base, after, wait=5)   # long poll: returns on new records
+    while len(seen) < len(closed_at) and time.monotonic() < deadline:
+        records = await fetch_records(http, server.base, after, wait=5)  # long poll: returns on new records
         for r in records:
             after = r["index"]
             if r["kind"] == "disconnect":
@@ -95,35 +270,94 @@ async def disconnect_delays(http: aiohttp.ClientSession, base: str, trials: int)
     missing = sorted(set(closed_at) - set(seen))
     if missing:
         raise SystemExit(f"no disconnect record for requests {missing[:10]}")
-    return [(seen[n] - closed_at[n]) / 1e6 for n in closed_at]
+    server.delays += [(seen[n] - closed_at[n]) / 1e6 for n in closed_at]
 
 
-async def main(chars: int, trials: int):
-    with tempfile.TemporaryDirectory() as tmp:
-        scenario = Path(tmp) / "bench.toml"
-        scenario.write_text(SCENARIO.format(text="abcd" * (chars // 4)))
-        server = subprocess.Popen([sys.executable, "-m", "fake_server", "--scenario", str(scenario)],
-                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+async def measure(servers: list[Server], chars: int, rounds: int, trials: int) -> None:
+    connector = aiohttp.TCPConnector(force_close=True)
+    poll = MetricsPoller(servers[-1].base)
+    async with aiohttp.ClientSession(connector=connector) as http:
+        for _ in range(rounds):  # alternating, so drift in the machine's load falls on both
+            for server in servers:
+                await throughput(http, server, chars)
+        closed_at: dict[int, int] = {}
+        seen = [0]
+        for _ in range(trials):
+            for server in servers:
+                if server.name == "aimock":
+                    await aimock_disconnect(http, poll, server)
+                else:
+                    request, closed = await stopbench_disconnect(http, server, seen)
+                    closed_at[request] = closed
+        await collect_stopbench(http, servers[0], closed_at)
+    await poll.close()
+
+
+# --- the table ----------------------------------------------------------------------------------
+
+
+def ms(values: list[float]) -> str:
+    return (f"{percentile(values, 50):.3f} / {percentile(values, 90):.3f} / {percentile(values, 99):.3f} / "
+            f"{max(values):.3f} ms")
+
+
+def table(servers: list[Server], skipped: str, chars: int, rounds: int, trials: int, load: tuple[str, str]) -> str:
+    ours = servers[0]
+    peer = servers[1] if len(servers) > 1 else None
+    rows = [("", ours.name, f"aimock {peer.version}" if peer else "aimock", "stopbench/aimock")]
+    rate = statistics.median(ours.rates)
+    peer_rate = statistics.median(peer.rates) if peer else None
+    rows.append((f"long stream: {chars // 4} chunks of 4 chars, chunks/s (p50 of {rounds})", f"{rate:,.0f}",
+                 f"{peer_rate:,.0f}" if peer_rate else "skipped",
+                 f"{rate / peer_rate:.2f}× (aim ≥ {AIM_RATIO:.1f}×)" if peer_rate else "-"))
+    rows.append(("  MB/s of SSE", f"{statistics.median(ours.mbps):.1f}",
+                 f"{statistics.median(peer.mbps):.1f}" if peer else "-", "-"))
+    ours_p50 = percentile(ours.delays, 50)
+    rows.append((f"client disconnect → recorded, p50 (n={trials})", f"{ours_p50:.3f} ms (aim ≤ {AIM_DISCONNECT_MS} ms)",
+                 f"{percentile(peer.lower, 50):.3f}–{percentile(peer.upper, 50):.3f} ms" if peer else "skipped",
+                 f"{ours_p50 / percentile(peer.upper, 50):.2f}× of its upper bound" if peer else "-"))
+    rows.append(("  p50 / p90 / p99 / max", ms(ours.delays), f"≤ {ms(peer.upper)}" if peer else "-", "-"))
+    if peer:
+        rows.append(("  aimock's lower bound (last poll that did not show it)", "-", f"≥ {ms(peer.lower)}", "-"))
+    rows.append(("  how the server's noticing is seen", "its disconnect record's mono_ns",
+                 "polled /metrics 'destroyed' counter" if peer else "-", "-"))
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    head = [f"fake server vs aimock — same client (aiohttp), alternating runs; loadavg {load[0]} before, "
+            f"{load[1]} after"]
+    if skipped:
+        head.append(f"aimock skipped: {skipped}")
+    return "\n".join(head + lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--chars", type=int, default=400_000, help="length of the long text (default 400000)")
+    parser.add_argument("--rounds", type=int, default=5, help="long streams on each server (default 5)")
+    parser.add_argument("--trials", type=int, default=300, help="disconnect trials on each server (default 300)")
+    parser.add_argument("--no-aimock", action="store_true", help="the fake server alone")
+    parser.add_argument("--aimock-prefix", help="an npm prefix that has (or is to get) aimock; default a temp folder")
+    args = parser.parse_args()
+    load_before = loadavg()
+    with tempfile.TemporaryDirectory(prefix="stopbench-bench-") as tmp:
+        work = Path(tmp)
+        scenario = work / "bench.toml"
+        scenario.write_text(SCENARIO.format(text="abcd" * (args.chars // 4)))
+        servers = [start_stopbench(scenario)]
+        skipped = ""
         try:
-            base = server.stdout.readline().strip().removesuffix("/v1")
-            connector = aiohttp.TCPConnector(force_close=True)
-            async with aiohttp.ClientSession(connector=connector) as http:
-                chunks, elapsed, size = await throughput(http, base)
-                print(f"long text stream: {chunks} chunks of 4 chars in {elapsed:.3f} s = "
-                      f"{chunks / elapsed:,.0f} chunks/s, {size / elapsed / 1e6:.1f} MB/s of SSE")
-                delays = await disconnect_delays(http, base, trials)
-            print(f"disconnect detection (client close -> server record), n={len(delays)}: "
-                  f"p50 {percentile(delays, 50):.3f} ms, p90 {percentile(delays, 90):.3f} ms, "
-                  f"p99 {percentile(delays, 99):.3f} ms, max {max(delays):.3f} ms "
-                  f"(mean {statistics.mean(delays):.3f} ms)")
+            if args.no_aimock:
+                skipped = "--no-aimock"
+            else:
+                cli, skipped = install_aimock(Path(args.aimock_prefix) if args.aimock_prefix else work / "npm")
+                if cli is not None:
+                    servers.append(start_aimock(cli, work, args.chars))
+            asyncio.run(measure(servers, args.chars, args.rounds, args.trials))
         finally:
-            server.terminate()
-            server.wait(timeout=30)
+            for server in servers:
+                server.stop()
+    print(table(servers, skipped, args.chars, args.rounds, args.trials, (load_before, loadavg())), end="")
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--chars", type=int, default=400_000, help="length of the long text (default 400000)")
-    parser.add_argument("--trials", type=int, default=300, help="disconnect trials (default 300, at least 200)")
-    args = parser.parse_args()
-    asyncio.run(main(args.chars, args.trials))
+    main()

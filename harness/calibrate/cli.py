@@ -1,0 +1,121 @@
+"""``stopbench calibrate``: the error and floor of stopbench's own stopwatch on this machine.
+
+Exit codes: 0 the figures were measured (whatever they are: a busy machine is reported, not
+failed), 2 a usage error, a calibration run that did not produce its figures, or SIGINT/SIGTERM.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import signal
+import sys
+from collections.abc import Coroutine, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+from harness.calibrate.stopwatch import DELAYS_MS, CalibrationError, calibrate, quick_floor_async, report
+from harness.contract import DRIVERS
+
+T = TypeVar("T")
+EXIT_OK, EXIT_FAILED = 0, 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="stopbench calibrate",
+        description="Time stopbench's calibration agent, whose effect after Stop is delayed by a known D, "
+                    "through the ordinary drivers, and print measured − D per latency and driver: the error "
+                    "and floor of stopbench's own stopwatch, with the machine's load.")
+    parser.add_argument("--repeat", type=int, default=5, help="runs of each task for each D (default 5)")
+    parser.add_argument("--delays", default=",".join(f"{d:g}" for d in DELAYS_MS),
+                        help="the values of D in ms, comma-separated (default %(default)s)")
+    parser.add_argument("--driver", action="append", default=[],
+                        help="only these drivers (inproc, subprocess; default both)")
+    parser.add_argument("--json", metavar="PATH", help="also write every sample and the table as JSON")
+    parser.add_argument("--quick", action="store_true",
+                        help="only the quick floor (D = 0, a few runs) that `stopbench run` puts in its header")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+    if args.repeat < 1:
+        parser.error(f"--repeat must be at least 1, got {args.repeat}")
+    try:
+        delays = [float(d) for d in args.delays.split(",") if d.strip()]
+    except ValueError:
+        parser.error(f"--delays must be numbers of milliseconds, got {args.delays!r}")
+    if not delays or any(not d >= 0 for d in delays):
+        parser.error("--delays needs at least one value, each >= 0")
+    drivers = [d.strip() for value in args.driver for d in value.split(",") if d.strip()]
+    unknown = [d for d in drivers if d not in DRIVERS or d == "terminal"]
+    if unknown:
+        parser.error(f"the calibration agent runs on inproc and subprocess, not {unknown[0]!r}")
+    try:
+        if args.quick:
+            floor = _until_signalled(quick_floor_async())
+            print(json.dumps(floor, indent=2, ensure_ascii=False))
+            return EXIT_FAILED if "error" in floor else EXIT_OK
+        cal = _until_signalled(calibrate(repeat=args.repeat, delays_ms=delays, drivers=drivers or None,
+                                         progress=_progress))
+    except CalibrationError as exc:
+        _clear_progress()
+        print(f"stopbench calibrate: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    except Interrupted as exc:
+        _clear_progress()
+        print(f"stopbench calibrate: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    _clear_progress()
+    print(report(cal), end="")
+    if args.json:
+        Path(args.json).write_text(json.dumps(cal.to_json(), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        print(f"written: {args.json}")
+    return EXIT_OK
+
+
+class Interrupted(Exception):
+    pass
+
+
+def _until_signalled(work: Coroutine[Any, Any, T]) -> T:
+    """Run ``work``; SIGINT or SIGTERM cancels it, so the run in progress cleans up after itself."""
+    received: list[str] = []
+
+    async def guarded() -> T:
+        task = asyncio.current_task()
+        assert task is not None
+        loop = asyncio.get_running_loop()
+
+        def on_signal(sig: signal.Signals) -> None:
+            received.append(sig.name)
+            task.cancel()
+
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            if signal.getsignal(sig) is not signal.SIG_IGN:
+                loop.add_signal_handler(sig, on_signal, sig)
+        return await work
+
+    try:
+        return asyncio.run(guarded())
+    except asyncio.CancelledError:
+        raise Interrupted(f"{received[0] if received else 'cancelled'}: the run in progress was cleaned up") from None
+
+
+def _progress(n: int, total: int, label: str) -> None:
+    if sys.stderr.isatty():
+        sys.stderr.write(f"\r\033[Kcalibrating {n}/{total}: {label}")
+        sys.stderr.flush()
+
+
+def _clear_progress() -> None:
+    if sys.stderr.isatty():
+        sys.stderr.write("\r\033[K")
+        sys.stderr.flush()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
