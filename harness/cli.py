@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from harness.agents.install import NotInstalled
+from harness.calibrate import quick_floor
 from harness.checks import REGISTRY
 from harness.contract import DRIVERS
 from harness.machine import null_agent_costs
@@ -49,6 +50,7 @@ COMMANDS = (
     ("serve", "the fake model server on 127.0.0.1 (first stdout line: its base URL)"),
     ("report", "render results files (several make a leaderboard); 'report merge' joins shards"),
     ("gate", "compare a run with a baseline: exit 1 on pass→fail or a real latency regression"),
+    ("calibrate", "the error and floor of stopbench's own stopwatch on this machine"),
 )
 
 
@@ -79,6 +81,10 @@ def _main(argv: list[str]) -> int:
         return merge_main(argv[2:]) if argv[1:2] == ["merge"] else report_main(argv[1:])
     if argv[:1] == ["gate"]:
         return gate_main(argv[1:])
+    if argv[:1] == ["calibrate"]:
+        from harness.calibrate.cli import main as calibrate_main
+
+        return calibrate_main(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     args.argv = ["stopbench", *argv]
@@ -185,7 +191,7 @@ def run_agent(args: argparse.Namespace, agent: str, report_dir: Path) -> int:
     if args.resume:
         done, earlier = _resumed(args.resume, profile, items)
     started = _now()
-    machine = null_agent_costs()
+    machine = {**null_agent_costs(), "floor": quick_floor()}  # what this machine costs, and the stopwatch's floor
     todo = [i for i in items if i.key not in {_key(t) for t in done}]
     outcomes: list[ItemOutcome] = []
     progress = Progress(len(todo))
