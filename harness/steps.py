@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from fake_server import records
 from harness.contract import TASK_STOP_SOURCES
+from harness.drivers import DriverError
 from harness.model import AgentFailure, AgentKill, ProcessExit, Restart, StopDelivery
 from harness.profiles import Budgets
 
@@ -258,9 +259,9 @@ async def _restart(run: TaskRun, step: Step) -> None:
     before = run.capture(f"before restart {number}")
     restart_ns = time.monotonic_ns()
     run.restarted = True
-    loaded = await run.race_agent(run.driver.restart(expect=step.get("expect", "ready"),
-                                                     text=step.get("text", "Carry on.")),
-                                  step, "the restarted agent at its prompt")
+    # No race with the killed agent's idleness here: it is the new process that must come up,
+    # and a driver's restart ends on its own when that process exits instead.
+    loaded = await run.driver.restart(expect=step.get("expect", "ready"), text=step.get("text", "Carry on."))
     refused = step.get("expect", "ready") == "refused"
     # Once it has loaded (its prompt is up), or once it has refused the store and exited.
     after = run.capture(f"after restart {number} {'refused' if refused else 'loaded'}") if loaded or refused else None
@@ -360,6 +361,13 @@ async def play(run: TaskRun, steps: tuple[Step, ...], budgets: Budgets) -> None:
         try:
             async with asyncio.timeout(budget):
                 await kind.execute(run, step)
+        except DriverError as exc:
+            # The driver could not do the step: the agent's fault when its process is gone
+            # (it exited before its prompt, say), the harness's otherwise.
+            exit_ = await run.driver.exited()
+            if exit_ is None:
+                raise
+            raise AgentFailed(run.failure(step, _awaited(step), f"{exc} (the agent exited)", exit_)) from None
         except TimeoutError:
             raise AgentFailed(run.failure(
                 step, _awaited(step), f"the agent did not get there within the {budget:g} s budget of "
