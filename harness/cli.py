@@ -97,7 +97,7 @@ def _main(argv: list[str]) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    listing = "\n".join(f"  {name:<8} {what}" for name, what in COMMANDS)
+    listing = "\n".join(f"  {name:<10} {what}" for name, what in COMMANDS)
     parser = argparse.ArgumentParser(
         prog="stopbench", formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Conformance and evaluation harness for the interruption contract of coding agents.",
