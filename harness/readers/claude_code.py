@@ -60,6 +60,7 @@ def project_folder(cwd: str) -> str:
 class ClaudeCodeReader(JsonlStore):
     name = "claude-code"
     capabilities = frozenset({Capability.STOP_REQUESTS, Capability.TOOL_ABORTS, Capability.APPEND_ONLY,
+                              Capability.MONO_TIMES,
                               Capability.FORMAT_RULES})
     agent_versions = "Claude Code 2.1.x"
     torn_fragment = b'{"parentUuid":"00000000-0000-4000-8000-000000000000","isSidechain":false,"type":"assis'

@@ -52,6 +52,7 @@ ABORT_SOURCES = {"interrupted": "user", "replaced": "disposed"}
 class CodexRolloutReader(JsonlStore):
     name = "codex-rollout"
     capabilities = frozenset({Capability.TURN_ENDS, Capability.TOOL_ABORTS, Capability.APPEND_ONLY,
+                              Capability.MONO_TIMES,
                               Capability.FORMAT_RULES})
     agent_versions = "Codex CLI 0.171.x"
     torn_fragment = b'{"timestamp":"2026-01-01T00:00:00.000Z","type":"response_item","payload":{"type":"mess'

@@ -12,7 +12,9 @@ A last line with no newline, or one that is not a JSON object, is a torn tail: k
 
 from __future__ import annotations
 
+import datetime as dt
 import json
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -160,19 +162,36 @@ class JsonlStore:
 
 
 class Events:
-    """Canonical events in the making: numbers them from 1 and stamps the current turn."""
+    """Canonical events in the making: numbers them from 1, stamps the current turn, and
+    places each on the harness's clock when the store stamps it with the wall clock."""
 
     def __init__(self) -> None:
         self.items: list[SessionEvent] = []
         self.turn: int | None = None
+        # Wall clock minus CLOCK_MONOTONIC, read now: an ISO timestamp the agent wrote on this
+        # host maps onto the clock the harness stamps kills and Stops with (to the store's
+        # millisecond resolution; kills land at beacons well inside a turn).
+        self._wall_minus_mono = time.time_ns() - time.monotonic_ns()
 
     def add(self, kind: str, line: int, *, turn: int | None = None, where: str | None = None,
             **data: Any) -> SessionEvent:
         turn = self.turn if turn is None else turn
         event = SessionEvent(seq=len(self.items) + 1, type=kind, line=line, turn=turn,
+                             mono_ns=self._mono(data.get("timestamp")),
                              data={"turn": turn, **data} if turn is not None else dict(data), where=where)
         self.items.append(event)
         return event
+
+    def _mono(self, stamp: Any) -> int | None:
+        if not isinstance(stamp, str):
+            return None
+        try:
+            wall = dt.datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+        except ValueError:
+            return None
+        if wall.tzinfo is None:
+            return None
+        return int(wall.timestamp() * 1_000_000) * 1_000 - self._wall_minus_mono
 
     def start_turn(self, line: int, **data: Any) -> SessionEvent:
         self.turn = (self.turn or 0) + 1

@@ -47,7 +47,8 @@ def project_folder(cwd: str) -> str:
 
 class QwenCodeReader(JsonlStore):
     name = "qwen-code"
-    capabilities = frozenset({Capability.TOOL_ABORTS, Capability.APPEND_ONLY, Capability.FORMAT_RULES})
+    capabilities = frozenset({Capability.TOOL_ABORTS, Capability.APPEND_ONLY, Capability.FORMAT_RULES,
+                              Capability.MONO_TIMES})
     agent_versions = "Qwen Code 0.15.x"
     torn_fragment = b'{"uuid":"00000000-0000-4000-8000-000000000000","parentUuid":null,"type":"assis'
 

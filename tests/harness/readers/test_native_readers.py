@@ -108,11 +108,12 @@ def test_registered_with_honest_declarations():
         assert reader.name == name
         assert reader.agent_versions
         assert Capability.REQUESTS not in reader.capabilities  # none records a request before its stream
-        assert Capability.MONO_TIMES not in reader.capabilities
         assert Capability.INBOX not in reader.capabilities
     for name in JSONL_READERS:
         assert READERS[name].damage_kinds == {"torn-tail", "mid-file"}
         assert Capability.APPEND_ONLY in READERS[name].capabilities
+        assert Capability.MONO_TIMES in READERS[name].capabilities  # from their wall-clock timestamps
+    assert Capability.MONO_TIMES not in READERS["opencode"].capabilities
     assert Capability.TURN_ENDS not in READERS["claude-code"].capabilities
     assert Capability.TURN_ENDS not in READERS["qwen-code"].capabilities
     assert Capability.TURN_ENDS in READERS["codex-rollout"].capabilities
@@ -405,3 +406,22 @@ def test_fixtures_hold_no_key():
         if path.is_file():
             data = path.read_bytes()
             assert b"sk-stopbench-" not in data.replace(b"sk-stopbench-REDACTED", b""), path
+
+
+def test_wall_clock_timestamps_land_on_the_harness_clock():
+    """An ISO timestamp a store wrote on this host becomes CLOCK_MONOTONIC ns, so a store's
+    events can be ordered against the kills and Stops the harness stamped."""
+    import datetime as dt
+    import time
+
+    from harness.readers.jsonl import Events
+
+    events = Events()
+    before = time.monotonic_ns()
+    now = dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    stamped = events.add("turn_started", 2, timestamp=now)
+    after = time.monotonic_ns()
+    assert stamped.mono_ns is not None
+    assert before - 2_000_000 <= stamped.mono_ns <= after + 2_000_000  # the store's millisecond resolution
+    assert events.add("turn_ended", 3, timestamp="not a time").mono_ns is None
+    assert events.add("turn_ended", 4).mono_ns is None
