@@ -40,7 +40,9 @@ typecheck: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) benchmarks/fake_server_bench.py
+	$(PY) benchmarks/window_bench.py
 	$(PY) benchmarks/refagent_bench.py
+	$(VENV)/bin/stopbench calibrate
 
 # The tests and a repeated conformance run under CPU hogs (cores + 1): failures and verdict
 # flips that only show under load. STRESS_ARGS="--quick" for a short run, "--repeat N" for N.
