@@ -13,14 +13,12 @@ and the reports are rendered from what it has; ``--resume RESULTS`` continues it
 from __future__ import annotations
 
 import argparse
-import asyncio
 import datetime as dt
 import os
-import signal
 import sys
 import textwrap
 import traceback
-from collections.abc import Coroutine, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -39,6 +37,7 @@ from harness.report.load import ResultsError
 from harness.report.progress import Progress, item_label, latency_table, mutation_table, scoreboard
 from harness.report.writer import results_text, write_leaderboard, write_text
 from harness.runner import DEFAULT_RETRIES, HarnessError, ItemOutcome, run_item
+from harness.signals import Interrupted, run_until_signalled
 from harness.tasks import TASKS_DIR, Task, TaskError, load_all
 
 EXIT_OK, EXIT_NOT_CONFORMANT, EXIT_USAGE = 0, 1, 2
@@ -56,10 +55,6 @@ COMMANDS = (
 
 class UsageError(Exception):
     pass
-
-
-class Interrupted(Exception):
-    """The run was cut short; the reason goes into the results."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -219,7 +214,7 @@ def run_agent(args: argparse.Namespace, agent: str, report_dir: Path) -> int:
 
     interrupted: str | None = None
     try:
-        _run_until_signalled(_run_items(profile, todo, args.retries, progress, finished))
+        run_until_signalled(_run_items(profile, todo, args.retries, progress, finished))
     except Interrupted as exc:
         interrupted = str(exc)
     except Exception as exc:  # a harness bug: keep what was measured, say so, never read as "not conformant"
@@ -246,32 +241,6 @@ async def _run_items(profile: Profile, items: list[WorkItem], retries: int, prog
         progress.start(n, _label(item))
         outcome = await run_item(profile, item, retries=retries)
         finished(n, item, outcome)
-
-
-def _run_until_signalled(work: Coroutine[Any, Any, T]) -> T:
-    """Run ``work``; SIGINT or SIGTERM cancels it, so the task run in progress is cleaned up
-    (the agents run in their own sessions: killing the harness alone would orphan them). A
-    signal the caller set to be ignored stays ignored."""
-    received: list[str] = []
-
-    async def guarded() -> T:
-        task = asyncio.current_task()
-        assert task is not None
-        loop = asyncio.get_running_loop()
-        def on_signal(sig: signal.Signals) -> None:
-            received.append(sig.name)
-            task.cancel()
-
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            if signal.getsignal(sig) is not signal.SIG_IGN:
-                loop.add_signal_handler(sig, on_signal, sig)
-        return await work
-
-    try:
-        return asyncio.run(guarded())
-    except asyncio.CancelledError:
-        raise Interrupted(f"{received[0] if received else 'cancelled'}: the task run in progress was cleaned up "
-                          "(agent and tool processes ended, temp folders removed)") from None
 
 
 def _summary(run: RunResult, failpoints: dict[str, tuple[str, ...]], written: list[Path]) -> None:

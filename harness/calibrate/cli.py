@@ -7,16 +7,15 @@ failed), 2 a usage error, a calibration run that did not produce its figures, or
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
-import signal
 import sys
-from collections.abc import Coroutine, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from harness.calibrate.stopwatch import DELAYS_MS, CalibrationError, calibrate, quick_floor_async, report
 from harness.contract import DRIVERS
+from harness.signals import Interrupted, run_until_signalled
 
 T = TypeVar("T")
 EXIT_OK, EXIT_FAILED = 0, 2
@@ -56,10 +55,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"the calibration agent runs on inproc and subprocess, not {unknown[0]!r}")
     try:
         if args.quick:
-            floor = _until_signalled(quick_floor_async())
+            floor = run_until_signalled(quick_floor_async())
             print(json.dumps(floor, indent=2, ensure_ascii=False))
             return EXIT_FAILED if "error" in floor else EXIT_OK
-        cal = _until_signalled(calibrate(repeat=args.repeat, delays_ms=delays, drivers=drivers or None,
+        cal = run_until_signalled(calibrate(repeat=args.repeat, delays_ms=delays, drivers=drivers or None,
                                          progress=_progress))
     except CalibrationError as exc:
         _clear_progress()
@@ -75,34 +74,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         Path(args.json).write_text(json.dumps(cal.to_json(), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
         print(f"written: {args.json}")
     return EXIT_OK
-
-
-class Interrupted(Exception):
-    pass
-
-
-def _until_signalled(work: Coroutine[Any, Any, T]) -> T:
-    """Run ``work``; SIGINT or SIGTERM cancels it, so the run in progress cleans up after itself."""
-    received: list[str] = []
-
-    async def guarded() -> T:
-        task = asyncio.current_task()
-        assert task is not None
-        loop = asyncio.get_running_loop()
-
-        def on_signal(sig: signal.Signals) -> None:
-            received.append(sig.name)
-            task.cancel()
-
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            if signal.getsignal(sig) is not signal.SIG_IGN:
-                loop.add_signal_handler(sig, on_signal, sig)
-        return await work
-
-    try:
-        return asyncio.run(guarded())
-    except asyncio.CancelledError:
-        raise Interrupted(f"{received[0] if received else 'cancelled'}: the run in progress was cleaned up") from None
 
 
 def _progress(n: int, total: int, label: str) -> None:

@@ -107,6 +107,14 @@ def file_snapshot(reader_name: str, path: str) -> Snapshot | None:
     return Snapshot(reader=reader_name, path=os.fspath(path), data=data, mono_ns=time.monotonic_ns())
 
 
+def append_only_lost(before: Snapshot, after: Snapshot, kept: bytes) -> Change | None:
+    """For a store that only appends: where ``after`` stops starting with ``kept`` — the
+    complete records of ``before`` — byte for byte (None when it keeps them all)."""
+    if after.data.startswith(kept):
+        return None
+    return first_byte_difference(kept, after.data[: len(kept)])
+
+
 def first_byte_difference(before: bytes, after: bytes) -> Change | None:
     """Where two byte strings first differ, as line and byte (None when equal)."""
     if before == after:

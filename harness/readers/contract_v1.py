@@ -36,6 +36,7 @@ from harness.readers.base import (
     CannotDamage,
     Damage,
     LogDamaged,
+    append_only_lost,
     file_snapshot,
     first_byte_difference,
 )
@@ -82,10 +83,7 @@ class ContractV1Reader:
 
     def lost(self, before: Snapshot, after: Snapshot) -> Change | None:
         """Append-only: every complete line of ``before`` stays, byte for byte, at the start."""
-        kept = complete_prefix(before.data)
-        if after.data.startswith(kept):
-            return None
-        return first_byte_difference(kept, after.data[: len(kept)])
+        return append_only_lost(before, after, complete_prefix(before.data))
 
     def format_problems(self, log: SessionLog) -> list[FormatProblem]:
         return [FormatProblem(note=p, event=e, line=e.line) for e in log.events for p in event_field_problems(e)]
