@@ -162,12 +162,11 @@ def fork_node(role: str, depth: int, fanout: int, hold: float) -> tuple[int, int
     return pid, read_fd
 
 
-def _read_line(fd: int) -> bytes:
+def _read_report(fd: int) -> bytes:
+    """A child's report, read to the end of the pipe: the child closes its end right after
+    writing, so once this returns no child still holds a pipe of the tree (before the beacon)."""
     data = b""
-    while not data.endswith(b"\n"):
-        piece = os.read(fd, 65536)
-        if not piece:
-            break
+    while piece := os.read(fd, 65536):
         data += piece
     os.close(fd)
     return data
@@ -180,7 +179,7 @@ def start_subtree(depth: int, fanout: int, hold: float, extra_roles: tuple[str, 
     children += [fork_node(role, 0, 1, hold) for role in extra_roles]
     described: list[dict] = []
     for pid, read_fd in children:
-        line = _read_line(read_fd)
+        line = _read_report(read_fd)
         if not line:
             raise SystemExit(f"window: a child process (pid {pid}) died before reporting")
         described += json.loads(line)
