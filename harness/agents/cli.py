@@ -4,6 +4,7 @@
     stopbench agents install NAME [--version V] [--registry URL] [--force]
     stopbench agents path NAME [--version V]
     stopbench agents record NAME CASE [--out DIR] [--keep]
+    stopbench agents doctor NAME|PROFILE      # one short turn: what the profile starts, sends and finds
 
 Exit codes: 0 done, 2 a usage or install error (the message says which and why).
 """
@@ -28,6 +29,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     path = sub.add_parser("path", help="print the program of an installed agent")
     path.add_argument("name")
     path.add_argument("--version")
+    doctor = sub.add_parser("doctor", help="one short turn against the demo scenario, and what went wrong if it did")
+    doctor.add_argument("agent", help="a built-in profile name or a profile TOML")
     from harness.agents import record
 
     record.add_arguments(sub.add_parser("record", help="record an agent's session store around kills and resumes"))
@@ -53,6 +56,8 @@ def main(args: argparse.Namespace) -> int:
 
             print(binary(args.name, args.version))
             return EXIT_OK
+        if args.agents_command == "doctor":
+            return _doctor(args.agent)
         if args.agents_command == "record":
             from harness.agents import record
 
@@ -62,6 +67,22 @@ def main(args: argparse.Namespace) -> int:
         return EXIT_ERROR
     print(f"stopbench agents: unknown command {args.agents_command!r}", file=sys.stderr)
     return EXIT_ERROR
+
+
+def _doctor(agent: str) -> int:
+    from harness.agents.doctor import doctor
+    from harness.profiles import ProfileError, agent_binary, load_profile
+
+    try:
+        profile = load_profile(agent)
+        if profile.agent:
+            agent_binary(profile)
+    except ProfileError as exc:
+        print(f"stopbench agents doctor: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    code, lines = doctor(profile)
+    print("\n".join(lines))
+    return code
 
 
 def _list() -> int:
