@@ -21,7 +21,6 @@ def test_a_wrong_binary_is_named_with_its_command():
     broken = replace(reference, headless=replace(reference.headless, command=("/nonexistent/refagent",
                                                                               *reference.headless.command[1:])))
     code, lines = doctor(broken)
-    text = "\n".join(lines)
     assert code == 1
     assert "errored" in lines[0] and "could not be started" in lines[0] and "/nonexistent/refagent" in lines[0]
 
