@@ -56,8 +56,11 @@ class TaskRun:
 
     # -- the turn and its deadline -----------------------------------------------------------
     def turn_started(self) -> None:
+        """A new turn: earlier beacons are stale, and an earlier turn's timeout no longer applies."""
         self._turn_started_ns = time.monotonic_ns()
         self.last_beacon = None
+        self._timeout_due_ns = None
+        self.timeout_by_agent = False
 
     def arm_timeout(self, timeout_s: float, *, watchdog: bool) -> None:
         """A turn with timeout T: the agent's own ``--timeout`` when its profile has one,
