@@ -45,16 +45,12 @@ from harness.model import (
     Snapshot,
 )
 from harness.readers.base import LogDamaged
-from harness.readers.jsonl import Events, JsonlStore, Line, text_of
+from harness.readers.jsonl import Events, JsonlStore, Line, project_folder, text_of
 
 SUPPORTED_VERSIONS = ("2.1.",)
 INTERRUPT_MARKERS = ("[Request interrupted by user",)
 MESSAGE_TYPES = frozenset({"user", "assistant"})
 
-
-def project_folder(cwd: str) -> str:
-    """Claude Code's folder name for a working folder: every non-alphanumeric becomes ``-``."""
-    return "".join(c if c.isalnum() else "-" for c in cwd)
 
 
 class ClaudeCodeReader(JsonlStore):

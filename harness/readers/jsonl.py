@@ -194,3 +194,8 @@ class Events:
     def start_turn(self, line: int, **data: Any) -> SessionEvent:
         self.turn = (self.turn or 0) + 1
         return self.add("turn_started", line, **data)
+
+
+def project_folder(cwd: str) -> str:
+    """The folder name Claude Code and Qwen Code give a working folder: every non-alphanumeric becomes ``-``."""
+    return "".join(c if c.isalnum() else "-" for c in cwd)

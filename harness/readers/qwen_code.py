@@ -33,16 +33,12 @@ from typing import Any
 
 from harness.model import Capability, FormatProblem, SessionHeader, SessionLog, Snapshot
 from harness.readers.base import LogDamaged
-from harness.readers.jsonl import Events, JsonlStore, Line
+from harness.readers.jsonl import Events, JsonlStore, Line, project_folder
 
 SUPPORTED_VERSIONS = ("0.15.",)
 KNOWN_TYPES = frozenset({"user", "assistant", "tool_result", "system"})
 MESSAGE_TYPES = frozenset({"user", "assistant", "tool_result"})
 
-
-def project_folder(cwd: str) -> str:
-    """Qwen Code's folder name for a working folder: every non-alphanumeric becomes ``-``."""
-    return "".join(c if c.isalnum() else "-" for c in cwd)
 
 
 class QwenCodeReader(JsonlStore):
