@@ -4,8 +4,9 @@ It reads the terminal as the user would: waits for the prompt, types, presses th
 stop keys during a turn, and recognises the turn's end. The pty's output is read by an
 event-loop reader (no thread, no polling), so waiting for "the prompt" or "turn ended" is a
 wait on the text itself. Line-oriented agents are matched on the raw stream; full-screen UIs
-(``match_on = "screen"``) on a rendered screen kept beside it (``harness.drivers.screen``),
-where a turn may also end by its busy indicator disappearing.
+(``match_on = "screen"``) on a rendered screen kept beside it (``harness.drivers.screen``):
+a turn's end is its turn-ended line below the turn's input there, or, for a UI that shows no
+such line, its busy indicator disappearing.
 """
 
 from __future__ import annotations
