@@ -198,7 +198,7 @@ class TerminalDriver(DriverBase):
             raise Unsupported("the profile names no queued_regex: queueing cannot be observed")
         start = len(self._raw.text)
         regex = re.compile(self.spec.queued_regex)
-        before = len(regex.findall(self._view.text()))
+        before = len(regex.findall(self._view.text())) if self._on_screen else 0
         self._record_input(text, queued=True)
         await self._submit(text)
         self._queued += 1

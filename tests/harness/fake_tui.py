@@ -7,7 +7,7 @@ box (cbreak mode) and takes Enter as submit. A prompt containing "hang" shows ``
 the status line until Esc; text typed meanwhile is queued (listed indented above the box).
 When a turn ends it first clears the busy indicator and only afterwards, in a separate write,
 draws the turn's last line above the box — ``Interrupted`` or ``Done`` — the order in which
-such UIs repaint. A resumed session whose file holds "DAMAGED" is refused (exit 2).
+such UIs repaint. Its session log is fake_agent.py's (a damaged one is refused, exit 2).
 """
 
 import argparse
@@ -15,7 +15,8 @@ import os
 import sys
 import termios
 import tty
-import uuid
+
+from fake_agent import session_log  # beside this file: the session store both stand-ins share
 
 RULE = "─" * 30
 
@@ -45,12 +46,9 @@ def main() -> int:
     parser.add_argument("--sessions", required=True)
     parser.add_argument("--resume")
     args = parser.parse_args()
-    session = args.resume or uuid.uuid4().hex[:8]
-    path = os.path.join(args.sessions, f"{session}.log")
-    if args.resume and "DAMAGED" in open(path).read():
-        print(f"fake: {path}: line 2: damaged", file=sys.stderr, flush=True)
+    path = session_log(args.sessions, args.resume)
+    if path is None:
         return 2
-    print(f"fake: session {session} {path}", file=sys.stderr, flush=True)
     saved = termios.tcgetattr(0)
     tty.setcbreak(0)
     tui, running = Tui(), False
