@@ -93,7 +93,7 @@ async def run_once(profile: Profile, item: WorkItem) -> ItemOutcome:
     driver: Driver | None = None
     window_refs: list[ProcRef] = []
     try:
-        async with FakeServer(scenario=item.task.scenario, port=0) as server:
+        async with FakeServer(scenario=profile.scenario_for(item.task.scenario), port=0) as server:
             ctx = agent_context(profile, item, dirs, server.url, server.base_url, api_key,
                                 env_extra=containment.env, preexec=containment.preexec())
             driver = make_driver(item.driver, ctx, history)
