@@ -13,6 +13,7 @@ from typing import Any
 
 from aiohttp import web
 
+from . import hangup
 from .canonical import estimate_tokens
 from .errors import ApiError, api_error
 from .playout import chunk_record, http_error_of, play, prepare, sse
@@ -24,7 +25,8 @@ from .wire import StreamEncoder, Wire, wire_for, wires
 
 MAX_BODY_BYTES = 8 * 1024 * 1024
 MAX_POLL_S = 300.0
-SECRET_HEADERS = {"authorization", "x-api-key", "api-key", "proxy-authorization", "cookie"}
+SECRET_HEADERS = {"authorization", "x-api-key", "api-key", "x-goog-api-key", "proxy-authorization", "cookie"}
+SECRET_QUERY = {"key"}      # Google's clients may send the API key as ?key=…
 SSE_HEADERS = {"Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache",
                "Connection": "keep-alive"}
 
@@ -32,6 +34,13 @@ SSE_HEADERS = {"Content-Type": "text/event-stream; charset=utf-8", "Cache-Contro
 def redact(headers: Mapping[str, str]) -> dict[str, str]:
     """Header names lower-cased (HTTP does not care) and secrets replaced."""
     return {k.lower(): ("[redacted]" if k.lower() in SECRET_HEADERS else v) for k, v in headers.items()}
+
+
+def redacted_path(request: web.Request) -> str:
+    """The path and query as a record keeps them: secret query parameters replaced."""
+    if not any(name in request.query for name in SECRET_QUERY):
+        return request.path_qs
+    return str(request.rel_url.update_query({name: "[redacted]" for name in SECRET_QUERY if name in request.query}))
 
 
 class FakeServer:
@@ -133,7 +142,9 @@ class FakeServer:
         return web.json_response({"input_tokens": estimate_tokens(parsed.canonical)})
 
     async def _unknown(self, request: web.Request) -> web.Response:
-        family = "anthropic" if "anthropic-version" in request.headers else "openai"
+        family = ("anthropic" if "anthropic-version" in request.headers
+                  else "google" if "x-goog-api-key" in request.headers or request.path.startswith("/v1beta/")
+                  else "openai")
         problem = f"Invalid URL ({request.method} {request.path})"
         self.records.append(Error(path=request.path, method=request.method, status=404, problem=problem))
         error = api_error(family, 404, problem)
@@ -178,7 +189,8 @@ class FakeServer:
         return handler
 
     async def _model_request(self, request: web.Request, wire: Wire) -> web.StreamResponse:
-        seen: dict[str, Any] = {"api": wire.NAME, "path": request.path_qs, "headers": redact(request.headers)}
+        path = redacted_path(request)
+        seen: dict[str, Any] = {"api": wire.NAME, "path": path, "headers": redact(request.headers)}
         try:
             body = await self._read_json(request, wire, seen)
             parsed = wire.parse(body, request.match_info)
@@ -191,7 +203,7 @@ class FakeServer:
             return self._json(refused.request, wire, exc.body, exc.status, exc.headers)
         encoder = wire.Encoder(plan, parsed, self.ids)
         if plan.side is not None:
-            self.records.append(plan.side_record(parsed, request.path_qs))
+            self.records.append(plan.side_record(parsed, path))
             if parsed.stream:
                 return await self._stream(request, None, plan, encoder, self._exchange(None, wire, 200, True))
             return await self._whole(request, None, wire, plan, encoder)
@@ -250,6 +262,7 @@ class FakeServer:
         disconnect; a side request (``request_no`` None) records nothing more."""
         response = web.StreamResponse(status=200, headers=SSE_HEADERS)
         last_chunk = 0
+        hangup.watch(request)
         try:
             await response.prepare(request)
             async for emit in play(plan, encoder):
@@ -272,23 +285,26 @@ class FakeServer:
             await response.write_eof()
         except asyncio.CancelledError:      # the client hung up (handler_cancellation) or we are closing
             if not self._closing and request_no is not None:
-                self.records.append(Disconnect(request=request_no, after_chunk=last_chunk))
+                self.records.append(Disconnect(request=request_no, after_chunk=last_chunk,
+                                               mono_ns=hangup.gone_ns(request)))
             raise
         except ConnectionResetError:        # the hang-up surfaced in a write instead
             if request_no is not None:
-                self.records.append(Disconnect(request=request_no, after_chunk=last_chunk))
+                self.records.append(Disconnect(request=request_no, after_chunk=last_chunk,
+                                               mono_ns=hangup.gone_ns(request)))
         return response
 
     async def _whole(self, request: web.Request, request_no: int | None, wire: Wire, plan: Plan,
                      encoder: StreamEncoder) -> web.StreamResponse:
         """Non-streamed answer: the same plan and timing, one JSON body at the end."""
         complete = True
+        hangup.watch(request)
         try:
             async for emit in play(plan, encoder):
                 complete = emit.complete
         except asyncio.CancelledError:
             if not self._closing and request_no is not None:
-                self.records.append(Disconnect(request=request_no, after_chunk=0))
+                self.records.append(Disconnect(request=request_no, after_chunk=0, mono_ns=hangup.gone_ns(request)))
             raise
         if request_no is not None:
             self.records.append(StreamEnd(request=request_no, complete=complete))
