@@ -74,15 +74,17 @@ class TerminalDriver(DriverBase):
         A line-oriented UI prints its turn-ended line in order. On a full-screen UI the line is
         looked for on the rendered screen below the turn's input (a UI that repaints only the
         cells that changed never writes the line whole into the raw stream); a UI that shows
-        no such line ends a turn by its busy indicator, seen since the input, going away."""
+        no such line — or whose turn has scrolled its input off the screen — ends a turn by
+        its busy indicator, seen since the input, going away."""
         regex = re.compile(self.spec.turn_ended_regex) if self.spec.turn_ended_regex else None
         if not self._on_screen:
             match = regex.search(self._raw.text, self._settle_from) if regex else None
             return (ANSI.sub("", match.group(0)), match.end()) if match else None
-        if regex:  # the line, not the indicator: some UIs clear the indicator before they draw the line
-            below = self._below_input()
-            found = regex.search(below) if below is not None else None
+        below = self._below_input() if regex else None
+        if regex and below is not None:  # the line, not the indicator: some UIs clear it before they draw the line
+            found = regex.search(below)
             return (found.group(0), len(self._raw.text)) if found else None
+        # No such line, or the turn's output has pushed its input off the screen: the indicator.
         if self.spec.busy_regex and self._busy_seen and not self._view.shows(self.spec.busy_regex):
             return "busy indicator gone", len(self._raw.text)
         return None

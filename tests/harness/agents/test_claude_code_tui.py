@@ -104,3 +104,10 @@ def test_the_inbox_task_is_not_run_for_want_of_a_withdrawal():
     reason = not_applicable(PROFILE, load_task(TASKS_DIR / "inbox"), "terminal")
     assert reason is not None and "cancel_command" in reason
     assert not_applicable(PROFILE, load_task(TASKS_DIR / "inbox-after-crash"), "terminal") is None
+
+
+def test_a_turn_whose_input_scrolled_off_ends_by_the_busy_indicator():
+    gone = "a long turn's input, scrolled off"
+    assert driver_on("tool-running", gone).turn_running()
+    ended = driver_on("idle", gone)._turn_end()
+    assert ended is not None and ended[0] == "busy indicator gone"
