@@ -94,7 +94,7 @@ class GeminiCliReader(JsonlStore):
                 for part in parts:
                     result = part.get("functionResponse")
                     if isinstance(result, dict):
-                        _result(events, line, result, calls.get(result.get("id")), extra)
+                        _result(events, line, result, calls.get(str(result.get("id"))), extra)
             elif rec["type"] == "gemini":
                 step = 1 + sum(1 for e in events.items if e.type == "assistant_message" and e.turn == events.turn)
                 tool_calls = rec.get("toolCalls") or []

@@ -81,7 +81,7 @@ async def test_stream_assembles_thoughts_text_and_a_whole_function_call(server):
     assert sum(1 for c in chunks if not c.candidates[0].content.parts) == sum(
         1 for r in numbered if r.tool_call_id) - 1
     [response] = server.records.of_kind("response")
-    assert response.tool_calls[0]["id"] == calls[0].id == "run_shell_command__call_t000001"
+    assert response.tool_calls[0]["id"] == calls[0].id == "call_t000001"
     [request] = server.records.of_kind("request")
     assert request.path == "/v1beta/models/gemini-x:streamGenerateContent?alt=sse"
     assert request.headers["x-goog-api-key"] == "[redacted]"
