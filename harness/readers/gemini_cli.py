@@ -15,7 +15,9 @@ knows its format by its shapes and refuses any record it does not know. Every li
 - ``{"$rewindTo": id}``: the conversation from that message on is dropped.
 
 The events are those of the conversation the agent reloads, in its order; each event's line is
-where its message first appeared.
+where its message first appeared. A call id is given as the agent sends it to the model: the
+store keeps it behind a ``<function name>__`` prefix, which the agent strips from every
+request (``native_id`` keeps the stored form).
 
 =============================================  =================================================
 message                                         canonical event
@@ -99,12 +101,13 @@ class GeminiCliReader(JsonlStore):
                 step = 1 + sum(1 for e in events.items if e.type == "assistant_message" and e.turn == events.turn)
                 tool_calls = rec.get("toolCalls") or []
                 events.add("assistant_message", line, step=step, text=_text(_parts(rec.get("content"))),
-                           tool_calls=[{"id": c["id"], "name": c["name"], "arguments": json.dumps(c.get("args") or {})}
-                                       for c in tool_calls],
+                           tool_calls=[{"id": wire_id(c["id"], c["name"]), "name": c["name"],
+                                        "arguments": json.dumps(c.get("args") or {})} for c in tool_calls],
                            finish_reason=None, interrupted=False, model=rec.get("model"), **extra)
                 for call in tool_calls:
-                    events.add("tool_call", line, step=step, call_id=call["id"], name=call["name"],
-                               arguments=call.get("args") or {}, status=call.get("status"), **extra)
+                    events.add("tool_call", line, step=step, call_id=wire_id(call["id"], call["name"]),
+                               native_id=call["id"], name=call["name"], arguments=call.get("args") or {},
+                               status=call.get("status"), **extra)
                 for call in tool_calls:      # a result kept only beside its call
                     kept = [p["functionResponse"] for p in _parts(call.get("result"))
                             if isinstance(p.get("functionResponse"), dict)]
@@ -183,6 +186,12 @@ def _check_message(path: str, line: int, rec: Any, versions: str) -> None:
             raise LogDamaged(path, line, f"message {rec['id']} has a tool call without id or name")
 
 
+def wire_id(native: Any, name: Any) -> Any:
+    """A stored call id as the agent sends it: without its ``<function name>__`` prefix."""
+    prefix = f"{str(name or '').strip() or 'generic_tool'}__"
+    return native[len(prefix):] if isinstance(native, str) and native.startswith(prefix) else native
+
+
 def _parts(content: Any) -> list[dict[str, Any]]:
     if isinstance(content, str):
         return [{"text": content}]
@@ -201,6 +210,8 @@ def _result(events: Events, line: int, result: dict[str, Any], call: dict[str, A
     body: dict[str, Any] = raw if isinstance(raw, dict) else {}
     output = body.get("output", body.get("error", ""))
     status = call.get("status") if call else None
-    events.add("tool_result", line, call_id=result.get("id"), name=result.get("name"),
+    native = result.get("id")
+    events.add("tool_result", line, call_id=wire_id(native, result.get("name")), native_id=native,
+               name=result.get("name"),
                output=output if isinstance(output, str) else json.dumps(output),
                aborted=status == "cancelled", status=status, is_error="error" in body, **extra)

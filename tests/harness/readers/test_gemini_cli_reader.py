@@ -65,8 +65,10 @@ def test_a_message_written_again_with_its_calls_keeps_its_place_and_first_line(t
     assert events(log) == [("turn_started", 1, 3), ("assistant_message", 1, 4), ("tool_call", 1, 4),
                            ("tool_result", 1, 7), ("assistant_message", 1, 8)]
     result = log.of_type("tool_result")[0]
-    assert (result.get("call_id"), result.get("output"), result.get("aborted")) == ("run_shell_command__c1", "hi",
-                                                                                   False)
+    # the id the agent sends the model: the stored one without its "<name>__" prefix
+    assert (result.get("call_id"), result.get("native_id"), result.get("output"), result.get("aborted")) == (
+        "c1", "run_shell_command__c1", "hi", False)
+    assert log.of_type("assistant_message")[0].get("tool_calls")[0]["id"] == "c1"
     assert log.header.session_id == HEADER["sessionId"] and log.header.cwd == "/tmp/somewhere/work"
     assert log.header.model == "stopbench-1" and log.of_type("turn_started")[0].mono_ns is not None
     assert get_reader("gemini-cli").format_problems(log) == []
@@ -96,7 +98,7 @@ def test_a_function_response_answering_no_call_breaks_the_format_rule(tmp_path):
     stray = call("run_shell_command__gone", "success", output="x")
     log = parse(store(tmp_path, HEADER, user("u1", "Go."), model("m1", "Hm."), results("r1", stray)))
     [problem] = get_reader("gemini-cli").format_problems(log)
-    assert "run_shell_command__gone answers no earlier call" in problem.note and problem.line == 4
+    assert "gone answers no earlier call" in problem.note and problem.line == 4
 
 
 @pytest.mark.parametrize("records, line, words", [
