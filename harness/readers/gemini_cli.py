@@ -15,9 +15,11 @@ knows its format by its shapes and refuses any record it does not know. Every li
 - ``{"$rewindTo": id}``: the conversation from that message on is dropped.
 
 The events are those of the conversation the agent reloads, in its order; each event's line is
-where its message first appeared. A call id is given as the agent sends it to the model: the
-store keeps it behind a ``<function name>__`` prefix, which the agent strips from every
-request (``native_id`` keeps the stored form).
+where its message first appeared, and its time the time the message was first written: a resume
+writes every earlier message again in its checkpoint, stamped with the resume's time and
+without its model and token counts (the reader keeps what that copy leaves out). A call id is
+given as the agent sends it to the model: the store keeps it behind a ``<function name>__``
+prefix, which the agent strips from every request (``native_id`` keeps the stored form).
 
 =============================================  =================================================
 message                                         canonical event
@@ -147,21 +149,25 @@ def _replay(path: str, lines: list[Line], versions: str) -> tuple[dict[str, Any]
         raise LogDamaged(path, 1, f"the first line is not a session header (as {versions} writes it)")
     metadata: dict[str, Any] = {}
     messages: dict[str, _Message] = {}
-    first_seen: dict[str, int] = {}
+    seen: dict[str, _Message] = {}     # every message as last written, where it first appeared
+
+    def write(number: int, rec: Any) -> None:
+        _check_message(path, number, rec, versions)
+        before = seen.get(rec["id"])
+        if before is not None:     # a new version: its content, the first time, the fields it left out
+            rec = {**before.record, **rec, "timestamp": before.record.get("timestamp", rec.get("timestamp"))}
+        seen[rec["id"]] = messages[rec["id"]] = _Message(before.line if before else number, rec)
+
     for line in lines:
         rec = line.record
         if isinstance(rec.get("id"), str):
-            _check_message(path, line.number, rec, versions)
-            first_seen.setdefault(rec["id"], line.number)
-            messages[rec["id"]] = _Message(first_seen[rec["id"]], rec)   # an update keeps its place
+            write(line.number, rec)             # an update keeps its place
         elif isinstance(rec.get("$set"), dict):
             update = rec["$set"]
             if isinstance(update.get("messages"), list):
                 messages = {}
                 for m in update["messages"]:
-                    _check_message(path, line.number, m, versions)
-                    first_seen.setdefault(m["id"], line.number)
-                    messages[m["id"]] = _Message(first_seen[m["id"]], m)
+                    write(line.number, m)
             metadata.update({k: v for k, v in update.items() if k != "messages"})
         elif isinstance(rec.get("$rewindTo"), str):
             ids = list(messages)

@@ -41,6 +41,7 @@ def results(mid: str, *calls: dict) -> dict:
 
 
 def store(tmp_path: Path, *records: dict) -> str:
+    tmp_path.mkdir(parents=True, exist_ok=True)
     path = tmp_path / "session-2026-12-01T10-00-5e55e55e.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
     return str(path)
@@ -122,3 +123,17 @@ def test_find_names_the_session_by_the_start_of_its_id(tmp_path):
     reader = get_reader("gemini-cli")
     assert reader.find(str(tmp_path), HEADER["sessionId"]).endswith("-5e55e55e.jsonl")
     assert reader.find(str(tmp_path / "nowhere")) is None
+
+
+def test_a_resume_rewriting_earlier_messages_changes_none_of_their_events(tmp_path):
+    """A resume's checkpoint writes the earlier messages again with its own time and without
+    their model: the events keep the first time and what the copy left out."""
+    earlier = store(tmp_path / "a", HEADER, user("u1", "First."), model("m1", "One."))
+    restored = [{**user("u1", "First."), "timestamp": "2026-12-01T11:00:00.000Z"},
+                {"id": "m1", "timestamp": "2026-12-01T11:00:00.000Z", "type": "gemini", "content": [{"text": "One."}]}]
+    later = store(tmp_path / "b", HEADER, user("u1", "First."), model("m1", "One."), HEADER,
+                  {"$set": {"messages": [CONTEXT]}}, {"$set": {"messages": [CONTEXT, *restored]}})
+    before, after = parse(earlier), parse(later)
+    assert [(e.type, e.line, dict(e.data)) for e in after.events] == [(e.type, e.line, dict(e.data))
+                                                                      for e in before.events]
+    assert after.of_type("assistant_message")[0].get("model") == "stopbench-1"
