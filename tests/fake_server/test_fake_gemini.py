@@ -173,6 +173,18 @@ async def test_a_mid_stream_error_raises_after_the_text_before_it(server):
     assert end.complete is False
 
 
+async def test_a_disconnect_after_some_chunks_breaks_the_stream_after_them(server):
+    server.load(scenario('[[responses]]\n[[responses.frames]]\ntext = "abcdefghij"\nchunk = 2\n'
+                         '[[responses.frames]]\ndisconnect = true\n'))
+    seen = []
+    with pytest.raises(aiohttp.ClientError):
+        async for chunk in await client(server).aio.models.generate_content_stream(model="m", contents="hi"):
+            seen.append(chunk.text)
+    assert "".join(seen) == "abcdefghij" and [r.chunk for r in server.records.of_kind("chunk")] == [1, 2, 3, 4, 5]
+    [end] = server.records.of_kind("stream_end")
+    assert end.complete is False
+
+
 async def test_a_tool_less_request_is_a_side_request(server):
     server.load(scenario('[[responses]]\n[[responses.frames]]\nshell = "echo task"\n'))
     side = await client(server).aio.models.generate_content(model="flash-lite", contents="Summarize this session")
