@@ -8,7 +8,8 @@ knows its format by its shapes and refuses any record it does not know. Every li
   and again at each resume, before the conversation is restored;
 - a message (a string ``id``): a message with an id seen before replaces it in place (a model
   message is written when its text is complete and again, with ``toolCalls``, once its tools
-  have run);
+  have run; a resume's checkpoint may give a message of another type an earlier id, which then
+  replaces that message, as the agent's own loader does);
 - ``{"$set": {…}}``: a metadata update; with ``messages`` it is a checkpoint that replaces the
   whole conversation (a session starts with one holding its ``<session_context>``, a resume
   writes one that restores the conversation);
@@ -82,7 +83,7 @@ class GeminiCliReader(JsonlStore):
         calls: dict[str, dict[str, Any]] = {}     # call id → its toolCalls entry
         answered: set[str] = set()                # calls a user message's function response answers
         for message in messages.values():
-            for call in message.record.get("toolCalls") or []:
+            for call in _calls(message.record):
                 calls[call["id"]] = call
             for part in _parts(message.record.get("content")) if message.record["type"] == "user" else []:
                 if isinstance(part.get("functionResponse"), dict):
@@ -101,7 +102,7 @@ class GeminiCliReader(JsonlStore):
                         _result(events, line, result, calls.get(str(result.get("id"))), extra)
             elif rec["type"] == "gemini":
                 step = 1 + sum(1 for e in events.items if e.type == "assistant_message" and e.turn == events.turn)
-                tool_calls = rec.get("toolCalls") or []
+                tool_calls = _calls(rec)
                 events.add("assistant_message", line, step=step, text=_text(_parts(rec.get("content"))),
                            tool_calls=[{"id": wire_id(c["id"], c["name"]), "name": c["name"],
                                         "arguments": json.dumps(c.get("args") or {})} for c in tool_calls],
@@ -154,7 +155,8 @@ def _replay(path: str, lines: list[Line], versions: str) -> tuple[dict[str, Any]
     def write(number: int, rec: Any) -> None:
         _check_message(path, number, rec, versions)
         before = seen.get(rec["id"])
-        if before is not None:     # a new version: its content, the first time, the fields it left out
+        if before is not None and before.record["type"] == rec["type"]:
+            # a new version: its content, the first time, the fields it left out
             rec = {**before.record, **rec, "timestamp": before.record.get("timestamp", rec.get("timestamp"))}
         seen[rec["id"]] = messages[rec["id"]] = _Message(before.line if before else number, rec)
 
@@ -190,6 +192,19 @@ def _check_message(path: str, line: int, rec: Any, versions: str) -> None:
     for call in rec.get("toolCalls") or []:
         if not (isinstance(call, dict) and isinstance(call.get("id"), str) and isinstance(call.get("name"), str)):
             raise LogDamaged(path, line, f"message {rec['id']} has a tool call without id or name")
+
+
+def _calls(rec: dict[str, Any]) -> list[dict[str, Any]]:
+    """A model message's calls: its ``toolCalls`` (with status and result), or, in a resume's
+    checkpoint copy, which has none, the ``functionCall`` parts of its content."""
+    if rec.get("type") != "gemini":
+        return []
+    if rec.get("toolCalls"):
+        return list(rec["toolCalls"])
+    return [{"id": p["functionCall"].get("id"), "name": p["functionCall"].get("name"),
+             "args": p["functionCall"].get("args") or {}}
+            for p in _parts(rec.get("content")) if isinstance(p.get("functionCall"), dict)
+            and isinstance(p["functionCall"].get("id"), str) and isinstance(p["functionCall"].get("name"), str)]
 
 
 def wire_id(native: Any, name: Any) -> Any:

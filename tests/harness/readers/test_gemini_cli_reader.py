@@ -137,3 +137,18 @@ def test_a_resume_rewriting_earlier_messages_changes_none_of_their_events(tmp_pa
     assert [(e.type, e.line, dict(e.data)) for e in after.events] == [(e.type, e.line, dict(e.data))
                                                                       for e in before.events]
     assert after.of_type("assistant_message")[0].get("model") == "stopbench-1"
+
+
+def test_a_checkpoint_that_reuses_a_model_messages_id_for_its_results_replaces_that_message(tmp_path):
+    """Seen after a kill between a tool's end and the next answer: the restore gives the
+    function responses the model message's id, so the reloaded conversation loses the call."""
+    done = call("run_shell_command__c1", "success", output="listed")
+    calls_in_content = {"id": "m1", "timestamp": "2026-12-01T11:00:00.000Z", "type": "gemini", "content": [
+        {"text": "Listing."}, {"functionCall": {"id": "run_shell_command__c1", "name": "run_shell_command", "args": {}}}]}
+    only_model = parse(store(tmp_path / "a", HEADER, user("u1", "List."), {"$set": {"messages": [calls_in_content]}}))
+    assert [(e.type, e.get("call_id")) for e in only_model.events] == [("assistant_message", None), ("tool_call", "c1")]
+    assert only_model.of_type("assistant_message")[0].get("tool_calls")[0]["id"] == "c1"
+    clash = {**results("m1", done), "id": "m1"}
+    log = parse(store(tmp_path / "b", HEADER, user("u1", "List."), model("m1", "Listing.", done), results("r1", done),
+                      {"$set": {"messages": [user("u1", "List."), calls_in_content, clash, results("r1", done)]}}))
+    assert [(e.type, e.line) for e in log.events] == [("turn_started", 2), ("tool_result", 3), ("tool_result", 4)]
