@@ -165,6 +165,7 @@ class Scenario:
     model: str | None = None
     shell_tool: ShellToolOverride | None = None
     side_requests: tuple[str, ...] = ()    # substrings that mark a request as a side request
+    shell_fence: str | None = None         # shell frames travel as fenced blocks of this language (fence.py)
     source: str = "<inline>"
 
     @property
@@ -206,19 +207,22 @@ def demo_scenario() -> Scenario:
 
 def parse_scenario(data: dict, source: str = "<inline>") -> Scenario:
     reader = _Reader(source)
-    reader.only(data, "scenario", {"name", "model", "shell_tool", "side_requests", "responses"})
+    reader.only(data, "scenario", {"name", "model", "shell_tool", "side_requests", "responses", "shell_fence"})
     name = reader.required(data, "scenario", "name")
     model = reader.string(data, "scenario", "model")
     shell_tool = None
     if "shell_tool" in data:
         shell_tool = reader.shell_tool(data["shell_tool"])
     side_requests = reader.side_requests(data.get("side_requests", []))
+    shell_fence = reader.string(data, "scenario", "shell_fence")
+    if shell_fence is not None and not shell_fence.isalnum():
+        reader.fail("scenario.shell_fence", f"must be a fence language such as 'bash', not {shell_fence!r}")
     raw = data.get("responses")
     if not isinstance(raw, list) or not raw:
         raise ScenarioError(source, "responses", "at least one [[responses]] table is required")
     responses = tuple(reader.response(r, f"responses[{i}]") for i, r in enumerate(raw))
     return Scenario(name=name, responses=responses, model=model, shell_tool=shell_tool,
-                    side_requests=side_requests, source=source)
+                    side_requests=side_requests, source=source, shell_fence=shell_fence)
 
 
 _FRAME_KEYS = ("text", "reasoning", "tool_call", "shell", "pause", "stall", "disconnect",

@@ -328,9 +328,12 @@ def _load(args: argparse.Namespace, agent: str) -> tuple[Profile, list[Task]]:
     except (ProfileError, NotInstalled) as exc:
         raise UsageError(str(exc)) from None
     tasks = _tasks(args)
+    names = {t.name for t in tasks}
+    strange = sorted(set(profile.not_run) - names)
+    if strange:
+        raise UsageError(f"{profile.path}: not_run.{strange[0]}: no such task (tasks: {', '.join(sorted(names))})")
     wanted = _split(args.task)
     if wanted:
-        names = {t.name for t in tasks}
         missing = [w for w in wanted if w not in names]
         if missing:
             raise UsageError(f"unknown task {missing[0]!r} (tasks: {', '.join(sorted(names))})")

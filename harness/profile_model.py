@@ -143,6 +143,8 @@ class Profile:
     repair_not_started: str | None = None  # … and for TOOL_NOT_STARTED
     budgets: Budgets = field(default_factory=Budgets)
     watchdog_signal: int = signal.SIGTERM  # what CI's watchdog sends an agent without a timeout option
+    shell_fence: str | None = None  # no tool calling: the model's shell commands come as fenced blocks of this language
+    not_run: Mapping[str, str] = field(default_factory=dict)  # task name → why it cannot apply to this agent
 
     def drivers(self) -> list[str]:
         """The drivers this profile can be driven by."""

@@ -66,7 +66,7 @@ def load_profile(name_or_path: str | Path) -> Profile:
 _TOP_KEYS = {
     "name", "description", "version_command", "adapters", "wire_api", "model", "log_reader",
     "fresh_home", "env", "files", "headless", "interactive", "stop", "session", "inproc",
-    "failpoints", "repair", "timeouts", "watchdog", "streams", "agent", "sequential_tools",
+    "failpoints", "repair", "timeouts", "watchdog", "streams", "agent", "sequential_tools", "shell", "not_run",
 }
 # The keys each section takes; anything else is refused, naming file, section and key.
 _SECTION_KEYS = {
@@ -82,6 +82,7 @@ _SECTION_KEYS = {
     "repair": {"outcome_unknown", "not_started"},
     "timeouts": set(BUDGET_KEYS),
     "watchdog": {"signal"},
+    "shell": {"fence"},
 }
 
 
@@ -181,6 +182,13 @@ def parse_profile(data: Mapping[str, Any], path: str | Path = "<profile>") -> Pr
     if factory and not re.fullmatch(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*", factory):
         v.fail("inproc.factory", f"{factory!r} is not 'module.path:function'")
     failpoints = v.table(data, "failpoints")
+    shell_fence = v.string(v.table(data, "shell"), "fence", item="shell.fence")
+    if shell_fence is not None and not shell_fence.isalnum():
+        v.fail("shell.fence", f"must be a fence language such as 'bash', not {shell_fence!r}")
+    not_run = v.table(data, "not_run")
+    for task, why in not_run.items():
+        if not isinstance(why, str) or not why.strip():
+            v.fail(f"not_run.{task}", "must say why the task cannot apply to this agent")
     return Profile(
         name=name,
         path=str(path),
@@ -210,6 +218,8 @@ def parse_profile(data: Mapping[str, Any], path: str | Path = "<profile>") -> Pr
         repair_not_started=v.string(repair, "not_started", item="repair.not_started"),
         budgets=Budgets(**budgets),
         watchdog_signal=watchdog_signal,
+        shell_fence=shell_fence,
+        not_run=dict(not_run),
     )
 
 
