@@ -46,7 +46,7 @@ def prepare(parsed: Parsed, cursor: ScenarioCursor, ids: Ids, beacon_url: str | 
         raise wire.error(500, str(exc)) from None
     if scenario.shell_fence is not None:
         response = fenced(response, scenario.shell_fence, beacon_url)
-    return build_plan(index, response, parsed, shell, ids, beacon_url)
+    return build_plan(index, response, parsed, shell, ids, beacon_url, scenario.finish_action)
 
 
 def http_error_of(plan: Plan, api: str) -> ApiError | None:

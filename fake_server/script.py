@@ -8,6 +8,7 @@ n``) the same whichever API the agent speaks.
 from __future__ import annotations
 
 import itertools
+import json
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
@@ -137,11 +138,12 @@ def side_plan(parsed: Parsed, reason: str) -> Plan:
 
 
 def build_plan(index: int, response: sc.Response, parsed: Parsed, shell: ShellTool | None,
-               ids: Ids, beacon_url: str | None) -> Plan:
+               ids: Ids, beacon_url: str | None, finish_action: sc.FinishAction | None = None) -> Plan:
     """Lay out ``response`` for ``parsed``; raise NoShellTool when a shell frame cannot map."""
     plan = Plan(index=index)
     finish: sc.Finish | None = None
-    for frame in response.frames:
+    frames = response.frames + _finish_call(response, parsed, shell, finish_action)
+    for frame in frames:
         if isinstance(frame, sc.HttpError):
             plan.http_error = frame
             return plan
@@ -170,6 +172,23 @@ def build_plan(index: int, response: sc.Response, parsed: Parsed, shell: ShellTo
     plan.output_tokens = (finish.output_tokens if finish and finish.output_tokens is not None
                           else max(1, generated // 4))
     return plan
+
+
+def _finish_call(response: sc.Response, parsed: Parsed, shell: ShellTool | None,
+                 action: sc.FinishAction | None) -> tuple[sc.Frame, ...]:
+    """The finish action's call, for a response that ends its turn with text alone and when
+    the request offers what the action needs (a side request, say, offers no tools)."""
+    if action is None:
+        return ()
+    ends_turn = all(isinstance(f, (sc.Text, sc.Reasoning, sc.Pause)) for f in response.frames)
+    if not ends_turn:
+        return ()
+    if action.shell is not None:
+        return (sc.Shell(command=action.shell),) if shell is not None else ()
+    if action.tool not in {t.name for t in parsed.tool_defs}:
+        return ()
+    text = "".join(f.text for f in response.frames if isinstance(f, sc.Text))
+    return (sc.ToolCall(action.tool, json.dumps(action.arguments_for(text), ensure_ascii=False)),)
 
 
 def _call_target(frame, shell: ShellTool | None, beacon_url: str | None) -> tuple[str, str]:

@@ -4,6 +4,7 @@ reads and validates profile files into these; drivers and the runner use them.""
 
 from __future__ import annotations
 
+import dataclasses
 import signal
 import string
 import sys
@@ -12,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fake_server.scenario import FinishAction, Scenario
 from harness.agents.install import NotInstalled, binary
 
 PLACEHOLDERS = frozenset(
@@ -145,6 +147,16 @@ class Profile:
     watchdog_signal: int = signal.SIGTERM  # what CI's watchdog sends an agent without a timeout option
     shell_fence: str | None = None  # no tool calling: the model's shell commands come as fenced blocks of this language
     not_run: Mapping[str, str] = field(default_factory=dict)  # task name → why it cannot apply to this agent
+    finish_action: FinishAction | None = None  # how the agent is told a task is done, if only its own action ends it
+
+    def scenario_for(self, scenario: Scenario) -> Scenario:
+        """A task's scenario as this agent must be served it: the same conversation, with
+        the agent's own way of ending a task where a response ends one, and its shell
+        commands as fenced blocks for an agent that calls no tools."""
+        if self.finish_action is None and self.shell_fence is None:
+            return scenario
+        return dataclasses.replace(scenario, finish_action=self.finish_action or scenario.finish_action,
+                                   shell_fence=self.shell_fence or scenario.shell_fence)
 
     def drivers(self) -> list[str]:
         """The drivers this profile can be driven by."""

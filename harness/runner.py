@@ -93,7 +93,7 @@ async def run_once(profile: Profile, item: WorkItem) -> ItemOutcome:
     driver: Driver | None = None
     window_refs: list[ProcRef] = []
     try:
-        async with FakeServer(scenario=served_scenario(profile, item.task.scenario), port=0) as server:
+        async with FakeServer(scenario=profile.scenario_for(item.task.scenario), port=0) as server:
             ctx = agent_context(profile, item, dirs, server.url, server.base_url, api_key,
                                 env_extra=containment.env, preexec=containment.preexec())
             driver = make_driver(item.driver, ctx, history)
@@ -146,14 +146,6 @@ async def run_once(profile: Profile, item: WorkItem) -> ItemOutcome:
             survivors = [m.to_json() for m in last.survivors] + [r.to_json() for r in left]
             raise HarnessError(f"{item.key}: processes survived SIGKILL: {survivors}")
         containment.close()
-
-
-def served_scenario(profile: Profile, scenario: Any) -> Any:
-    """The task's scenario as this agent is served it: with the profile's fence language, a
-    shell frame is a fenced block in the text (an agent without tool calling)."""
-    if profile.shell_fence is None or scenario is None:
-        return scenario
-    return dataclasses.replace(scenario, shell_fence=profile.shell_fence)
 
 
 def _all(item: WorkItem, verdict: Callable[[str, str], CheckResult], summary: str) -> tuple[CheckResult, ...]:
