@@ -123,7 +123,7 @@ def _events(messages: list[tuple[Line, str, dict[str, Any]]]) -> list[Any]:
                 events.add("tool_call", line.number, step=step, call_id=call["id"], name=call["name"],
                            arguments=call["args"], timestamp=stamp)
             elif kind == "ToolResult":
-                value = payload.get("return_value") if isinstance(payload.get("return_value"), dict) else {}
+                value = _table(payload.get("return_value"))
                 output = value.get("output", "")
                 events.add("tool_result", line.number, call_id=payload.get("tool_call_id"),
                            output=output if isinstance(output, str) else text_of(output), aborted=False,
@@ -140,7 +140,8 @@ def _events(messages: list[tuple[Line, str, dict[str, Any]]]) -> list[Any]:
                               inbox=[], timestamp=stamp)
         elif kind == "StepBegin":
             flush()
-            step = payload.get("n") if isinstance(payload.get("n"), int) else step + 1
+            n = payload.get("n")
+            step = n if isinstance(n, int) else step + 1
         elif kind in STEP_PARTS or kind == "ToolResult":
             pending.append((line, kind, payload))
         elif kind == "TurnEnd":
@@ -151,13 +152,18 @@ def _events(messages: list[tuple[Line, str, dict[str, Any]]]) -> list[Any]:
 
 
 def _call(payload: dict[str, Any]) -> dict[str, Any]:
-    function = payload.get("function") if isinstance(payload.get("function"), dict) else {}
-    arguments = function.get("arguments") if isinstance(function.get("arguments"), str) else "{}"
+    function = _table(payload.get("function"))
+    raw = function.get("arguments")
+    arguments = raw if isinstance(raw, str) else "{}"
     try:
         args = json.loads(arguments)
     except ValueError:
         args = arguments
     return {"id": payload.get("id"), "name": function.get("name"), "arguments": arguments, "args": args}
+
+
+def _table(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
 
 
 def _iso(stamp: Any) -> str | None:
