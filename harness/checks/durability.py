@@ -259,7 +259,11 @@ def checkpoint_carried(obs: Observation, kill: AgentKill, resumed: Request) -> l
     if kill.at in ("request-received", "chunk-flushed"):
         killed = killed_request(obs, kill)
         said = [m.text for m in killed.messages if m.role == "user"] if killed else []
-        if said and not any(said[-1] in u or same_text(said[-1], u) for u in users):
+        # The user's own words are what must be durable: an agent may wrap them in text of its
+        # own for the request (aider appends its edit-format rules) and not store the wrapping.
+        typed = [i.text for i in obs.inputs if not i.queued and said and i.text in said[-1]]
+        if said and not any(said[-1] in u or same_text(said[-1], u) or any(t in u for t in typed[-1:])
+                            for u in users):
             return [request_item(resumed, note=f"request {resumed.number} after the restart lacks the user's message "
                                  f"{clip(said[-1], 60)!r}, durable since request {killed.number if killed else '?'} "
                                  f"arrived")]
