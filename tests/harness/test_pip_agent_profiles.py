@@ -59,7 +59,7 @@ def test_the_profile_pins_what_the_catalog_installs(name):
     assert profile.agent == name and agent.registry == "pypi"
     assert agent.version in profile.description
     assert profile.headless is not None and profile.drivers() == ["subprocess"]
-    assert profile.log_reader == "none" or name == "kimi-cli"
+    assert profile.log_reader == {"kimi-cli": "kimi-cli", "llm": "llm-logs"}.get(name, "none")
 
 
 def test_kimi_needs_python_313_and_the_others_run_on_this_venvs():
