@@ -53,6 +53,10 @@ from harness.taskrun import TaskRun
 from harness.timeline import timeline
 
 DEFAULT_RETRIES = 2
+# Each try after a race that did not happen gives a task's turn timeouts this many times more:
+# a turn timeout T is there to fall while the agent works, and an agent the machine slows
+# down (``import openai`` alone takes seconds under load) may not have started working by T.
+RETRY_TIMEOUT_FACTOR = 3.0
 TAIL_CHARS = 1500
 CONTAIN_BUDGET_S = 10.0  # failsafe: ending a frozen cgroup takes milliseconds
 
@@ -78,7 +82,8 @@ async def run_item(profile: Profile, item: WorkItem, *, retries: int = DEFAULT_R
     attempts: list[Attempt] = []
     while True:
         root = kept_dir(keep, item, len(attempts) + 1) if keep is not None else None
-        outcome = await run_once(profile, item, run_root=root)
+        outcome = await run_once(profile, item, run_root=root,
+                                 timeout_factor=RETRY_TIMEOUT_FACTOR ** len(attempts))
         if root is not None:
             outcome.result = dataclasses.replace(outcome.result,
                                                  evidence={**outcome.result.evidence, "run_dir": str(root)})
@@ -99,7 +104,8 @@ def kept_dir(keep: Path, item: WorkItem, attempt: int) -> Path:
     return path
 
 
-async def run_once(profile: Profile, item: WorkItem, *, run_root: Path | None = None) -> ItemOutcome:
+async def run_once(profile: Profile, item: WorkItem, *, run_root: Path | None = None,
+                   timeout_factor: float = 1.0) -> ItemOutcome:
     """One try of ``item``; its run folder is removed afterwards unless it is ``run_root``."""
     started = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     t0_ns = time.monotonic_ns()
@@ -116,7 +122,8 @@ async def run_once(profile: Profile, item: WorkItem, *, run_root: Path | None = 
             ctx = agent_context(profile, item, dirs, server.url, server.base_url, api_key,
                                 env_extra=containment.env, preexec=containment.preexec())
             driver = make_driver(item.driver, ctx, history)
-            run = TaskRun(profile=profile, driver=driver, server=server, history=history, reader=reader)
+            run = TaskRun(profile=profile, driver=driver, server=server, history=history, reader=reader,
+                          timeout_factor=timeout_factor)
             failure: AgentFailure | None = None
             try:
                 await play(run, item.task.steps, profile.budgets)
