@@ -13,6 +13,7 @@ from typing import Any
 
 from . import scenario as sc
 from .errors import ApiError
+from .fence import fenced
 from .records import Chunk
 from .script import Delta, Exhausted, Ids, Parsed, Plan, ScenarioCursor, Sleep, build_plan, detect_shell, side_plan
 from .wire import Event, StreamEncoder, wire_for
@@ -22,7 +23,8 @@ def prepare(parsed: Parsed, cursor: ScenarioCursor, ids: Ids, beacon_url: str | 
     """The plan answering ``parsed``; ApiError (provider-shaped) when it cannot be answered.
 
     A side request — one the scenario declares by a pattern, or one that offers no shell tool
-    when the scenario calls the shell and nothing else answers it — gets the canned side plan
+    when the scenario calls the shell through a tool and nothing else answers it (with
+    ``shell_fence`` no request needs a tool to be the task's) — gets the canned side plan
     and uses up no response: real agents send such requests (titles, auto-memory) around the
     task, and neither a consumed response nor a 500 may follow from one.
     """
@@ -37,11 +39,13 @@ def prepare(parsed: Parsed, cursor: ScenarioCursor, ids: Ids, beacon_url: str | 
     try:
         index, response = cursor.choose(parsed.canonical)
     except Exhausted as exc:
-        if shell is None and scenario.scripts_shell:
+        if shell is None and scenario.scripts_shell and scenario.shell_fence is None:
             offered = ", ".join(parsed.canonical["tools"]) or "none"
             return side_plan(parsed, f"no response matches and it offers no shell tool (tools offered: "
                                      f"{offered}) while the scenario calls the shell")
         raise wire.error(500, str(exc)) from None
+    if scenario.shell_fence is not None:
+        response = fenced(response, scenario.shell_fence, beacon_url)
     return build_plan(index, response, parsed, shell, ids, beacon_url, scenario.finish_action)
 
 

@@ -181,6 +181,7 @@ class Scenario:
     shell_tool: ShellToolOverride | None = None
     finish_action: FinishAction | None = None
     side_requests: tuple[str, ...] = ()    # substrings that mark a request as a side request
+    shell_fence: str | None = None         # shell frames travel as fenced blocks of this language (fence.py)
     source: str = "<inline>"
 
     @property
@@ -222,7 +223,8 @@ def demo_scenario() -> Scenario:
 
 def parse_scenario(data: dict, source: str = "<inline>") -> Scenario:
     reader = _Reader(source)
-    reader.only(data, "scenario", {"name", "model", "shell_tool", "finish_action", "side_requests", "responses"})
+    reader.only(data, "scenario", {"name", "model", "shell_tool", "finish_action", "side_requests", "responses",
+                                   "shell_fence"})
     name = reader.required(data, "scenario", "name")
     model = reader.string(data, "scenario", "model")
     shell_tool = None
@@ -230,12 +232,16 @@ def parse_scenario(data: dict, source: str = "<inline>") -> Scenario:
         shell_tool = reader.shell_tool(data["shell_tool"])
     finish_action = parse_finish_action(data["finish_action"], source) if "finish_action" in data else None
     side_requests = reader.side_requests(data.get("side_requests", []))
+    shell_fence = reader.string(data, "scenario", "shell_fence")
+    if shell_fence is not None and not shell_fence.isalnum():
+        reader.fail("scenario.shell_fence", f"must be a fence language such as 'bash', not {shell_fence!r}")
     raw = data.get("responses")
     if not isinstance(raw, list) or not raw:
         raise ScenarioError(source, "responses", "at least one [[responses]] table is required")
     responses = tuple(reader.response(r, f"responses[{i}]") for i, r in enumerate(raw))
     return Scenario(name=name, responses=responses, model=model, shell_tool=shell_tool,
-                    finish_action=finish_action, side_requests=side_requests, source=source)
+                    finish_action=finish_action, side_requests=side_requests, source=source,
+                    shell_fence=shell_fence)
 
 
 def parse_finish_action(raw: Any, source: str, item: str = "finish_action") -> FinishAction:

@@ -59,7 +59,7 @@ class ScenarioCursor:
         """The first unused response that accepts ``canonical`` and can be answered in it (one
         that calls the shell needs a request offering a shell tool); it is used up unless it
         repeats. Exhausted, saying why, when there is none."""
-        shell_offered = canonical["shell_tool"] is not None
+        shell_offered = canonical["shell_tool"] is not None or self.scenario.shell_fence is not None
         for index, response in enumerate(self.scenario.responses):
             if index in self.used or not response.match.accepts(canonical):
                 continue

@@ -103,6 +103,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--agent", action="append", default=[],
                      help="built-in profile name or path of a profile TOML (default reference); "
                           "several run in turn, with a leaderboard")
+    run.add_argument("--agents", choices=["installed"],
+                     help="'installed': every built-in profile whose real agent is installed, in turn, one leaderboard")
+    run.add_argument("--keep", action="store_true",
+                     help="keep each task run's folder (HOME, working folder, sessions) under REPORT_DIR/runs")
     run.add_argument("--adapter", action="append", default=[], help="adapter(s) to run (default: all the agent has)")
     run.add_argument("--task", action="append", default=[], help="task name(s) (default: all)")
     run.add_argument("--driver", action="append", default=[],
@@ -135,8 +139,17 @@ def build_parser() -> argparse.ArgumentParser:
 def cmd_run(args: argparse.Namespace) -> int:
     """One agent into ``--report-dir``; several (``--agent A --agent B``) in turn, each into
     its own folder below it, and a leaderboard of them all in it."""
-    names = _split(args.agent) or ["reference"]
-    if len(names) == 1:
+    names = _split(args.agent)
+    if args.agents:
+        if names:
+            raise UsageError("--agents installed chooses the agents itself; drop --agent")
+        names = installed_profiles()
+        if not names:
+            raise UsageError("no built-in profile's agent is installed (see: stopbench agents list; "
+                             "install one with: stopbench agents install NAME)")
+        print(f"agents installed: {', '.join(names)}")
+    names = names or ["reference"]
+    if len(names) == 1 and not args.agents:
         return run_agent(args, names[0], Path(args.report_dir))
     if args.resume:
         raise UsageError("--resume continues one agent's run; name one --agent")
@@ -149,6 +162,20 @@ def cmd_run(args: argparse.Namespace) -> int:
             break  # the person asked the whole run to stop
     print(format_written(write_leaderboard(runs, Path(args.report_dir))))
     return max(codes)
+
+
+def installed_profiles() -> list[str]:
+    """The built-in profiles that drive a real agent of the catalog which is installed."""
+    out = []
+    for name in builtin_names():
+        try:
+            profile = load_profile(name)
+            if profile.agent:
+                agent_binary(profile)
+                out.append(name)
+        except (ProfileError, NotInstalled):
+            continue
+    return out
 
 
 def _folder_name(agent: str) -> str:
@@ -190,6 +217,7 @@ def run_agent(args: argparse.Namespace, agent: str, report_dir: Path) -> int:
     todo = [i for i in items if i.key not in {_key(t) for t in done}]
     outcomes: list[ItemOutcome] = []
     progress = Progress(len(todo))
+    keep = (report_dir / "runs").resolve() if args.keep else None
 
     # Provenance once (the version command is a process start); only the end moves.
     fixed = run_header(profile, items, argv=args.argv, repeat=args.repeat, shard=args.shard, started=started,
@@ -214,7 +242,7 @@ def run_agent(args: argparse.Namespace, agent: str, report_dir: Path) -> int:
 
     interrupted: str | None = None
     try:
-        run_until_signalled(_run_items(profile, todo, args.retries, progress, finished))
+        run_until_signalled(_run_items(profile, todo, args.retries, progress, finished, keep))
     except Interrupted as exc:
         interrupted = str(exc)
     except Exception as exc:  # a harness bug: keep what was measured, say so, never read as "not conformant"
@@ -224,6 +252,8 @@ def run_agent(args: argparse.Namespace, agent: str, report_dir: Path) -> int:
     written = write_reports(run, report_dir)
     try:
         _summary(run, failpoints, written)
+        if keep is not None:
+            print(f"run folders kept in {keep} (each task run's evidence names its own: run_dir)")
     except BrokenPipeError:  # `stopbench run | head`: the reports are written already
         _quiet_stdout()
     if interrupted:
@@ -236,10 +266,10 @@ def run_agent(args: argparse.Namespace, agent: str, report_dir: Path) -> int:
 
 
 async def _run_items(profile: Profile, items: list[WorkItem], retries: int, progress: Progress,
-                     finished: Any) -> None:
+                     finished: Any, keep: Path | None) -> None:
     for n, item in enumerate(items, 1):
         progress.start(n, _label(item))
-        outcome = await run_item(profile, item, retries=retries)
+        outcome = await run_item(profile, item, retries=retries, keep=keep)
         finished(n, item, outcome)
 
 
@@ -328,9 +358,12 @@ def _load(args: argparse.Namespace, agent: str) -> tuple[Profile, list[Task]]:
     except (ProfileError, NotInstalled) as exc:
         raise UsageError(str(exc)) from None
     tasks = _tasks(args)
+    names = {t.name for t in tasks}
+    strange = sorted(set(profile.not_run) - names)
+    if strange:
+        raise UsageError(f"{profile.path}: not_run.{strange[0]}: no such task (tasks: {', '.join(sorted(names))})")
     wanted = _split(args.task)
     if wanted:
-        names = {t.name for t in tasks}
         missing = [w for w in wanted if w not in names]
         if missing:
             raise UsageError(f"unknown task {missing[0]!r} (tasks: {', '.join(sorted(names))})")

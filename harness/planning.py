@@ -79,6 +79,8 @@ def plan(profile: Profile, tasks: Sequence[Task], *, adapters: Sequence[str] | N
 
 def not_applicable(profile: Profile, task: Task, driver: str) -> str | None:
     """Why ``task`` cannot run on ``driver`` for this agent (None when it can)."""
+    if task.name in profile.not_run:
+        return f"profile {profile.name!r}: {profile.not_run[task.name]}"
     if driver not in profile.drivers():
         section = {"inproc": "[inproc] factory", "subprocess": "[headless] command",
                    "terminal": "[interactive] command"}[driver]

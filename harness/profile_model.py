@@ -148,14 +148,18 @@ class Profile:
     repair_not_started: str | None = None  # … and for TOOL_NOT_STARTED
     budgets: Budgets = field(default_factory=Budgets)
     watchdog_signal: int = signal.SIGTERM  # what CI's watchdog sends an agent without a timeout option
+    shell_fence: str | None = None  # no tool calling: the model's shell commands come as fenced blocks of this language
+    not_run: Mapping[str, str] = field(default_factory=dict)  # task name → why it cannot apply to this agent
     finish_action: FinishAction | None = None  # how the agent is told a task is done, if only its own action ends it
 
     def scenario_for(self, scenario: Scenario) -> Scenario:
         """A task's scenario as this agent must be served it: the same conversation, with
-        the agent's own way of ending a task where a response ends one."""
-        if self.finish_action is None:
+        the agent's own way of ending a task where a response ends one, and its shell
+        commands as fenced blocks for an agent that calls no tools."""
+        if self.finish_action is None and self.shell_fence is None:
             return scenario
-        return dataclasses.replace(scenario, finish_action=self.finish_action)
+        return dataclasses.replace(scenario, finish_action=self.finish_action or scenario.finish_action,
+                                   shell_fence=self.shell_fence or scenario.shell_fence)
 
     def drivers(self) -> list[str]:
         """The drivers this profile can be driven by."""

@@ -69,6 +69,7 @@ _TOP_KEYS = {
     "name", "description", "version_command", "adapters", "wire_api", "model", "log_reader",
     "fresh_home", "env", "files", "headless", "interactive", "stop", "session", "inproc",
     "failpoints", "repair", "timeouts", "watchdog", "streams", "agent", "sequential_tools", "finish_action",
+    "shell", "not_run",
 }
 # The keys each section takes; anything else is refused, naming file, section and key.
 _SECTION_KEYS = {
@@ -85,6 +86,7 @@ _SECTION_KEYS = {
     "timeouts": set(BUDGET_KEYS),
     "watchdog": {"signal"},
     "finish_action": {"tool", "arguments", "shell"},
+    "shell": {"fence"},
 }
 
 
@@ -195,6 +197,13 @@ def parse_profile(data: Mapping[str, Any], path: str | Path = "<profile>") -> Pr
             finish_action = parse_finish_action(v.table(data, "finish_action"), str(path))
         except ScenarioError as exc:
             v.fail(exc.item, exc.problem)
+    shell_fence = v.string(v.table(data, "shell"), "fence", item="shell.fence")
+    if shell_fence is not None and not shell_fence.isalnum():
+        v.fail("shell.fence", f"must be a fence language such as 'bash', not {shell_fence!r}")
+    not_run = v.table(data, "not_run")
+    for task, why in not_run.items():
+        if not isinstance(why, str) or not why.strip():
+            v.fail(f"not_run.{task}", "must say why the task cannot apply to this agent")
     return Profile(
         name=name,
         path=str(path),
@@ -225,6 +234,8 @@ def parse_profile(data: Mapping[str, Any], path: str | Path = "<profile>") -> Pr
         budgets=Budgets(**budgets),
         watchdog_signal=watchdog_signal,
         finish_action=finish_action,
+        shell_fence=shell_fence,
+        not_run=dict(not_run),
     )
 
 

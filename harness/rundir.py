@@ -33,8 +33,12 @@ class RunDirs:
     profile_files: dict[str, bytes] = field(default_factory=dict)  # path under root → what the profile wrote
 
     @classmethod
-    def create(cls) -> RunDirs:
-        root = Path(tempfile.mkdtemp(prefix="stopbench-"))
+    def create(cls, root: Path | None = None) -> RunDirs:
+        """The folders under ``root`` (made now, with its parents), or under a new temporary folder."""
+        if root is None:
+            root = Path(tempfile.mkdtemp(prefix="stopbench-"))
+        else:
+            root.mkdir(parents=True)
         dirs = cls(root, root / "home", root / "sessions", root / "work")
         for d in (dirs.home, dirs.sessions, dirs.cwd):
             d.mkdir()

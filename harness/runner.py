@@ -14,6 +14,7 @@ import asyncio
 import dataclasses
 import datetime as dt
 import os
+import re
 import shutil
 import time
 import traceback
@@ -71,24 +72,44 @@ class ItemOutcome:
     observation: Observation | None
 
 
-async def run_item(profile: Profile, item: WorkItem, *, retries: int = DEFAULT_RETRIES) -> ItemOutcome:
+async def run_item(profile: Profile, item: WorkItem, *, retries: int = DEFAULT_RETRIES,
+                   keep: Path | None = None) -> ItemOutcome:
     """Run one work item start to finish, again while the race it meant to run did not
-    happen (each earlier try is kept in ``attempts``); never leaves a process or a folder."""
+    happen (each earlier try is kept in ``attempts``); never leaves a process, nor a folder
+    unless ``keep`` names where each try's run folder stays (its evidence says which)."""
     if item.not_run is not None:
         return ItemOutcome(_not_run(profile, item), [], None)
     attempts: list[Attempt] = []
     while True:
-        outcome = await run_once(profile, item, timeout_factor=RETRY_TIMEOUT_FACTOR ** len(attempts))
+        root = kept_dir(keep, item, len(attempts) + 1) if keep is not None else None
+        outcome = await run_once(profile, item, run_root=root,
+                                 timeout_factor=RETRY_TIMEOUT_FACTOR ** len(attempts))
+        if root is not None:
+            outcome.result = dataclasses.replace(outcome.result,
+                                                 evidence={**outcome.result.evidence, "run_dir": str(root)})
         if outcome.result.status is not RunStatus.NOT_EXERCISED or len(attempts) >= retries:
             outcome.result = dataclasses.replace(outcome.result, attempts=tuple(attempts))
             return outcome
         attempts.append(Attempt(reason=outcome.result.reason or "", duration_s=outcome.result.duration_s))
 
 
-async def run_once(profile: Profile, item: WorkItem, *, timeout_factor: float = 1.0) -> ItemOutcome:
+def kept_dir(keep: Path, item: WorkItem, attempt: int) -> Path:
+    """A new folder below ``keep`` for one try of ``item``, named after it (never reused)."""
+    name = re.sub(r"[^A-Za-z0-9._-]+", "_", f"{item.variant}-{item.adapter}-r{item.repeat}"
+                  + (f"-{item.mutant}" if item.mutant else "") + f"-try{attempt}")
+    path, n = keep / name, 1
+    while path.exists():
+        n += 1
+        path = keep / f"{name}.{n}"
+    return path
+
+
+async def run_once(profile: Profile, item: WorkItem, *, run_root: Path | None = None,
+                   timeout_factor: float = 1.0) -> ItemOutcome:
+    """One try of ``item``; its run folder is removed afterwards unless it is ``run_root``."""
     started = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     t0_ns = time.monotonic_ns()
-    dirs = RunDirs.create()
+    dirs = RunDirs.create(run_root)
     api_key = canary_key()
     history = History()
     reader = get_reader(profile.log_reader)
@@ -145,7 +166,8 @@ async def run_once(profile: Profile, item: WorkItem, *, timeout_factor: float = 
     finally:
         last = await asyncio.to_thread(containment.end, CONTAIN_BUDGET_S)  # on every path, before the folder goes
         agent_refs = driver.processes() if driver is not None else []
-        shutil.rmtree(dirs.root, ignore_errors=True)
+        if run_root is None:
+            shutil.rmtree(dirs.root, ignore_errors=True)
         left = await asyncio.to_thread(leftovers, agent_refs + window_refs)
         if last.survivors or (left and await asyncio.to_thread(kill_all, left)):
             survivors = [m.to_json() for m in last.survivors] + [r.to_json() for r in left]

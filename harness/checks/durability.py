@@ -259,7 +259,8 @@ def checkpoint_carried(obs: Observation, kill: AgentKill, resumed: Request) -> l
     if kill.at in ("request-received", "chunk-flushed"):
         killed = killed_request(obs, kill)
         said = [m.text for m in killed.messages if m.role == "user"] if killed else []
-        if said and not any(said[-1] in u or same_text(said[-1], u) for u in users):
+        words = _user_words(obs, said[-1]) if said else ""
+        if said and not any(squeeze(words) in squeeze(u) for u in users):
             return [request_item(resumed, note=f"request {resumed.number} after the restart lacks the user's message "
                                  f"{clip(said[-1], 60)!r}, durable since request {killed.number if killed else '?'} "
                                  f"arrived")]
@@ -308,19 +309,21 @@ def _request_durable(obs: Observation, kill: AgentKill, log: SessionLog) -> list
                              "kill holds no model_request for it (not durable before the stream opened)"), *last]
     said = [m.text for m in killed.messages if m.role == "user"]
     inputs = [str(e.get("input", "")) for e in log.of_type("turn_started")]
-    if said and not any(_holds(i, said[-1]) for i in inputs):
+    words = _user_words(obs, said[-1]) if said else ""
+    if said and not any(squeeze(words) in squeeze(i) for i in inputs):
         return [request_item(killed, note=f"the server received request {killed.number} but the log left by the kill "
                              f"does not hold its user message {clip(said[-1], 60)!r} (the store does not record "
                              "requests; the turn's input is what it makes durable)")]
     return []
 
 
-def _holds(logged: str, said: str) -> bool:
-    """The logged input is the user's message: the same text, one that contains it, or its
-    closing part — an agent may send its own context and the user's words as one turn (Gemini
-    CLI's first turn is its session context, then the prompt) while its store keeps them apart."""
-    closing = bool(squeeze(logged)) and squeeze(said).endswith(squeeze(logged))
-    return same_text(said, logged) or said in logged or closing
+def _user_words(obs: Observation, said: str) -> str:
+    """The words the user typed that a request's user text ``said`` carries — what must be
+    durable. An agent may wrap them in text of its own for the request and store them apart
+    (aider appends its edit-format rules; Gemini CLI sends its session context and the prompt
+    as one turn); ``said`` itself when it carries no typed input whole."""
+    typed = [i.text for i in obs.inputs if not i.queued and i.text and squeeze(i.text) in squeeze(said)]
+    return typed[-1] if typed else said
 
 
 def _tool_call_durable(obs: Observation, kill: AgentKill, log: SessionLog) -> list[Item]:

@@ -161,7 +161,7 @@ def find_log(ctx: AgentContext, session_id: str | None) -> str | None:
     matches = sorted(glob.glob(fill(ctx.profile.session.log_glob, ctx.values), recursive=True),
                      key=os.path.getmtime)
     if session_id:
-        named = [m for m in matches if session_id in Path(m).name]
+        named = [m for m in matches if session_id in Path(m).name or session_id in Path(m).parent.name]
         if named:
             return named[-1]
     return matches[-1] if matches else None

@@ -20,6 +20,8 @@ from harness.readers.claude_code import ClaudeCodeReader
 from harness.readers.codex_rollout import CodexRolloutReader
 from harness.readers.contract_v1 import ContractV1Reader
 from harness.readers.gemini_cli import GeminiCliReader
+from harness.readers.kimi_cli import KimiCliReader
+from harness.readers.llm_logs import LlmLogsReader
 from harness.readers.opencode import OpenCodeReader
 from harness.readers.qwen_code import QwenCodeReader
 
@@ -28,7 +30,7 @@ NO_READER = "none"
 READERS: dict[str, Reader] = {
     reader.name: reader
     for reader in (ContractV1Reader(), CodexRolloutReader(), ClaudeCodeReader(), QwenCodeReader(), OpenCodeReader(),
-                   GeminiCliReader())
+                   GeminiCliReader(), KimiCliReader(), LlmLogsReader())
 }
 
 

@@ -34,9 +34,7 @@ is written empty at its start and filled only at its end).
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
-import time
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +47,7 @@ from harness.model import (
     SessionLog,
     Snapshot,
 )
+from harness.readers import sqlite as sqlite_store
 from harness.readers.base import CannotDamage, Damage, LogDamaged
 from harness.readers.jsonl import Events
 
@@ -59,6 +58,7 @@ REQUIRED_COLUMNS = {
     "message": ("id", "session_id", "time_created", "data"),
     "part": ("id", "message_id", "session_id", "time_created", "data"),
 }
+TABLES = ("session", "message", "part")
 FINAL_TOOL_STATES = ("completed", "error")
 FINISH_REASONS = {"stop": "completed", "length": "max_tokens", "content-filter": "blocked"}
 
@@ -78,30 +78,11 @@ class OpenCodeReader:
 
     # --- snapshots ----------------------------------------------------------------------
     def snapshot(self, path: str) -> Snapshot | None:
-        db, _ = _split(path)
-        if not Path(db).exists():
-            return None
-        try:
-            source = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=10)
-        except sqlite3.Error as exc:
-            raise LogDamaged(db, None, f"cannot open the database read-only ({exc})") from None
-        try:
-            copy = sqlite3.connect(":memory:")
-            try:
-                source.backup(copy)
-                data = copy.serialize()
-            finally:
-                copy.close()
-        except sqlite3.Error as exc:
-            raise LogDamaged(db, None, f"cannot copy the database ({exc})") from None
-        finally:
-            source.close()
-        return Snapshot(reader=self.name, path=os.fspath(path), data=_rollback_mode(bytes(data)),
-                        mono_ns=time.monotonic_ns())
+        return sqlite_store.snapshot(self.name, path)
 
     def parse(self, snapshot: Snapshot) -> SessionLog:
-        db, wanted = _split(snapshot.path)
-        with _open(snapshot) as con:
+        db, wanted = sqlite_store.split(snapshot.path)
+        with sqlite_store.opened(snapshot) as con:
             self._check_schema(db, con)
             session = _session(db, con, wanted, self.agent_versions)
             return _Mapper(db, con, session).run(snapshot.path)
@@ -133,7 +114,7 @@ class OpenCodeReader:
         no torn tail: SQLite's journal makes every write whole or absent)."""
         if kind != "mid-file":
             raise CannotDamage(f"opencode's database has no damage {kind!r} (known: mid-file)")
-        db, wanted = _split(path)
+        db, wanted = sqlite_store.split(path)
         con = sqlite3.connect(db)
         try:
             session = wanted or _newest_session(con)
@@ -150,7 +131,7 @@ class OpenCodeReader:
 
     # --- comparisons --------------------------------------------------------------------
     def changed(self, before: Snapshot, after: Snapshot) -> Change | None:
-        old, new = _rows(before), _rows(after)
+        old, new = sqlite_store.rows(before, TABLES), sqlite_store.rows(after, TABLES)
         for key in sorted(old.keys() | new.keys()):
             if old.get(key) != new.get(key):
                 table, rid = key
@@ -161,7 +142,7 @@ class OpenCodeReader:
     def lost(self, before: Snapshot, after: Snapshot) -> Change | None:
         """Every message and part of ``before`` is still there, and a part that was final then
         (a text with an end, a finished tool, a step-finish) is unchanged."""
-        old, new = _rows(before), _rows(after)
+        old, new = sqlite_store.rows(before, TABLES), sqlite_store.rows(after, TABLES)
         for key, value in sorted(old.items()):
             table, rid = key
             if table not in ("message", "part"):
@@ -193,37 +174,6 @@ class OpenCodeReader:
 
 
 # --- helpers --------------------------------------------------------------------------
-
-
-def _split(path: str) -> tuple[str, str | None]:
-    db, _, session = os.fspath(path).partition("#")
-    return db, session or None
-
-
-def _rollback_mode(image: bytes) -> bytes:
-    """A copy of a WAL database still says "WAL" in its header (bytes 18-19 = 2), and an
-    in-memory image in WAL mode cannot be opened: mark it a rollback-journal database."""
-    if len(image) >= 20 and image[18:20] == b"\x02\x02":
-        return image[:18] + b"\x01\x01" + image[20:]
-    return image
-
-
-class _open:
-    def __init__(self, snapshot: Snapshot):
-        self.snapshot = snapshot
-
-    def __enter__(self) -> sqlite3.Connection:
-        self.con = sqlite3.connect(":memory:")
-        try:
-            self.con.deserialize(_rollback_mode(self.snapshot.data))
-            self.con.execute("select count(*) from sqlite_master").fetchone()
-        except sqlite3.Error as exc:
-            self.con.close()
-            raise LogDamaged(_split(self.snapshot.path)[0], None, f"not a readable SQLite database ({exc})") from None
-        return self.con
-
-    def __exit__(self, *exc: object) -> None:
-        self.con.close()
 
 
 def _newest_session(con: sqlite3.Connection) -> str | None:
@@ -274,18 +224,6 @@ def _final(raw: Any) -> bool:
     if kind == "tool":
         return (part.get("state") or {}).get("status") in FINAL_TOOL_STATES
     return kind in ("step-finish", "step-start")
-
-
-def _rows(snapshot: Snapshot) -> dict[tuple[str, str], Any]:
-    with _open(snapshot) as con:
-        out: dict[tuple[str, str], Any] = {}
-        for table in ("session", "message", "part"):
-            try:
-                for row in con.execute(f'select * from "{table}"'):
-                    out[(table, str(row[0]))] = row
-            except sqlite3.Error:
-                continue
-        return out
 
 
 class _Mapper:

@@ -26,12 +26,13 @@ def _faults(given: tuple[str, ...], known: set[str]) -> set[str]:
     return set(given)
 
 
-def _first_request(run: RunBuilder, text: str, *, logged: bool = True) -> tuple[list[dict], int]:
+def _first_request(run: RunBuilder, text: str, *, logged: bool = True, wrapping: str = "") -> tuple[list[dict], int]:
     """Turn 1 opens with ``text`` and its model request arrives (on disk first unless not
-    ``logged``). Returns the history sent and the request's number."""
+    ``logged``), the text followed by the agent's own ``wrapping``. Returns the history sent
+    and the request's number."""
     run.user(text)
     run.log.event("turn_started", turn=1, input=text, inbox=[])
-    history = [SYSTEM, msg("user", text)]
+    history = [SYSTEM, msg("user", text + wrapping)]
     if logged:
         run.log.event("model_request", turn=1, step=1, request=chat(history))
     return history, run.records.request(history)
@@ -272,15 +273,16 @@ def kill_in_tool(*faults: str) -> RunBuilder:
 def kill_at_request(*faults: str) -> RunBuilder:
     """SIGKILL as request 1 arrives: its model_request must already be on disk; then a restart
     whose first request carries the user's message."""
-    f = _faults(faults, {"no-request-checkpoint", "no-restart", "lost-message"})
+    f = _faults(faults, {"no-request-checkpoint", "no-restart", "lost-message", "wrapped-message"})
     run = RunBuilder()
-    history, n1 = _first_request(run, "Build the project.", logged="no-request-checkpoint" not in f)
+    history, n1 = _first_request(run, "Build the project.", logged="no-request-checkpoint" not in f,
+                                 wrapping="\n\n# Edit rules: reply with blocks." if "wrapped-message" in f else "")
     run.kill("request-received", request=n1)
     if "no-restart" in f:
         return run
     run.restart()
     run.user("Carry on.")
-    kept = [] if "lost-message" in f else history[1:]
+    kept = [] if "lost-message" in f else [msg("user", "Build the project.")]
     follow = [SYSTEM, *kept, msg("user", RESUME_NOTE), msg("user", "Carry on.")]
     run.log.event("turn_started", turn=2, input="Carry on.", inbox=[])
     run.log.event("session_resumed", turn=2, gap_s=0.5, note=RESUME_NOTE)

@@ -279,11 +279,14 @@ def test_earlier_lines_rewritten_byte_for_byte_fail_c10_even_with_the_same_meani
 
 @pytest.mark.parametrize("sent, outcome", [
     ("<session_context>\nThe workspace is /w.\n</session_context>\nBuild the project.", Outcome.PASS),
-    ("Build the project. Then deploy it.", Outcome.FAIL),
-], ids=["the agent's context, then the prompt", "more than the log holds"])
+    ("Build the project. Then deploy it.", Outcome.PASS),
+    ("Construct the project.", Outcome.FAIL),
+], ids=["the agent's context, then the prompt", "the prompt, then the agent's rules", "words the log lacks"])
 def test_c11_finds_the_prompt_an_agent_sent_after_its_own_context_in_one_turn(sent, outcome):
-    """Gemini CLI sends its session context and the prompt as one user turn, and keeps them as
-    two messages: the log holds the user's message when it holds the turn's closing words."""
+    """What must be durable is what the user typed: Gemini CLI sends its session context and the
+    prompt as one user turn and keeps them as two messages, aider appends its rules to the prompt
+    and stores the prompt alone. A request whose user text does not carry the typed words is
+    judged on its own text."""
     @dataclasses.dataclass(frozen=True)
     class NoRequests:
         inner: object
@@ -301,4 +304,4 @@ def test_c11_finds_the_prompt_an_agent_sent_after_its_own_context_in_one_turn(se
     result = run_check("C11", dataclasses.replace(obs, log_format=NoRequests(obs.log_format)))
     assert result.outcome is outcome
     if outcome is Outcome.FAIL:
-        assert "does not hold its user message 'Build the project. Then deploy it.'" in result.evidence.summary
+        assert "does not hold its user message 'Construct the project.'" in result.evidence.summary

@@ -152,6 +152,8 @@ CASES = [
     ("C11", kill_at_next_request, (), {}, "pass", "log", "lost nothing"),
     ("C11", kill_at_request, ("no-request-checkpoint",), {}, "fail", "log", "holds no model_request for it"),
     ("C11", kill_at_request, ("lost-message",), BB, "fail", "black-box", "lacks the user's message 'Build the"),
+    # The agent's own wrapping of the user's words (aider's edit rules) need not be durable: the words must.
+    ("C11", kill_at_request, ("wrapped-message",), BB, "pass", "black-box", "lost nothing"),
     ("C11", kill_in_tool, ("late-tool-checkpoint",), {}, "fail", "log", "holds no tool_call for it"),
     ("C11", kill_in_tool, ("drop-dangling-call",), BB, "fail", "black-box", "lacks tool call c1, durable since window"),
     ("C11", kill_at_next_request, ("no-step-settled",), {}, "fail", "log", "step 1 of turn 1 has no step_settled"),
