@@ -180,9 +180,38 @@ class OpenCode(Recipe):
         return [db] if db.exists() else []
 
 
+class Pi(Recipe):
+    """pi on the chat wire: its provider in ``~/.pi/agent/models.json`` names the key's variable."""
+
+    def prepare(self, home, work, url, key):
+        agent = home / ".pi" / "agent"
+        agent.mkdir(parents=True)
+        provider = {"baseUrl": f"{url}/v1", "api": "openai-completions", "apiKey": "STOPBENCH_API_KEY",
+                    "models": [{"id": "fake-model"}]}
+        (agent / "models.json").write_text(json.dumps({"providers": {"stopbench": provider}}, indent=1),
+                                           encoding="utf-8")
+        return {"STOPBENCH_API_KEY": key}
+
+    def first(self, prog, prompt, sid):
+        return [prog, "-p", "--offline", "--provider", "stopbench", "--model", "fake-model", "--mode", "json", prompt]
+
+    def resume(self, prog, prompt, sid):
+        return [prog, "-p", "--offline", "--provider", "stopbench", "--model", "fake-model", "--mode", "json",
+                "--session", sid, prompt]
+
+    def session_id(self, home, stderr):
+        files = self.store_files(home)
+        m = re.search(r"_([0-9a-f-]{36})\.jsonl$", files[0].name) if files else None
+        return m.group(1) if m else None
+
+    def store_files(self, home):
+        return sorted((home / ".pi" / "agent" / "sessions").glob("*/*.jsonl"))
+
+
 RECIPES: dict[str, Callable[[], Recipe]] = {
     "codex": lambda: Codex("codex", shell_extra={"yield_time_ms": 600000}),
     "claude-code": lambda: ClaudeCode("claude-code"),
     "qwen-code": lambda: QwenCode("qwen-code"),
     "opencode": lambda: OpenCode("opencode"),
+    "pi": lambda: Pi("pi"),
 }
