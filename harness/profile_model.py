@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.agents.install import NotInstalled, binary
+from harness.agents.install import NotInstalled, binary, installed_path
 
 PLACEHOLDERS = frozenset(
     {
@@ -33,6 +33,7 @@ PLACEHOLDERS = frozenset(
         "profile_dir",  # the folder of the profile file (helpers shipped beside it), absolute
         "session_uuid",  # a session id the harness chooses and hands to the agent (--session-id …)
         "agent_bin",  # the program of the installed real agent the profile names (agent = "codex")
+        "agent_dir",  # … and its install folder (what the catalog's warm-up unpacked is under cache/)
     }
 )
 OPTIONS = "{options}"  # a list element replaced by the spliced option lists
@@ -126,6 +127,8 @@ class Profile:
     log_reader: str = "none"
     fresh_home: bool = True
     env: Mapping[str, str] = field(default_factory=dict)
+    # Further environment for one adapter only (an agent whose wire is chosen by environment).
+    adapter_env: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     files: tuple[Mapping[str, str], ...] = ()  # {path, content} written before the agent starts
     version_command: tuple[str, ...] = ()
     headless: CommandSpec | None = None
@@ -181,6 +184,7 @@ def base_values(profile: Profile) -> dict[str, str]:
     if profile.agent:
         try:
             values["agent_bin"] = str(agent_binary(profile))
+            values["agent_dir"] = str(installed_path(profile.agent))
         except NotInstalled:
             pass
     return values

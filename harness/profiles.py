@@ -66,7 +66,7 @@ def load_profile(name_or_path: str | Path) -> Profile:
 _TOP_KEYS = {
     "name", "description", "version_command", "adapters", "wire_api", "model", "log_reader",
     "fresh_home", "env", "files", "headless", "interactive", "stop", "session", "inproc",
-    "failpoints", "repair", "timeouts", "watchdog", "streams", "agent", "sequential_tools",
+    "failpoints", "repair", "timeouts", "watchdog", "streams", "agent", "sequential_tools", "adapter_env",
 }
 # The keys each section takes; anything else is refused, naming file, section and key.
 _SECTION_KEYS = {
@@ -176,6 +176,17 @@ def parse_profile(data: Mapping[str, Any], path: str | Path = "<profile>") -> Pr
         if not isinstance(value, str):
             v.fail(f"env.{key}", "must be a string")
         v.placeholders(f"env.{key}", value)
+    adapter_env: dict[str, dict[str, str]] = {}
+    for adapter, table in v.table(data, "adapter_env").items():
+        if adapter not in adapters:
+            v.fail(f"adapter_env.{adapter}", f"not one of the profile's adapters ({', '.join(adapters)})")
+        if not isinstance(table, dict):
+            v.fail(f"adapter_env.{adapter}", "must be a table of environment variables")
+        for key, value in table.items():
+            if not isinstance(value, str):
+                v.fail(f"adapter_env.{adapter}.{key}", "must be a string")
+            v.placeholders(f"adapter_env.{adapter}.{key}", value)
+        adapter_env[adapter] = dict(table)
     inproc = v.table(data, "inproc")
     factory = v.string(inproc, "factory", item="inproc.factory")
     if factory and not re.fullmatch(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*", factory):
@@ -191,6 +202,7 @@ def parse_profile(data: Mapping[str, Any], path: str | Path = "<profile>") -> Pr
         log_reader=log_reader,
         fresh_home=v.boolean(data, "fresh_home", default=True),
         env=dict(env),
+        adapter_env=adapter_env,
         files=tuple(files),
         version_command=tuple(v.strings(data, "version_command", default=[])),
         headless=headless,

@@ -2,8 +2,8 @@
 
 An entry names the registry (``npm`` or ``pypi``), the package and the pinned version, the
 program to run — as glob patterns relative to the install folder, first match wins — and,
-for pip agents, the Python versions the package accepts. For Codex the program is the
-native binary the npm wrapper would spawn: signals sent to the wrapper do not reach it.
+for pip agents, the Python versions the package accepts. For Codex and Copilot CLI the program
+is the native binary the npm wrapper would spawn: signals sent to the wrapper do not reach it.
 """
 
 from __future__ import annotations
@@ -24,6 +24,10 @@ class Agent:
     description: str = ""
     store: str = ""  # where its sessions live (informational)
     extras: tuple[str, ...] = field(default_factory=tuple)  # further pip requirements, pinned
+    # Arguments the program is run with once, at install, with its cache (XDG_CACHE_HOME) in the
+    # install folder: what it unpacks on a first run is kept there (``cache/``), so runs with a
+    # fresh HOME need not unpack it again (profiles point at it through ``{agent_dir}``).
+    warm_up: tuple[str, ...] = field(default_factory=tuple)
 
     @property
     def requirement(self) -> str:
@@ -62,6 +66,7 @@ AGENTS: dict[str, Agent] = {a.name: a for a in (
           binary=("node_modules/@github/copilot-linux-x64/copilot",
                   "node_modules/@github/copilot/node_modules/@github/copilot-linux-x64/copilot"),
           description="GitHub Copilot CLI (native binary, not the node wrapper); headless `copilot -p`",
+          warm_up=("--version",),  # unpacks its 235 MB package into cache/copilot/pkg
           store="JSONL ~/.copilot/session-state/<uuid>/events.jsonl"),
     Agent("kilo", "npm", "@kilocode/cli", "7.7.7",
           binary=("node_modules/@kilocode/cli-linux-x64/bin/kilo",

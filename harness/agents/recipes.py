@@ -208,10 +208,49 @@ class Pi(Recipe):
         return sorted((home / ".pi" / "agent" / "sessions").glob("*/*.jsonl"))
 
 
+class Copilot(Recipe):
+    """Copilot CLI with its own provider (BYOK, chat wire) and the package the install unpacked."""
+
+    def __init__(self, *a, dist: str = "", **k):
+        super().__init__(*a, **k)
+        self._sid = str(uuid.uuid4())
+        self._dist = dist
+
+    def prepare(self, home, work, url, key):
+        return {"COPILOT_OFFLINE": "true", "COPILOT_AUTO_UPDATE": "false", "COPILOT_PROVIDER_BASE_URL": f"{url}/v1",
+                "COPILOT_PROVIDER_API_KEY": key, "COPILOT_MODEL": "fake-model", "COPILOT_PROVIDER_TYPE": "openai",
+                "COPILOT_PROVIDER_WIRE_API": "completions", "COPILOT_CLI_DIST_DIR": self._dist}
+
+    def chosen_session_id(self):
+        return self._sid
+
+    def first(self, prog, prompt, sid):
+        return [prog, "-p", prompt, "--allow-all", "--output-format", "json", "--session-id", sid]
+
+    def resume(self, prog, prompt, sid):
+        return [prog, "-p", prompt, "--allow-all", "--output-format", "json", "--resume", sid]
+
+    def session_id(self, home, stderr):
+        return self._sid
+
+    def store_files(self, home):
+        return sorted((home / ".copilot" / "session-state").glob("*/events.jsonl"))
+
+
+def _copilot() -> Recipe:
+    from harness.agents.catalog import get_agent
+    from harness.agents.install import installed_path
+
+    folder = installed_path("copilot")
+    pkg = f"cache/copilot/pkg/linux-x64/{get_agent('copilot').version}"
+    return Copilot("copilot", shell_extra={"description": "Run the check"}, dist=str(folder / pkg) if folder else "")
+
+
 RECIPES: dict[str, Callable[[], Recipe]] = {
     "codex": lambda: Codex("codex", shell_extra={"yield_time_ms": 600000}),
     "claude-code": lambda: ClaudeCode("claude-code"),
     "qwen-code": lambda: QwenCode("qwen-code"),
     "opencode": lambda: OpenCode("opencode"),
     "pi": lambda: Pi("pi"),
+    "copilot": _copilot,
 }
