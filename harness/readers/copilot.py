@@ -30,8 +30,9 @@ event                                           canonical event
 A Stop (SIGINT) of a running tool leaves the call with no completion; a resume after a kill
 writes one for the cut-off call, error code ``interrupted`` and a message saying its effects
 are unknown (its repair). A Stop's own tool result was never seen, so the reader does not
-claim to record tool aborts. Not recorded, so never emitted: turn ends (``session.shutdown`` ends a process, whatever became
-of its turn), model requests, partial text (a stream cut off leaves nothing), step settlements.
+claim to record tool aborts. Not recorded, so never emitted: turn ends (``session.shutdown``
+ends a process, whatever became of its turn), model requests, partial text (a stream cut off
+leaves nothing), step settlements.
 """
 
 from __future__ import annotations
@@ -131,7 +132,8 @@ def _header(path: str, lines: list[Line], versions: str) -> SessionHeader:
         raise LogDamaged(path, 1, f"the first event is {first['type']!r}, not session.start (as {versions} writes it)")
     data = first["data"]
     version = data.get("copilotVersion")
-    if data.get("version") != FORMAT_VERSION or not (isinstance(version, str) and version.startswith(SUPPORTED_VERSIONS)):
+    known = isinstance(version, str) and version.startswith(SUPPORTED_VERSIONS)
+    if data.get("version") != FORMAT_VERSION or not known:
         raise LogDamaged(path, 1, f"written by Copilot CLI {version} (event format {data.get('version')}); this reader "
                                   f"was written for {versions} and does not know this version's format")
     context = data.get("context") if isinstance(data.get("context"), dict) else {}
@@ -141,9 +143,13 @@ def _header(path: str, lines: list[Line], versions: str) -> SessionHeader:
 
 
 def _result(data: dict[str, Any]) -> dict[str, Any]:
-    result = data.get("result") if isinstance(data.get("result"), dict) else {}
-    error = data.get("error") if isinstance(data.get("error"), dict) else {}
-    shell = data.get("shellExecution") if isinstance(data.get("shellExecution"), dict) else {}
+    result, error, shell = (_table(data, key) for key in ("result", "error", "shellExecution"))
     output = result.get("content") if isinstance(result.get("content"), str) else error.get("message") or ""
     return {"call_id": data.get("toolCallId"), "output": output, "is_error": data.get("success") is False,
-            "exit_code": shell.get("exitCode"), "aborted": error.get("code") == INTERRUPTED, "error_code": error.get("code")}
+            "exit_code": shell.get("exitCode"), "aborted": error.get("code") == INTERRUPTED,
+            "error_code": error.get("code")}
+
+
+def _table(data: dict[str, Any], key: str) -> dict[str, Any]:
+    value = data.get(key)
+    return value if isinstance(value, dict) else {}

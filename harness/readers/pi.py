@@ -15,7 +15,8 @@ entry                                           canonical event
                                                 blocks as calls; ``stopReason`` as finish reason,
                                                 ``interrupted`` when it is ``aborted``) and one
                                                 ``tool_call`` per call (the model's request: no
-                                                start is recorded)
+                                                start is recorded); a call id ``<id>|<item>``
+                                                (the Responses wire) is the wire's ``<id>``
 ``message`` role ``toolResult``                 ``tool_result`` (``aborted`` when the error text
                                                 ends with pi's own status line ``Command aborted``)
 ``model_change``, ``thinking_level_change``,    not mapped (settings and bookkeeping)
@@ -43,6 +44,9 @@ ENTRY_TYPES = frozenset({"message", "model_change", "thinking_level_change", "co
 WIRES = {"openai-completions": "chat", "openai-responses": "responses", "anthropic-messages": "anthropic",
          "google-generative-ai": "gemini"}
 ABORTED_STATUS = "Command aborted"  # the last line pi's bash tool gives an aborted command's output
+# On the Responses wire pi keeps a call's id as "<call_id>|<output item id>"; the wire's call id
+# is the part before the bar.
+ID_SEPARATOR = "|"
 
 
 class PiReader(JsonlStore):
@@ -84,11 +88,12 @@ class PiReader(JsonlStore):
                            wire=WIRES.get(message.get("api", "")), **extra)
                 for call in calls:
                     events.add("tool_call", line.number, step=step, call_id=call["id"], name=call["name"],
-                               arguments=call["args"], **extra)
+                               arguments=call["args"], native_id=call["native_id"], **extra)
             elif role == "toolResult":
                 output = text_of(message.get("content"))
                 error = bool(message.get("isError"))
-                events.add("tool_result", line.number, call_id=message.get("toolCallId"),
+                events.add("tool_result", line.number, call_id=_wire_id(message.get("toolCallId")),
+                           native_id=message.get("toolCallId"),
                            name=message.get("toolName"), output=output, is_error=error, exit_code=None,
                            aborted=error and output.rstrip().endswith(ABORTED_STATUS), **extra)
         return SessionLog(path=path, header=header, events=tuple(events.items), torn_tail=torn)
@@ -145,4 +150,9 @@ def _check(path: str, line: Line, versions: str) -> None:
 
 def _call(block: dict[str, Any]) -> dict[str, Any]:
     args = block.get("arguments") if isinstance(block.get("arguments"), dict) else {}
-    return {"id": block.get("id"), "name": block.get("name"), "args": args, "arguments": json.dumps(args)}
+    return {"id": _wire_id(block.get("id")), "native_id": block.get("id"), "name": block.get("name"), "args": args,
+            "arguments": json.dumps(args)}
+
+
+def _wire_id(native: Any) -> Any:
+    return native.split(ID_SEPARATOR, 1)[0] if isinstance(native, str) else native

@@ -136,3 +136,15 @@ def test_a_broken_chain_is_a_format_problem(tmp_path):
     Path(path).write_text("\n".join(lines) + "\n")
     problems = READER.format_problems(parse(path))
     assert [p.line for p in problems] == [5] and "deadbeef" in problems[0].note
+
+
+def test_responses_call_ids_are_the_wires(tmp_path):
+    """On the Responses wire pi keeps ``<call_id>|<item id>``: the events carry the wire's id."""
+    path = store("completed", "final", tmp_path)
+    data = Path(path).read_bytes().replace(b'"call_b3a072000001"', b'"call_b3a072000001|fc_b3a072000004"')
+    Path(path).write_bytes(data)
+    log = parse(path)
+    call, result = log.of_type("tool_call")[0], log.of_type("tool_result")[0]
+    assert call.get("call_id") == result.get("call_id") == "call_b3a072000001"
+    assert call.get("native_id") == "call_b3a072000001|fc_b3a072000004"
+    assert log.of_type("assistant_message")[0].get("tool_calls")[0]["id"] == "call_b3a072000001"
