@@ -137,11 +137,16 @@ class QwenCode(Recipe):
 
 
 class OpenCode(Recipe):
+    """opencode; a fork that keeps its layout (Kilo CLI) changes the names below."""
+
+    program = "opencode"
+    env_prefix = "OPENCODE"
+    run_options: tuple[str, ...] = ()
+
     def prepare(self, home, work, url, key):
-        config = home / ".config" / "opencode"
+        config = home / ".config" / self.program
         config.mkdir(parents=True)
-        (config / "opencode.json").write_text(json.dumps({
-            "$schema": "https://opencode.ai/config.json",
+        (config / f"{self.program}.json").write_text(json.dumps({
             "autoupdate": False, "share": "disabled",
             "model": "stopbench/fake-model",
             "provider": {"stopbench": {
@@ -149,18 +154,17 @@ class OpenCode(Recipe):
                 "options": {"baseURL": f"{url}/v1", "apiKey": "{env:STOPBENCH_API_KEY}"},
                 "models": {"fake-model": {"name": "fake-model", "tool_call": True}}}},
         }, indent=1), encoding="utf-8")
-        return {"STOPBENCH_API_KEY": key, "OPENCODE_DISABLE_MODELS_FETCH": "1", "OPENCODE_DISABLE_AUTOUPDATE": "1",
-                "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1", "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
-                "OPENCODE_DISABLE_SHARE": "1"}
+        switches = ("MODELS_FETCH", "AUTOUPDATE", "DEFAULT_PLUGINS", "LSP_DOWNLOAD", "SHARE")
+        return {"STOPBENCH_API_KEY": key, **{f"{self.env_prefix}_DISABLE_{s}": "1" for s in switches}}
 
     def first(self, prog, prompt, sid):
-        return [prog, "run", "--title", "stopbench", "-m", "stopbench/fake-model", prompt]
+        return [prog, "run", *self.run_options, "--title", "stopbench", "-m", "stopbench/fake-model", prompt]
 
     def resume(self, prog, prompt, sid):
-        return [prog, "run", "-m", "stopbench/fake-model", "--session", sid, prompt]
+        return [prog, "run", *self.run_options, "-m", "stopbench/fake-model", "--session", sid, prompt]
 
     def db(self, home: Path) -> Path:
-        return home / ".local" / "share" / "opencode" / "opencode.db"
+        return home / ".local" / "share" / self.program / f"{self.program}.db"
 
     def session_id(self, home, stderr):
         db = self.db(home)
@@ -246,6 +250,15 @@ def _copilot() -> Recipe:
     return Copilot("copilot", shell_extra={"description": "Run the check"}, dist=str(folder / pkg) if folder else "")
 
 
+class Kilo(OpenCode):
+    program = "kilo"
+    env_prefix = "KILO"
+    run_options = ("--auto",)
+
+    def prepare(self, home, work, url, key):
+        return {**super().prepare(home, work, url, key), "KILO_TELEMETRY_LEVEL": "off"}
+
+
 RECIPES: dict[str, Callable[[], Recipe]] = {
     "codex": lambda: Codex("codex", shell_extra={"yield_time_ms": 600000}),
     "claude-code": lambda: ClaudeCode("claude-code"),
@@ -253,4 +266,5 @@ RECIPES: dict[str, Callable[[], Recipe]] = {
     "opencode": lambda: OpenCode("opencode"),
     "pi": lambda: Pi("pi"),
     "copilot": _copilot,
+    "kilo": lambda: Kilo("kilo"),
 }

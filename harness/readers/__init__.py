@@ -20,6 +20,7 @@ from harness.readers.claude_code import ClaudeCodeReader
 from harness.readers.codex_rollout import CodexRolloutReader
 from harness.readers.contract_v1 import ContractV1Reader
 from harness.readers.copilot import CopilotReader
+from harness.readers.kilo import KiloReader
 from harness.readers.opencode import OpenCodeReader
 from harness.readers.pi import PiReader
 from harness.readers.qwen_code import QwenCodeReader
@@ -29,7 +30,7 @@ NO_READER = "none"
 READERS: dict[str, Reader] = {
     reader.name: reader
     for reader in (ContractV1Reader(), CodexRolloutReader(), ClaudeCodeReader(), QwenCodeReader(), OpenCodeReader(),
-                   PiReader(), CopilotReader())
+                   PiReader(), CopilotReader(), KiloReader())
 }
 
 
