@@ -259,6 +259,43 @@ class Kilo(OpenCode):
         return {**super().prepare(home, work, url, key), "KILO_TELEMETRY_LEVEL": "off"}
 
 
+class Continue(Recipe):
+    """Continue's CLI with one OpenAI-style model in a YAML config whose key is a secret the
+    environment holds; it prints no session id, and ``--resume`` takes the last session."""
+
+    def prepare(self, home, work, url, key):
+        config = home / ".continue" / "stopbench.yaml"
+        config.parent.mkdir(parents=True)
+        config.write_text(textwrap.dedent(f"""\
+            name: stopbench
+            version: 0.0.1
+            schema: v1
+            models:
+              - name: stopbench
+                provider: openai
+                model: fake-model
+                apiBase: {url}/v1
+                apiKey: ${{{{ secrets.STOPBENCH_API_KEY }}}}
+                roles: [chat]
+                capabilities: [tool_use]
+            """), encoding="utf-8")
+        self._config = str(config)
+        return {"STOPBENCH_API_KEY": key}
+
+    def first(self, prog, prompt, sid):
+        return [prog, "-p", "--auto", "--config", self._config, prompt]
+
+    def resume(self, prog, prompt, sid):
+        return [prog, "-p", "--auto", "--config", self._config, "--resume", prompt]
+
+    def session_id(self, home, stderr):
+        files = self.store_files(home)
+        return files[0].stem if files else None
+
+    def store_files(self, home):
+        return sorted((home / ".continue" / "sessions").glob("*-*-*-*-*.json"))
+
+
 RECIPES: dict[str, Callable[[], Recipe]] = {
     "codex": lambda: Codex("codex", shell_extra={"yield_time_ms": 600000}),
     "claude-code": lambda: ClaudeCode("claude-code"),
@@ -267,4 +304,5 @@ RECIPES: dict[str, Callable[[], Recipe]] = {
     "pi": lambda: Pi("pi"),
     "copilot": _copilot,
     "kilo": lambda: Kilo("kilo"),
+    "continue": lambda: Continue("continue"),
 }

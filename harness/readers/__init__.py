@@ -18,6 +18,7 @@ from harness.readers.base import (
 )
 from harness.readers.claude_code import ClaudeCodeReader
 from harness.readers.codex_rollout import CodexRolloutReader
+from harness.readers.continue_sessions import ContinueReader
 from harness.readers.contract_v1 import ContractV1Reader
 from harness.readers.copilot import CopilotReader
 from harness.readers.kilo import KiloReader
@@ -30,7 +31,8 @@ NO_READER = "none"
 READERS: dict[str, Reader] = {
     reader.name: reader
     for reader in (ContractV1Reader(), CodexRolloutReader(), ClaudeCodeReader(), QwenCodeReader(), OpenCodeReader(),
-                   PiReader(), CopilotReader(), KiloReader())
+                   PiReader(), CopilotReader(), KiloReader(),
+                   ContinueReader())
 }
 
 
