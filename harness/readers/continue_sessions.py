@@ -158,7 +158,8 @@ def _items(snapshot: Snapshot) -> list[dict[str, Any]] | None:
 
 
 def _call(call: dict[str, Any]) -> dict[str, Any]:
-    function = call.get("function") if isinstance(call.get("function"), dict) else {}
+    raw = call.get("function")
+    function: dict[str, Any] = raw if isinstance(raw, dict) else {}
     return {"id": call.get("id"), "name": function.get("name"), "arguments": function.get("arguments") or "{}"}
 
 
