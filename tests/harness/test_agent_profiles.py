@@ -34,13 +34,14 @@ def test_an_agent_profile_names_its_catalog_entry_and_reader(name):
 
 def test_pi_has_one_adapter_and_one_provider_per_wire():
     profile = load_profile("pi")
-    assert profile.adapters == ("chat", "responses", "anthropic")
+    assert profile.adapters == ("chat", "responses", "anthropic", "gemini")
     assert profile.headless is not None and "{adapter}" in profile.headless.command  # --provider {adapter}
     [models] = [f for f in profile.files if f["path"].endswith("/.pi/agent/models.json")]
     providers = json.loads(fill(models["content"], VALUES))["providers"]
     assert set(providers) == set(profile.adapters)
     assert {name: p["api"] for name, p in providers.items()} == {
-        "chat": "openai-completions", "responses": "openai-responses", "anthropic": "anthropic-messages"}
+        "chat": "openai-completions", "responses": "openai-responses", "anthropic": "anthropic-messages",
+        "gemini": "google-generative-ai"}
     assert {p["apiKey"] for p in providers.values()} == {"STOPBENCH_API_KEY"}  # the variable's name, not the key
     assert profile.env["STOPBENCH_API_KEY"] == "{api_key}"
 
