@@ -54,6 +54,9 @@ class CommandSpec:
     first_options: tuple[str, ...] = ()  # only for a session's first run (e.g. --session-id {session_uuid})
     adapter_options: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     stdin: str | None = None  # what a headless run is given on stdin (then closed); None: /dev/null
+    # Why the agent cannot resume a session this way (Cline: only its TUI resumes); then a task
+    # that resumes (a second turn, a restart) is not run on this driver, with this reason.
+    no_resume: str | None = None
 
     @property
     def needs_session_id(self) -> bool:

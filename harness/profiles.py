@@ -73,7 +73,7 @@ _TOP_KEYS = {
 # The keys each section takes; anything else is refused, naming file, section and key.
 _SECTION_KEYS = {
     "headless": {"command", "timeout_options", "resume_options", "first_options", "adapter_options", "exit_codes",
-                 "stdin"},
+                 "stdin", "no_resume"},
     "interactive": {"command", "resume_options", "first_options", "adapter_options", "timeout_options", "prompt_regex",
                     "turn_ended_regex", "queued_regex", "cancel_command", "stop_keys", "quit_keys", "match_on",
                     "busy_regex"},
@@ -316,8 +316,16 @@ class _Validator:
             first_options=tuple(self.strings(table, "first_options", default=[], item=f"{section}.first_options")),
             adapter_options=adapter_options,
             stdin=self.string(table, "stdin", item=f"{section}.stdin"),
+            no_resume=self._no_resume(table, section),
             **(extra or {}),
         )
+
+
+    def _no_resume(self, table, section: str) -> str | None:
+        why = self.string(table, "no_resume", item=f"{section}.no_resume")
+        if why is not None and (not why.strip() or table.get("resume_options")):
+            self.fail(f"{section}.no_resume", "a reason, and only for a command without resume_options")
+        return why
 
 
 def _uses(data: Mapping[str, Any], placeholder: str) -> bool:

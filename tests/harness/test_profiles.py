@@ -56,6 +56,8 @@ def test_a_profile_can_be_loaded_by_path(tmp_path):
     ({"name": "x", "headless": {"command": ["agent", "{promt}"]}}, "headless.command", "unknown placeholder {promt}"),
     ({"name": "x", "headless": {"command": "agent {prompt}"}}, "headless.command", "list of strings"),
     ({**MINIMAL, "env": {"KEY": 3}}, "env.KEY", "must be a string"),
+    ({"name": "x", "headless": {"command": ["a", "{prompt}"], "no_resume": "tui only", "resume_options": ["-c"]}},
+     "headless.no_resume", "only for a command without resume_options"),
     ({**MINIMAL, "adapter_env": {"grpc": {"K": "v"}}}, "adapter_env.grpc", "not one of the profile's adapters"),
     ({**MINIMAL, "adapter_env": {"http": {"K": 1}}}, "adapter_env.http.K", "must be a string"),
     ({**MINIMAL, "adapter_env": {"http": {"K": "{nope}"}}}, "adapter_env.http.K", "unknown placeholder {nope}"),
