@@ -13,7 +13,7 @@ import pytest
 from harness.agents.catalog import AGENTS
 from harness.planning import WorkItem
 from harness.profiles import builtin_names, fill, load_profile, parse_profile
-from harness.readers import READERS
+from harness.readers import NO_READER, READERS
 from harness.rundir import RunDirs, agent_context
 from harness.tasks import load_task
 
@@ -26,7 +26,7 @@ VALUES = {"base_url": "http://127.0.0.1:9/v1", "url": "http://127.0.0.1:9", "api
 @pytest.mark.parametrize("name", AGENT_PROFILES)
 def test_an_agent_profile_names_its_catalog_entry_and_reader(name):
     profile = load_profile(name)
-    assert profile.agent in AGENTS and profile.log_reader in READERS
+    assert profile.agent in AGENTS and (profile.log_reader in READERS or profile.log_reader == NO_READER)
     assert profile.headless is not None
     assert not any("{api_key}" in part for part in profile.headless.command)  # argv is readable by every user
     assert not any("{api_key}" in f["content"] for f in profile.files)  # no file holds the key
@@ -55,6 +55,13 @@ def test_copilot_picks_each_wire_by_environment():
                      "anthropic": ("anthropic", None)}
     assert profile.env["COPILOT_PROVIDER_API_KEY"] == "{api_key}"
     assert profile.env["COPILOT_CLI_DIST_DIR"].startswith("{agent_dir}/cache/")  # unpacked once, at install
+
+
+def test_cline_says_why_it_is_not_resumed_headless():
+    profile = load_profile("cline")
+    assert profile.headless is not None and profile.headless.resume_options == ()
+    assert "TUI" in (profile.headless.no_resume or "")
+    assert profile.env["OPENAI_API_KEY"] == "{api_key}"
 
 
 def test_adapter_env_reaches_only_its_adapter(tmp_path):
