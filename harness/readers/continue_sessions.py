@@ -37,7 +37,14 @@ from harness.model import (
     SessionLog,
     Snapshot,
 )
-from harness.readers.base import CannotDamage, Damage, LogDamaged, file_snapshot, first_byte_difference
+from harness.readers.base import (
+    CannotDamage,
+    Damage,
+    LogDamaged,
+    file_snapshot,
+    first_byte_difference,
+    unanswered_results,
+)
 from harness.readers.jsonl import Events, text_of
 
 ROLES = frozenset({"user", "assistant", "system", "tool"})
@@ -119,15 +126,7 @@ class ContinueReader:
 
     def format_problems(self, log: SessionLog) -> list[FormatProblem]:
         """Continue's own rules: each tool state answers a call of its assistant message."""
-        problems = []
-        calls: set[str] = set()
-        for event in log.events:
-            if event.type == "tool_call":
-                calls.add(event.get("call_id"))
-            if event.type == "tool_result" and event.get("call_id") not in calls:
-                problems.append(FormatProblem(note=f"tool state for {event.get('call_id')} answers no call "
-                                                   f"({event.where})", event=event, line=event.line))
-        return problems
+        return unanswered_results(log, "tool state")
 
     def continuation_problems(self, before: LogCapture, after: SessionLog) -> list[FormatProblem]:
         return []  # a document rewritten whole has no torn tail to continue after

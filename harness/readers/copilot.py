@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.model import Capability, FormatProblem, SessionHeader, SessionLog, Snapshot
-from harness.readers.base import LogDamaged
+from harness.readers.base import LogDamaged, chain_problems, unanswered_results
 from harness.readers.jsonl import Events, JsonlStore, Line
 
 SUPPORTED_VERSIONS = ("1.0.",)
@@ -102,21 +102,8 @@ class CopilotReader(JsonlStore):
     def format_problems(self, log: SessionLog) -> list[FormatProblem]:
         """Copilot's own rules: each event's ``parentId`` names the event before it (the file
         is one chain), and each tool completion answers a call that was started."""
-        problems = []
-        started: set[str] = set()
-        for event in log.events:
-            if event.type == "tool_started":
-                started.add(event.get("call_id"))
-            if event.type == "tool_result" and event.get("call_id") not in started:
-                problems.append(FormatProblem(note=f"tool completion for {event.get('call_id')} answers no started "
-                                                   "call", event=event, line=event.line))
-        previous = None
-        for event_id, parent, line in log.header.raw.get("parents", []):
-            if parent != previous:
-                problems.append(FormatProblem(note=f"event {event_id} names parent {parent}, not the event before "
-                                                   f"it ({previous})", line=line))
-            previous = event_id
-        return problems
+        return (unanswered_results(log, "tool completion", answers="tool_started", earlier="started call")
+                + chain_problems(log.header.raw.get("parents", []), "event", linear=True))
 
 
 def _check(path: str, line: Line, versions: str) -> None:

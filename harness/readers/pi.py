@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.model import Capability, FormatProblem, SessionHeader, SessionLog, Snapshot
-from harness.readers.base import LogDamaged
+from harness.readers.base import LogDamaged, chain_problems, unanswered_results
 from harness.readers.jsonl import Events, JsonlStore, Line, text_of
 
 SUPPORTED_VERSIONS = (3,)
@@ -101,21 +101,8 @@ class PiReader(JsonlStore):
     def format_problems(self, log: SessionLog) -> list[FormatProblem]:
         """pi's own rules: each entry's ``parentId`` names an earlier entry (the first names
         none), and each tool result answers a call made before it."""
-        problems = []
-        calls: set[str] = set()
-        for event in log.events:
-            if event.type == "tool_call":
-                calls.add(event.get("call_id"))
-            if event.type == "tool_result" and event.get("call_id") not in calls:
-                problems.append(FormatProblem(note=f"tool result for {event.get('call_id')} answers no earlier call",
-                                              event=event, line=event.line))
-        seen: set[str] = set()
-        for entry, parent, line in log.header.raw.get("parents", []):
-            if (parent is None and seen) or (parent is not None and parent not in seen):
-                problems.append(FormatProblem(note=f"entry {entry} names parent {parent}, which no earlier entry is",
-                                              line=line))
-            seen.add(entry)
-        return problems
+        return (unanswered_results(log, "tool result")
+                + chain_problems(log.header.raw.get("parents", []), "entry", linear=False))
 
 
 def _header(path: str, lines: list[Line], versions: str) -> SessionHeader:

@@ -6,32 +6,25 @@ other shapes are that document edited as Continue's own fields allow."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 
 from harness.model import Capability
 from harness.readers import READERS, LogDamaged, get_reader
-from tests.harness.readers.test_native_readers import FIXTURES, PROMPT, signature
+from tests.harness.readers.test_native_readers import FIXTURES, PROMPT, copy_one, signature
+from tests.harness.readers.test_native_readers import parse as parse_store
 
 AGENT = FIXTURES / "continue-1.5.47"
 READER = get_reader("continue")
 
 
 def store(tmp_path: Path) -> str:
-    [found] = (AGENT / "completed" / "final").rglob("*.json")
-    tmp_path.mkdir(parents=True, exist_ok=True)
-    target = tmp_path / found.name
-    shutil.copyfile(found, target)
-    return str(target)
+    return copy_one(AGENT / "completed" / "final", "*.json", tmp_path)
 
 
 def parse(path: str):
-    assert READER is not None
-    snap = READER.snapshot(path)
-    assert snap is not None
-    return READER.parse(snap)
+    return parse_store("continue", path)
 
 
 def edit(path: str, change) -> None:

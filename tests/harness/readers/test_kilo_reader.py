@@ -11,6 +11,7 @@ import pytest
 
 from harness.readers import READERS, LogDamaged, get_reader
 from tests.harness.readers.test_native_readers import FIXTURES, FOLLOW_UP, PROMPT, signature
+from tests.harness.readers.test_native_readers import parse as parse_store
 
 AGENT = FIXTURES / "kilo-7.7.7"
 EXPECTED = {
@@ -36,10 +37,7 @@ def store(case: str, phase: str, tmp_path: Path) -> str:
 
 
 def parse(path: str):
-    assert READER is not None
-    snap = READER.snapshot(path)
-    assert snap is not None
-    return READER.parse(snap)
+    return parse_store("kilo", path)
 
 
 def test_it_is_opencodes_reader_with_kilos_names():

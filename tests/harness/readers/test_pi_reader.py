@@ -7,14 +7,14 @@ mid-stream (``kill-stream``) left no file, so that case has no store to read.
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 
 from harness.model import Capability
 from harness.readers import READERS, LogDamaged, get_reader
-from tests.harness.readers.test_native_readers import FIXTURES, FOLLOW_UP, PROMPT, signature
+from tests.harness.readers.test_native_readers import FIXTURES, FOLLOW_UP, PROMPT, copy_one, signature
+from tests.harness.readers.test_native_readers import parse as parse_store
 
 AGENT = FIXTURES / "pi-0.73.1"
 EXPECTED = {
@@ -28,19 +28,11 @@ READER = get_reader("pi")
 
 
 def store(case: str, phase: str, tmp_path: Path) -> str:
-    found = list((AGENT / case / phase).rglob("*.jsonl"))
-    assert len(found) == 1, found
-    tmp_path.mkdir(parents=True, exist_ok=True)
-    target = tmp_path / found[0].name
-    shutil.copyfile(found[0], target)
-    return str(target)
+    return copy_one(AGENT / case / phase, "*.jsonl", tmp_path)
 
 
 def parse(path: str):
-    assert READER is not None
-    snap = READER.snapshot(path)
-    assert snap is not None
-    return READER.parse(snap)
+    return parse_store("pi", path)
 
 
 def test_declarations():
