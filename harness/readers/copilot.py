@@ -12,7 +12,8 @@ event                                           canonical event
 =============================================  =================================================
 ``session.start``                               the header (``sessionId``, ``startTime``,
                                                 ``context.cwd``, ``selectedModel``)
-``user.message``                                ``turn_started`` (input: ``content``)
+``user.message``                                ``turn_started`` (input: ``transformedContent``,
+                                                what the model is sent; typed: ``content``)
 ``assistant.message``                           ``assistant_message`` (``content``;
                                                 ``toolRequests`` as calls) and one ``tool_call``
                                                 per request (the model's request)
@@ -77,7 +78,10 @@ class CopilotReader(JsonlStore):
             kind, data = rec["type"], rec["data"]
             extra = {"event_id": rec["id"], "timestamp": rec.get("timestamp")}
             if kind == "user.message":
-                events.start_turn(line.number, input=data.get("content", ""), inbox=[], **extra)
+                # What the model is sent, and so what is durable, is the transformed content
+                # (the typed text behind a <current_datetime> preamble); the typed text is kept too.
+                events.start_turn(line.number, input=data.get("transformedContent") or data.get("content", ""),
+                                  typed=data.get("content", ""), inbox=[], **extra)
             elif kind == "assistant.message":
                 calls = [r for r in data.get("toolRequests") or [] if isinstance(r, dict)]
                 step = 1 + sum(1 for e in events.items if e.type == "assistant_message" and e.turn == events.turn)

@@ -51,7 +51,9 @@ def test_events_of_every_recording(key, tmp_path):
     assert READER.format_problems(log) == []
     assert log.header.session_id == json.loads((AGENT / case / "case.json").read_text())["session_id"]
     assert (log.header.cwd, log.header.model) == ("/tmp/sbrec/copilot/work", "fake-model")
-    assert log.events[0].get("input") in (PROMPT, "Explain, at length, what this folder is for.")
+    first = log.events[0]
+    assert first.get("typed") in (PROMPT, "Explain, at length, what this folder is for.")
+    assert first.get("input").startswith("<current_datetime>") and first.get("input").endswith(first.get("typed"))
     assert all(e.mono_ns is not None for e in log.events)
 
 
@@ -77,7 +79,7 @@ def test_stop_is_recorded_and_a_resume_repairs_a_killed_call(tmp_path):
     assert repair.get("call_id") == resumed.of_type("tool_call")[0].get("call_id")
     assert repair.get("aborted") is True and repair.get("error_code") == "interrupted"
     assert repair.get("output").startswith("Tool execution was interrupted before a result was recorded")
-    assert resumed.of_type("turn_started")[1].get("input") == FOLLOW_UP
+    assert resumed.of_type("turn_started")[1].get("typed") == FOLLOW_UP
 
 
 @pytest.mark.parametrize("case,first", [("kill-tool", "killed"), ("kill-stream", "killed"), ("stop-tool", "stopped")])
