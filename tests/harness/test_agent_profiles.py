@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from harness.agents.catalog import AGENTS
+from harness.agents.install import MARKER, install_dir
 from harness.planning import WorkItem
-from harness.profiles import builtin_names, fill, load_profile, parse_profile
+from harness.profiles import base_values, builtin_names, fill, load_profile, parse_profile
 from harness.readers import NO_READER, READERS
 from harness.rundir import RunDirs, agent_context
 from harness.tasks import load_task
@@ -81,3 +82,18 @@ def test_adapter_env_reaches_only_its_adapter(tmp_path):
     assert envs["chat"]["SHARED"] == envs["responses"]["SHARED"] == "stopbench-1"
     assert "WIRE" not in envs["chat"]
     assert (envs["responses"]["WIRE"], envs["responses"]["AT"]) == ("responses", "http://127.0.0.1:9/v1")
+
+
+def test_agent_dir_is_the_install_folder_of_an_installed_agent(tmp_path, monkeypatch):
+    monkeypatch.setenv("STOPBENCH_CACHE", str(tmp_path))
+    profile = load_profile("copilot")
+    assert "agent_dir" not in base_values(profile)  # not installed: no value, so a template using it fails
+    folder = install_dir("copilot")
+    program = folder / "node_modules/@github/copilot-linux-x64/copilot"
+    program.parent.mkdir(parents=True)
+    program.write_text("#!/bin/sh\n")
+    program.chmod(0o755)
+    (folder / MARKER).write_text('{"name": "copilot"}')
+    values = base_values(profile)
+    assert values["agent_dir"] == str(folder) and values["agent_bin"] == str(program)
+    assert fill(profile.env["COPILOT_CLI_DIST_DIR"], values) == f"{folder}/cache/copilot/pkg/linux-x64/1.0.102"
