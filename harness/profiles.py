@@ -174,22 +174,13 @@ def parse_profile(data: Mapping[str, Any], path: str | Path = "<profile>") -> Pr
         v.placeholders(f"files[{n}].path", f["path"])
         v.placeholders(f"files[{n}].content", f["content"])
         files.append({"path": f["path"], "content": f["content"]})
-    env = v.table(data, "env")
-    for key, value in env.items():
-        if not isinstance(value, str):
-            v.fail(f"env.{key}", "must be a string")
-        v.placeholders(f"env.{key}", value)
+    env = v.environment(v.table(data, "env"), "env")
     adapter_env: dict[str, dict[str, str]] = {}
-    for adapter, table in v.table(data, "adapter_env").items():
+    for adapter in v.table(data, "adapter_env"):
         if adapter not in adapters:
             v.fail(f"adapter_env.{adapter}", f"not one of the profile's adapters ({', '.join(adapters)})")
-        if not isinstance(table, dict):
-            v.fail(f"adapter_env.{adapter}", "must be a table of environment variables")
-        for key, value in table.items():
-            if not isinstance(value, str):
-                v.fail(f"adapter_env.{adapter}.{key}", "must be a string")
-            v.placeholders(f"adapter_env.{adapter}.{key}", value)
-        adapter_env[adapter] = dict(table)
+        adapter_env[adapter] = v.environment(v.table(data["adapter_env"], adapter, item=f"adapter_env.{adapter}"),
+                                             f"adapter_env.{adapter}")
     inproc = v.table(data, "inproc")
     factory = v.string(inproc, "factory", item="inproc.factory")
     if factory and not re.fullmatch(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*", factory):
@@ -210,7 +201,7 @@ def parse_profile(data: Mapping[str, Any], path: str | Path = "<profile>") -> Pr
         model=v.string(data, "model", default="stopbench-1"),
         log_reader=log_reader,
         fresh_home=v.boolean(data, "fresh_home", default=True),
-        env=dict(env),
+        env=env,
         adapter_env=adapter_env,
         files=tuple(files),
         version_command=tuple(v.strings(data, "version_command", default=[])),
@@ -273,6 +264,14 @@ class _Validator:
         for s in value:
             self.placeholders(item, s)
         return value
+
+    def environment(self, table: Mapping[str, Any], item: str) -> dict[str, str]:
+        """Environment variables whose values are templates."""
+        for key, value in table.items():
+            if not isinstance(value, str):
+                self.fail(f"{item}.{key}", "must be a string")
+            self.placeholders(f"{item}.{key}", value)
+        return dict(table)
 
     def table(self, data, key, *, item=None) -> dict:
         value = data.get(key, {})
