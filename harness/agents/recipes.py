@@ -296,6 +296,31 @@ class Continue(Recipe):
         return sorted((home / ".continue" / "sessions").glob("*-*-*-*-*.json"))
 
 
+class GeminiCli(Recipe):
+    def prepare(self, home, work, url, key):
+        gemini = home / ".gemini"
+        gemini.mkdir(parents=True)
+        (gemini / "settings.json").write_text(json.dumps({"security": {"auth": {"selectedType": "gemini-api-key"}}}),
+                                              encoding="utf-8")
+        return {"GOOGLE_GEMINI_BASE_URL": url, "GEMINI_API_KEY": key, "GEMINI_CLI_NO_RELAUNCH": "true"}
+
+    def first(self, prog, prompt, sid):
+        return [prog, "-p", prompt, "-y", "--skip-trust", "-m", "fake-model", "-o", "stream-json"]
+
+    def resume(self, prog, prompt, sid):
+        return [*self.first(prog, prompt, sid), "--resume", sid]
+
+    def session_id(self, home, stderr):
+        files = self.store_files(home)
+        if not files:
+            return None
+        first = json.loads(files[0].read_text(encoding="utf-8").splitlines()[0])
+        return first.get("sessionId")
+
+    def store_files(self, home):
+        return sorted((home / ".gemini" / "tmp").glob("*/chats/session-*.jsonl"))
+
+
 RECIPES: dict[str, Callable[[], Recipe]] = {
     "codex": lambda: Codex("codex", shell_extra={"yield_time_ms": 600000}),
     "claude-code": lambda: ClaudeCode("claude-code"),
@@ -305,4 +330,5 @@ RECIPES: dict[str, Callable[[], Recipe]] = {
     "copilot": _copilot,
     "kilo": lambda: Kilo("kilo"),
     "continue": lambda: Continue("continue"),
+    "gemini-cli": lambda: GeminiCli("gemini-cli"),
 }

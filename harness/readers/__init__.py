@@ -21,6 +21,7 @@ from harness.readers.codex_rollout import CodexRolloutReader
 from harness.readers.continue_sessions import ContinueReader
 from harness.readers.contract_v1 import ContractV1Reader
 from harness.readers.copilot import CopilotReader
+from harness.readers.gemini_cli import GeminiCliReader
 from harness.readers.kilo import KiloReader
 from harness.readers.opencode import OpenCodeReader
 from harness.readers.pi import PiReader
@@ -32,7 +33,7 @@ READERS: dict[str, Reader] = {
     reader.name: reader
     for reader in (ContractV1Reader(), CodexRolloutReader(), ClaudeCodeReader(), QwenCodeReader(), OpenCodeReader(),
                    PiReader(), CopilotReader(), KiloReader(),
-                   ContinueReader())
+                   ContinueReader(), GeminiCliReader())
 }
 
 

@@ -34,7 +34,8 @@ PINS = {"opencode": ("npm", "opencode-ai", "1.18.33"), "codex": ("npm", "@openai
         "mini-swe-agent": ("pypi", "mini-swe-agent", "2.4.6"), "aider": ("pypi", "aider-chat", "0.86.2"),
         "llm": ("pypi", "llm", "0.36"), "pi": ("npm", "@mariozechner/pi-coding-agent", "0.73.1"),
         "copilot": ("npm", "@github/copilot", "1.0.102"), "kilo": ("npm", "@kilocode/cli", "7.7.7"),
-        "continue": ("npm", "@continuedev/cli", "1.5.47"), "cline": ("npm", "cline", "3.0.65")}
+        "continue": ("npm", "@continuedev/cli", "1.5.47"), "cline": ("npm", "cline", "3.0.65"),
+        "gemini-cli": ("npm", "@google/gemini-cli", "0.61.0")}
 
 
 @pytest.fixture
