@@ -85,6 +85,9 @@ def not_applicable(profile: Profile, task: Task, driver: str) -> str | None:
         section = {"inproc": "[inproc] factory", "subprocess": "[headless] command",
                    "terminal": "[interactive] command"}[driver]
         return f"profile {profile.name!r} has no {section}"
+    spec = profile.headless if driver == "subprocess" else None
+    if spec is not None and spec.no_resume and resumes(task):
+        return f"the task resumes a session, and profile {profile.name!r} has no headless resume: {spec.no_resume}"
     if driver == "terminal" and profile.interactive is not None:
         steps = {s.do for s in task.steps}
         if "queue" in steps and not profile.interactive.queued_regex:
@@ -101,6 +104,12 @@ def not_applicable(profile: Profile, task: Task, driver: str) -> str | None:
         if missing:
             return f"the {reader.name} reader's store has no {', '.join(missing)} damage"
     return None
+
+
+def resumes(task: Task) -> bool:
+    """Whether the task resumes its session: a second turn, or a restart after a kill (a
+    headless agent runs one process per turn, so every turn after the first is a resume)."""
+    return sum(1 for s in task.steps if s.do == "send") > 1 or any(s.do == "restart" for s in task.steps)
 
 
 # --- sharding ---------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from fake_server.scenario import FinishAction, Scenario
-from harness.agents.install import NotInstalled, binary
+from harness.agents.install import NotInstalled, binary, installed_path
 
 PLACEHOLDERS = frozenset(
     {
@@ -35,6 +35,7 @@ PLACEHOLDERS = frozenset(
         "profile_dir",  # the folder of the profile file (helpers shipped beside it), absolute
         "session_uuid",  # a session id the harness chooses and hands to the agent (--session-id …)
         "agent_bin",  # the program of the installed real agent the profile names (agent = "codex")
+        "agent_dir",  # … and its install folder (what the catalog's warm-up unpacked is under cache/)
     }
 )
 OPTIONS = "{options}"  # a list element replaced by the spliced option lists
@@ -53,6 +54,9 @@ class CommandSpec:
     first_options: tuple[str, ...] = ()  # only for a session's first run (e.g. --session-id {session_uuid})
     adapter_options: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     stdin: str | None = None  # what a headless run is given on stdin (then closed); None: /dev/null
+    # Why the agent cannot resume a session this way (Cline: only its TUI resumes); then a task
+    # that resumes (a second turn, a restart) is not run on this driver, with this reason.
+    no_resume: str | None = None
 
     @property
     def needs_session_id(self) -> bool:
@@ -131,6 +135,8 @@ class Profile:
     log_reader: str = "none"
     fresh_home: bool = True
     env: Mapping[str, str] = field(default_factory=dict)
+    # Further environment for one adapter only (an agent whose wire is chosen by environment).
+    adapter_env: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     files: tuple[Mapping[str, str], ...] = ()  # {path, content} written before the agent starts
     version_command: tuple[str, ...] = ()
     headless: CommandSpec | None = None
@@ -198,6 +204,7 @@ def base_values(profile: Profile) -> dict[str, str]:
     if profile.agent:
         try:
             values["agent_bin"] = str(agent_binary(profile))
+            values["agent_dir"] = str(installed_path(profile.agent))
         except NotInstalled:
             pass
     return values

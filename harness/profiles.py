@@ -69,12 +69,12 @@ _TOP_KEYS = {
     "name", "description", "version_command", "adapters", "wire_api", "model", "log_reader",
     "fresh_home", "env", "files", "headless", "interactive", "stop", "session", "inproc",
     "failpoints", "repair", "timeouts", "watchdog", "streams", "agent", "sequential_tools", "finish_action",
-    "shell", "not_run",
+    "shell", "not_run", "adapter_env",
 }
 # The keys each section takes; anything else is refused, naming file, section and key.
 _SECTION_KEYS = {
     "headless": {"command", "timeout_options", "resume_options", "first_options", "adapter_options", "exit_codes",
-                 "stdin"},
+                 "stdin", "no_resume"},
     "interactive": {"command", "resume_options", "first_options", "adapter_options", "timeout_options", "prompt_regex",
                     "turn_ended_regex", "queued_regex", "cancel_command", "stop_keys", "quit_keys", "match_on",
                     "busy_regex"},
@@ -181,11 +181,13 @@ def parse_profile(data: Mapping[str, Any], path: str | Path = "<profile>") -> Pr
         v.placeholders(f"files[{n}].path", f["path"])
         v.placeholders(f"files[{n}].content", f["content"])
         files.append({"path": f["path"], "content": f["content"]})
-    env = v.table(data, "env")
-    for key, value in env.items():
-        if not isinstance(value, str):
-            v.fail(f"env.{key}", "must be a string")
-        v.placeholders(f"env.{key}", value)
+    env = v.environment(v.table(data, "env"), "env")
+    adapter_env: dict[str, dict[str, str]] = {}
+    for adapter in v.table(data, "adapter_env"):
+        if adapter not in adapters:
+            v.fail(f"adapter_env.{adapter}", f"not one of the profile's adapters ({', '.join(adapters)})")
+        adapter_env[adapter] = v.environment(v.table(data["adapter_env"], adapter, item=f"adapter_env.{adapter}"),
+                                             f"adapter_env.{adapter}")
     inproc = v.table(data, "inproc")
     factory = v.string(inproc, "factory", item="inproc.factory")
     if factory and not re.fullmatch(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*", factory):
@@ -213,7 +215,8 @@ def parse_profile(data: Mapping[str, Any], path: str | Path = "<profile>") -> Pr
         model=v.string(data, "model", default="stopbench-1"),
         log_reader=log_reader,
         fresh_home=v.boolean(data, "fresh_home", default=True),
-        env=dict(env),
+        env=env,
+        adapter_env=adapter_env,
         files=tuple(files),
         version_command=tuple(v.strings(data, "version_command", default=[])),
         headless=headless,
@@ -278,6 +281,14 @@ class _Validator:
             self.placeholders(item, s)
         return value
 
+    def environment(self, table: Mapping[str, Any], item: str) -> dict[str, str]:
+        """Environment variables whose values are templates."""
+        for key, value in table.items():
+            if not isinstance(value, str):
+                self.fail(f"{item}.{key}", "must be a string")
+            self.placeholders(f"{item}.{key}", value)
+        return dict(table)
+
     def table(self, data, key, *, item=None) -> dict:
         value = data.get(key, {})
         if not isinstance(value, dict):
@@ -320,8 +331,16 @@ class _Validator:
             first_options=tuple(self.strings(table, "first_options", default=[], item=f"{section}.first_options")),
             adapter_options=adapter_options,
             stdin=self.string(table, "stdin", item=f"{section}.stdin"),
+            no_resume=self._no_resume(table, section),
             **(extra or {}),
         )
+
+
+    def _no_resume(self, table, section: str) -> str | None:
+        why = self.string(table, "no_resume", item=f"{section}.no_resume")
+        if why is not None and (not why.strip() or table.get("resume_options")):
+            self.fail(f"{section}.no_resume", "a reason, and only for a command without resume_options")
+        return why
 
 
 def _uses(data: Mapping[str, Any], placeholder: str) -> bool:

@@ -70,6 +70,7 @@ def agent_context(profile: Profile, item: WorkItem, dirs: RunDirs, server_url: s
     env = {k: os.environ[k] for k in ENV_PASSTHROUGH if k in os.environ}
     env.update(HOME=values["home"], TERM="xterm", COLUMNS="200", LINES="40")
     env.update({k: fill(v, values) for k, v in profile.env.items()})
+    env.update({k: fill(v, values) for k, v in profile.adapter_env.get(item.adapter, {}).items()})
     env.update(env_extra or {})
     if item.mutant:
         if not profile.failpoints_env:

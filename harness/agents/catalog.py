@@ -2,8 +2,8 @@
 
 An entry names the registry (``npm`` or ``pypi``), the package and the pinned version, the
 program to run — as glob patterns relative to the install folder, first match wins — and,
-for pip agents, the Python versions the package accepts. For Codex the program is the
-native binary the npm wrapper would spawn: signals sent to the wrapper do not reach it.
+for pip agents, the Python versions the package accepts. For Codex and Copilot CLI the program
+is the native binary the npm wrapper would spawn: signals sent to the wrapper do not reach it.
 """
 
 from __future__ import annotations
@@ -24,6 +24,10 @@ class Agent:
     description: str = ""
     store: str = ""  # where its sessions live (informational)
     extras: tuple[str, ...] = field(default_factory=tuple)  # further pip requirements, pinned
+    # Arguments the program is run with once, at install, with its cache (XDG_CACHE_HOME) in the
+    # install folder: what it unpacks on a first run is kept there (``cache/``), so runs with a
+    # fresh HOME need not unpack it again (profiles point at it through ``{agent_dir}``).
+    warm_up: tuple[str, ...] = field(default_factory=tuple)
 
     @property
     def requirement(self) -> str:
@@ -55,6 +59,26 @@ AGENTS: dict[str, Agent] = {a.name: a for a in (
           binary=_npm_bin("qwen"),
           description="Qwen Code; headless `qwen --yolo` (QWEN_CODE_NO_RELAUNCH=true)",
           store="JSONL ~/.qwen/projects/<cwd>/chats/<uuid>.jsonl"),
+    Agent("pi", "npm", "@mariozechner/pi-coding-agent", "0.73.1", binary=_npm_bin("pi"),
+          description="pi coding agent; headless `pi -p --mode json`, one provider per wire",
+          store="JSONL ~/.pi/agent/sessions/--<cwd>--/<ts>_<uuid>.jsonl"),
+    Agent("copilot", "npm", "@github/copilot", "1.0.102",
+          binary=("node_modules/@github/copilot-linux-x64/copilot",
+                  "node_modules/@github/copilot/node_modules/@github/copilot-linux-x64/copilot"),
+          description="GitHub Copilot CLI (native binary, not the node wrapper); headless `copilot -p`",
+          warm_up=("--version",),  # unpacks its 235 MB package into cache/copilot/pkg
+          store="JSONL ~/.copilot/session-state/<uuid>/events.jsonl"),
+    Agent("kilo", "npm", "@kilocode/cli", "7.7.7",
+          binary=("node_modules/@kilocode/cli-linux-x64/bin/kilo",
+                  "node_modules/@kilocode/cli/node_modules/@kilocode/cli-linux-x64/bin/kilo",
+                  *_npm_bin("kilo")),
+          description="Kilo CLI (an opencode fork); headless `kilo run`",
+          store="SQLite ~/.local/share/kilo/kilo.db"),
+    Agent("continue", "npm", "@continuedev/cli", "1.5.47", binary=_npm_bin("cn"),
+          description="Continue CLI; headless `cn -p`", store="JSON ~/.continue/sessions/<uuid>.json"),
+    Agent("cline", "npm", "cline", "3.0.65", binary=_npm_bin("cline"),
+          description="Cline CLI; headless `cline --json --yolo` (no headless resume)",
+          store="~/.cline/data/sessions/<id>/"),
     Agent("gemini-cli", "npm", "@google/gemini-cli", "0.61.0",
           binary=_npm_bin("gemini"),
           description="Google Gemini CLI; headless `gemini -p` (GEMINI_CLI_NO_RELAUNCH=true)",

@@ -91,10 +91,11 @@ def _list() -> int:
     rows = listing()
     print(f"cache: {agents_root()}")
     width = max(len(r["name"]) for r in rows)
+    spec_width = max(len(f"{r['package']}@{r['version']}") for r in rows)
     for r in rows:
         state = f"installed  {r['where']}" if r["installed"] else "not installed"
         extra = f" (also: {', '.join(r['other_versions'])})" if r["other_versions"] else ""
         py = f" python {r['python']}" if r["python"] else ""
         spec = f"{r['package']}@{r['version']}"
-        print(f"  {r['name']:<{width}}  {r['registry']:<4}  {spec:<34}  {py.strip():<20}  {state}{extra}")
+        print(f"  {r['name']:<{width}}  {r['registry']:<4}  {spec:<{spec_width}}  {py.strip():<20}  {state}{extra}")
     return EXIT_OK

@@ -296,6 +296,8 @@ def install(name: str, version: str | None = None, *, registry: str | None = Non
                                f"(the package's layout changed?)")
         if agent.registry == "pypi":
             _relocate_venv(tmp / "venv", tmp, final)
+        if agent.warm_up:
+            _warm_up(agent, found, tmp, log, env, runner)
         marker = {
             "name": agent.name, "registry": agent.registry, "package": agent.package, "version": version,
             "binary": str(found.relative_to(tmp)), "registry_url": url,
@@ -309,6 +311,17 @@ def install(name: str, version: str | None = None, *, registry: str | None = Non
         raise
     say(f"installed {agent.name} {version}: {final / str(marker['binary'])}")
     return final
+
+
+def _warm_up(agent: Agent, program: Path, tmp: Path, log: Path, env: dict, runner: Runner) -> None:
+    """Run the program once with its cache in the install folder and a throwaway HOME, so
+    what it unpacks on a first run stays in ``cache/`` and nothing else of the run is kept."""
+    home = tmp / "warm-up-home"
+    home.mkdir()
+    try:
+        runner([str(program), *agent.warm_up], log, {**env, "HOME": str(home), "XDG_CACHE_HOME": str(tmp / "cache")})
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
 
 
 def _swap_into_place(tmp: Path, final: Path) -> None:

@@ -137,11 +137,16 @@ class QwenCode(Recipe):
 
 
 class OpenCode(Recipe):
+    """opencode; a fork that keeps its layout (Kilo CLI) changes the names below."""
+
+    program = "opencode"
+    env_prefix = "OPENCODE"
+    run_options: tuple[str, ...] = ()
+
     def prepare(self, home, work, url, key):
-        config = home / ".config" / "opencode"
+        config = home / ".config" / self.program
         config.mkdir(parents=True)
-        (config / "opencode.json").write_text(json.dumps({
-            "$schema": "https://opencode.ai/config.json",
+        (config / f"{self.program}.json").write_text(json.dumps({
             "autoupdate": False, "share": "disabled",
             "model": "stopbench/fake-model",
             "provider": {"stopbench": {
@@ -149,18 +154,17 @@ class OpenCode(Recipe):
                 "options": {"baseURL": f"{url}/v1", "apiKey": "{env:STOPBENCH_API_KEY}"},
                 "models": {"fake-model": {"name": "fake-model", "tool_call": True}}}},
         }, indent=1), encoding="utf-8")
-        return {"STOPBENCH_API_KEY": key, "OPENCODE_DISABLE_MODELS_FETCH": "1", "OPENCODE_DISABLE_AUTOUPDATE": "1",
-                "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1", "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
-                "OPENCODE_DISABLE_SHARE": "1"}
+        switches = ("MODELS_FETCH", "AUTOUPDATE", "DEFAULT_PLUGINS", "LSP_DOWNLOAD", "SHARE")
+        return {"STOPBENCH_API_KEY": key, **{f"{self.env_prefix}_DISABLE_{s}": "1" for s in switches}}
 
     def first(self, prog, prompt, sid):
-        return [prog, "run", "--title", "stopbench", "-m", "stopbench/fake-model", prompt]
+        return [prog, "run", *self.run_options, "--title", "stopbench", "-m", "stopbench/fake-model", prompt]
 
     def resume(self, prog, prompt, sid):
-        return [prog, "run", "-m", "stopbench/fake-model", "--session", sid, prompt]
+        return [prog, "run", *self.run_options, "-m", "stopbench/fake-model", "--session", sid, prompt]
 
     def db(self, home: Path) -> Path:
-        return home / ".local" / "share" / "opencode" / "opencode.db"
+        return home / ".local" / "share" / self.program / f"{self.program}.db"
 
     def session_id(self, home, stderr):
         db = self.db(home)
@@ -178,6 +182,118 @@ class OpenCode(Recipe):
     def store_files(self, home):
         db = self.db(home)
         return [db] if db.exists() else []
+
+
+class Pi(Recipe):
+    """pi on the chat wire: its provider in ``~/.pi/agent/models.json`` names the key's variable."""
+
+    def prepare(self, home, work, url, key):
+        agent = home / ".pi" / "agent"
+        agent.mkdir(parents=True)
+        provider = {"baseUrl": f"{url}/v1", "api": "openai-completions", "apiKey": "STOPBENCH_API_KEY",
+                    "models": [{"id": "fake-model"}]}
+        (agent / "models.json").write_text(json.dumps({"providers": {"stopbench": provider}}, indent=1),
+                                           encoding="utf-8")
+        return {"STOPBENCH_API_KEY": key}
+
+    def first(self, prog, prompt, sid):
+        return [prog, "-p", "--offline", "--provider", "stopbench", "--model", "fake-model", "--mode", "json", prompt]
+
+    def resume(self, prog, prompt, sid):
+        return [prog, "-p", "--offline", "--provider", "stopbench", "--model", "fake-model", "--mode", "json",
+                "--session", sid, prompt]
+
+    def session_id(self, home, stderr):
+        files = self.store_files(home)
+        m = re.search(r"_([0-9a-f-]{36})\.jsonl$", files[0].name) if files else None
+        return m.group(1) if m else None
+
+    def store_files(self, home):
+        return sorted((home / ".pi" / "agent" / "sessions").glob("*/*.jsonl"))
+
+
+class Copilot(Recipe):
+    """Copilot CLI with its own provider (BYOK, chat wire) and the package the install unpacked."""
+
+    def __init__(self, *a, dist: str = "", **k):
+        super().__init__(*a, **k)
+        self._sid = str(uuid.uuid4())
+        self._dist = dist
+
+    def prepare(self, home, work, url, key):
+        return {"COPILOT_OFFLINE": "true", "COPILOT_AUTO_UPDATE": "false", "COPILOT_PROVIDER_BASE_URL": f"{url}/v1",
+                "COPILOT_PROVIDER_API_KEY": key, "COPILOT_MODEL": "fake-model", "COPILOT_PROVIDER_TYPE": "openai",
+                "COPILOT_PROVIDER_WIRE_API": "completions", "COPILOT_CLI_DIST_DIR": self._dist}
+
+    def chosen_session_id(self):
+        return self._sid
+
+    def first(self, prog, prompt, sid):
+        return [prog, "-p", prompt, "--allow-all", "--output-format", "json", "--session-id", sid]
+
+    def resume(self, prog, prompt, sid):
+        return [prog, "-p", prompt, "--allow-all", "--output-format", "json", "--resume", sid]
+
+    def session_id(self, home, stderr):
+        return self._sid
+
+    def store_files(self, home):
+        return sorted((home / ".copilot" / "session-state").glob("*/events.jsonl"))
+
+
+def _copilot() -> Recipe:
+    from harness.agents.catalog import get_agent
+    from harness.agents.install import installed_path
+
+    folder = installed_path("copilot")
+    pkg = f"cache/copilot/pkg/linux-x64/{get_agent('copilot').version}"
+    return Copilot("copilot", shell_extra={"description": "Run the check"}, dist=str(folder / pkg) if folder else "")
+
+
+class Kilo(OpenCode):
+    program = "kilo"
+    env_prefix = "KILO"
+    run_options = ("--auto",)
+
+    def prepare(self, home, work, url, key):
+        return {**super().prepare(home, work, url, key), "KILO_TELEMETRY_LEVEL": "off"}
+
+
+class Continue(Recipe):
+    """Continue's CLI with one OpenAI-style model in a YAML config whose key is a secret the
+    environment holds; it prints no session id, and ``--resume`` takes the last session."""
+
+    def prepare(self, home, work, url, key):
+        config = home / ".continue" / "stopbench.yaml"
+        config.parent.mkdir(parents=True)
+        config.write_text(textwrap.dedent(f"""\
+            name: stopbench
+            version: 0.0.1
+            schema: v1
+            models:
+              - name: stopbench
+                provider: openai
+                model: fake-model
+                apiBase: {url}/v1
+                apiKey: ${{{{ secrets.STOPBENCH_API_KEY }}}}
+                roles: [chat]
+                capabilities: [tool_use]
+            """), encoding="utf-8")
+        self._config = str(config)
+        return {"STOPBENCH_API_KEY": key}
+
+    def first(self, prog, prompt, sid):
+        return [prog, "-p", "--auto", "--config", self._config, prompt]
+
+    def resume(self, prog, prompt, sid):
+        return [prog, "-p", "--auto", "--config", self._config, "--resume", prompt]
+
+    def session_id(self, home, stderr):
+        files = self.store_files(home)
+        return files[0].stem if files else None
+
+    def store_files(self, home):
+        return sorted((home / ".continue" / "sessions").glob("*-*-*-*-*.json"))
 
 
 class GeminiCli(Recipe):
@@ -210,5 +326,9 @@ RECIPES: dict[str, Callable[[], Recipe]] = {
     "claude-code": lambda: ClaudeCode("claude-code"),
     "qwen-code": lambda: QwenCode("qwen-code"),
     "opencode": lambda: OpenCode("opencode"),
+    "pi": lambda: Pi("pi"),
+    "copilot": _copilot,
+    "kilo": lambda: Kilo("kilo"),
+    "continue": lambda: Continue("continue"),
     "gemini-cli": lambda: GeminiCli("gemini-cli"),
 }

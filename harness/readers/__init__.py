@@ -18,11 +18,15 @@ from harness.readers.base import (
 )
 from harness.readers.claude_code import ClaudeCodeReader
 from harness.readers.codex_rollout import CodexRolloutReader
+from harness.readers.continue_sessions import ContinueReader
 from harness.readers.contract_v1 import ContractV1Reader
+from harness.readers.copilot import CopilotReader
 from harness.readers.gemini_cli import GeminiCliReader
+from harness.readers.kilo import KiloReader
 from harness.readers.kimi_cli import KimiCliReader
 from harness.readers.llm_logs import LlmLogsReader
 from harness.readers.opencode import OpenCodeReader
+from harness.readers.pi import PiReader
 from harness.readers.qwen_code import QwenCodeReader
 
 NO_READER = "none"
@@ -30,7 +34,8 @@ NO_READER = "none"
 READERS: dict[str, Reader] = {
     reader.name: reader
     for reader in (ContractV1Reader(), CodexRolloutReader(), ClaudeCodeReader(), QwenCodeReader(), OpenCodeReader(),
-                   GeminiCliReader(), KimiCliReader(), LlmLogsReader())
+                   PiReader(), CopilotReader(), KiloReader(), ContinueReader(), GeminiCliReader(),
+                   KimiCliReader(), LlmLogsReader())
 }
 
 

@@ -124,3 +124,41 @@ def first_byte_difference(before: bytes, after: bytes) -> Change | None:
     line = before.count(b"\n", 0, offset) + 1
     return Change(where=f"line {line}, byte {offset}", line=line,
                   detail=f"{len(before)} bytes became {len(after)}; from byte {offset}: {after[offset:offset + 80]!r}")
+
+
+# --- format rules many stores share ------------------------------------------------------
+
+
+def unanswered_results(log: SessionLog, result: str, *, answers: str = "tool_call",
+                       earlier: str = "earlier call") -> list[FormatProblem]:
+    """Each ``tool_result`` whose call no earlier ``answers`` event (a call, a start) names:
+    ``result`` is what the store calls a result ("function response"), for the note."""
+    problems = []
+    seen: set[str] = set()
+    for event in log.events:
+        if event.type == answers:
+            seen.add(event.get("call_id"))
+        elif event.type == "tool_result" and event.get("call_id") not in seen:
+            problems.append(FormatProblem(note=f"{result} for {event.get('call_id')} answers no {earlier}",
+                                          event=event, line=event.line))
+    return problems
+
+
+def chain_problems(links: list[tuple[str, str | None, int]], record: str, *, linear: bool) -> list[FormatProblem]:
+    """Records that name their parent (id, parent id, line), in file order: each names the
+    record before it (``linear``, one chain) or an earlier one (a tree); only the first names none."""
+    problems = []
+    previous: str | None = None
+    seen: set[str] = set()
+    for rid, parent, line in links:
+        if linear:
+            wrong = parent != previous and previous is not None
+            expected = f"not the {record} before it ({previous})"
+        else:
+            wrong = (parent is None and bool(seen)) or (parent is not None and parent not in seen)
+            expected = f"which no earlier {record} is"
+        if wrong:
+            problems.append(FormatProblem(note=f"{record} {rid} names parent {parent}, {expected}", line=line))
+        previous = rid
+        seen.add(rid)
+    return problems

@@ -51,8 +51,6 @@ from harness.readers import sqlite as sqlite_store
 from harness.readers.base import CannotDamage, Damage, LogDamaged
 from harness.readers.jsonl import Events
 
-SUPPORTED_VERSIONS = ("1.18.",)
-KNOWN_MIGRATION = "20260622202450_simplify_session_input"
 REQUIRED_COLUMNS = {
     "session": ("id", "directory", "version", "time_created"),
     "message": ("id", "session_id", "time_created", "data"),
@@ -64,14 +62,21 @@ FINISH_REASONS = {"stop": "completed", "length": "max_tokens", "content-filter":
 
 
 class OpenCodeReader:
+    """opencode's store. A fork that keeps its schema (Kilo CLI) is this reader with its own
+    name, program, versions, newest migration and database file (``harness.readers.kilo``)."""
+
     name = "opencode"
+    program = "opencode"  # as refusals name the agent
     capabilities = frozenset({Capability.TURN_ENDS, Capability.INTERRUPTED_TEXT, Capability.TOOL_STARTS,
                               Capability.STEP_SETTLEMENTS, Capability.FORMAT_RULES})
     damage_kinds = frozenset({"mid-file"})
     agent_versions = "opencode 1.18.x"
+    supported_versions: tuple[str, ...] = ("1.18.",)  # session.version prefixes
+    known_migration = "20260622202450_simplify_session_input"
+    database = (".local", "share", "opencode", "opencode.db")  # under HOME
 
     def find(self, home: str, session_id: str | None = None) -> str | None:
-        db = Path(home, ".local", "share", "opencode", "opencode.db")
+        db = Path(home, *self.database)
         if not db.exists():
             return None
         return f"{db}#{session_id}" if session_id else str(db)
@@ -84,19 +89,19 @@ class OpenCodeReader:
         db, wanted = sqlite_store.split(snapshot.path)
         with sqlite_store.opened(snapshot) as con:
             self._check_schema(db, con)
-            session = _session(db, con, wanted, self.agent_versions)
+            session = self._session(db, con, wanted)
             return _Mapper(db, con, session).run(snapshot.path)
 
     def _check_schema(self, db: str, con: sqlite3.Connection) -> None:
         tables = {r[0] for r in con.execute("select name from sqlite_master where type='table'")}
         if "migration" not in tables:
-            raise LogDamaged(db, None, f"no migration table: not an opencode database ({self.agent_versions})",
+            raise LogDamaged(db, None, f"no migration table: not an {self.program} database ({self.agent_versions})",
                              where="table migration")
         migrations = sorted(r[0] for r in con.execute("select id from migration"))
         newest = migrations[-1] if migrations else None
-        if newest != KNOWN_MIGRATION:
+        if newest != self.known_migration:
             raise LogDamaged(db, None, f"schema at migration {newest!r}; this reader was written for "
-                                       f"{self.agent_versions} (schema {KNOWN_MIGRATION}) and does not know it",
+                                       f"{self.agent_versions} (schema {self.known_migration}) and does not know it",
                              where="table migration")
         for table, columns in REQUIRED_COLUMNS.items():
             if table not in tables:
@@ -113,7 +118,7 @@ class OpenCodeReader:
         """``mid-file``: one message part's JSON is overwritten with garbage (a database has
         no torn tail: SQLite's journal makes every write whole or absent)."""
         if kind != "mid-file":
-            raise CannotDamage(f"opencode's database has no damage {kind!r} (known: mid-file)")
+            raise CannotDamage(f"{self.program}'s database has no damage {kind!r} (known: mid-file)")
         db, wanted = sqlite_store.split(path)
         con = sqlite3.connect(db)
         try:
@@ -153,6 +158,24 @@ class OpenCodeReader:
                 return Change(where=f"table part, row {rid}", detail=f"final part {rid} was rewritten")
         return None
 
+    def _session(self, db: str, con: sqlite3.Connection, wanted: str | None) -> dict[str, Any]:
+        sid = wanted or _newest_session(con)
+        if sid is None:
+            raise LogDamaged(db, None, "the database holds no session", where="table session")
+        row = con.execute("select rowid, id, directory, version, time_created, model from session where id = ?",
+                          (sid,)).fetchone()
+        if row is None:
+            raise LogDamaged(db, None, f"no session {sid!r}", where="table session")
+        rowid, sid, directory, version, created, model = row
+        if not (isinstance(version, str) and version.startswith(self.supported_versions)):
+            raise LogDamaged(db, None, f"session {sid} was written by {self.program} {version}; this reader was "
+                                       f"written for {self.agent_versions}", where=f"row {rowid} of table session")
+        try:
+            model_id = json.loads(model).get("id") if model else None
+        except (ValueError, AttributeError):
+            model_id = None
+        return {"id": sid, "directory": directory, "version": version, "created": created, "model": model_id}
+
     def format_problems(self, log: SessionLog) -> list[FormatProblem]:
         """opencode's rules as its database shows them: each tool part has a call id, each
         finished tool has an end time, each turn's assistant messages name their user message."""
@@ -179,25 +202,6 @@ class OpenCodeReader:
 def _newest_session(con: sqlite3.Connection) -> str | None:
     row = con.execute("select id from session order by time_created desc, id desc limit 1").fetchone()
     return row[0] if row else None
-
-
-def _session(db: str, con: sqlite3.Connection, wanted: str | None, versions: str) -> dict[str, Any]:
-    sid = wanted or _newest_session(con)
-    if sid is None:
-        raise LogDamaged(db, None, "the database holds no session", where="table session")
-    row = con.execute("select rowid, id, directory, version, time_created, model from session where id = ?",
-                      (sid,)).fetchone()
-    if row is None:
-        raise LogDamaged(db, None, f"no session {sid!r}", where="table session")
-    rowid, sid, directory, version, created, model = row
-    if not (isinstance(version, str) and version.startswith(SUPPORTED_VERSIONS)):
-        raise LogDamaged(db, None, f"session {sid} was written by opencode {version}; this reader was written for "
-                                   f"{versions}", where=f"row {rowid} of table session")
-    try:
-        model_id = json.loads(model).get("id") if model else None
-    except (ValueError, AttributeError):
-        model_id = None
-    return {"id": sid, "directory": directory, "version": version, "created": created, "model": model_id}
 
 
 def _json(db: str, table: str, rowid: int, rid: str, raw: Any) -> dict[str, Any]:

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.model import Capability, FormatProblem, SessionHeader, SessionLog, Snapshot
-from harness.readers.base import LogDamaged
+from harness.readers.base import LogDamaged, chain_problems, unanswered_results
 from harness.readers.jsonl import Events, JsonlStore, Line, project_folder
 
 SUPPORTED_VERSIONS = ("0.15.",)
@@ -100,21 +100,8 @@ class QwenCodeReader(JsonlStore):
     def format_problems(self, log: SessionLog) -> list[FormatProblem]:
         """Qwen Code's own rules: each record's ``parentUuid`` names the record before it (the
         chat is one chain), and each function response answers an earlier call."""
-        problems = []
-        calls: set[str] = set()
-        for event in log.events:
-            if event.type == "tool_call":
-                calls.add(event.get("call_id"))
-            if event.type == "tool_result" and event.get("call_id") not in calls:
-                problems.append(FormatProblem(note=f"function response for {event.get('call_id')} answers no "
-                                                   "earlier call", event=event, line=event.line))
-        previous = None
-        for uuid, parent, line in log.header.raw.get("parents", []):
-            if parent != previous and previous is not None:
-                problems.append(FormatProblem(note=f"record {uuid} names parent {parent}, not the record before it "
-                                                   f"({previous})", line=line))
-            previous = uuid
-        return problems
+        return (unanswered_results(log, "function response")
+                + chain_problems(log.header.raw.get("parents", []), "record", linear=True))
 
 
 def _check(path: str, line: Line, versions: str) -> None:

@@ -43,6 +43,17 @@ def test_damage_tasks_run_only_where_the_reader_can_damage_the_store():
     assert not_applicable(load_profile("reference"), torn, "subprocess") is None
 
 
+def test_an_agent_without_headless_resume_runs_only_the_one_turn_tasks_headless():
+    reference = load_profile("reference")
+    assert reference.headless is not None
+    once = replace(reference, headless=replace(reference.headless, resume_options=(), no_resume="only its TUI resumes"))
+    for name in ("interrupt-cancel", "interrupt-restart", "log-mid-file-damage", "exit-codes"):
+        why = not_applicable(once, load_task(TASKS_DIR / name), "subprocess") or ""
+        assert "resumes a session" in why and "only its TUI resumes" in why, name
+    assert not_applicable(once, load_task(TASKS_DIR / "interrupt-timeout"), "subprocess") is None
+    assert not_applicable(once, load_task(TASKS_DIR / "interrupt-cancel"), "terminal") is None  # its TUI may
+
+
 def test_work_item_keys_name_variant_adapter_repeat_and_mutant():
     task = load_task(TASKS_DIR / "interrupt-restart")
     assert WorkItem(task, "terminal", "http", 2, "no-repair").key == "interrupt-restart[terminal]/http/2/no-repair"

@@ -32,7 +32,10 @@ PINS = {"opencode": ("npm", "opencode-ai", "1.18.33"), "codex": ("npm", "@openai
         "claude-code": ("npm", "@anthropic-ai/claude-code", "2.1.197"),
         "qwen-code": ("npm", "@qwen-code/qwen-code", "0.15.10"), "kimi-cli": ("pypi", "kimi-cli", "1.51.0"),
         "mini-swe-agent": ("pypi", "mini-swe-agent", "2.4.6"), "aider": ("pypi", "aider-chat", "0.86.2"),
-        "llm": ("pypi", "llm", "0.36"), "gemini-cli": ("npm", "@google/gemini-cli", "0.61.0")}
+        "llm": ("pypi", "llm", "0.36"), "pi": ("npm", "@mariozechner/pi-coding-agent", "0.73.1"),
+        "copilot": ("npm", "@github/copilot", "1.0.102"), "kilo": ("npm", "@kilocode/cli", "7.7.7"),
+        "continue": ("npm", "@continuedev/cli", "1.5.47"), "cline": ("npm", "cline", "3.0.65"),
+        "gemini-cli": ("npm", "@google/gemini-cli", "0.61.0")}
 
 
 @pytest.fixture
@@ -195,6 +198,27 @@ def test_install_renames_into_place(cache, registry):
     assert install.install("qwen-code", registry=registry, runner=fake_npm(None, fail=True)) == folder
     install.install("qwen-code", registry=registry, force=True, runner=runner)
     assert leftovers(cache) == ["qwen-code-0.15.10"] and len(seen) == 2
+
+
+def test_warm_up_keeps_what_the_first_run_unpacks(cache, registry):
+    """Copilot CLI unpacks its package on a first run: the install runs it once with the cache
+    in the install folder and a throwaway HOME, keeping the cache and nothing of the HOME."""
+    program = "node_modules/@github/copilot-linux-x64/copilot"
+    seen = []
+
+    def runner(argv, log, env):
+        if argv[0] == "npm":
+            fake_npm(program)(argv, log, env)
+            return
+        seen.append((argv, env["HOME"], env["XDG_CACHE_HOME"]))
+        Path(env["XDG_CACHE_HOME"], "copilot", "pkg").mkdir(parents=True)
+        Path(env["HOME"], ".copilot").mkdir()
+
+    folder = install.install("copilot", registry=registry, runner=runner)
+    [(argv, home, xdg)] = seen
+    assert argv[1:] == ["--version"] and argv[0].endswith(program)
+    assert (folder / "cache" / "copilot" / "pkg").is_dir()
+    assert not (folder / "warm-up-home").exists() and Path(xdg).name == "cache" and Path(home).name == "warm-up-home"
 
 
 def test_pip_install_gets_a_relocated_venv(cache, registry):

@@ -92,6 +92,16 @@ def store_copy(reader: str, case: str, phase: str, tmp_path: Path) -> str:
     return str(target)
 
 
+def copy_one(folder: Path, pattern: str, tmp_path: Path, name: str | None = None) -> str:
+    """A writable copy of the one file under ``folder`` matching ``pattern`` (its own name, or ``name``)."""
+    found = list(folder.rglob(pattern))
+    assert len(found) == 1, f"expected one {pattern} under {folder}, found {found}"
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    target = tmp_path / (name or found[0].name)
+    shutil.copyfile(found[0], target)
+    return str(target)
+
+
 def parse(reader: str, path: str):
     r = get_reader(reader)
     assert r is not None
