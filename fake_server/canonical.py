@@ -22,6 +22,7 @@ and tool ``arguments`` are JSON text (Anthropic's ``input`` object is serialised
 """
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from typing import TypedDict
 
@@ -52,6 +53,47 @@ class Canonical(TypedDict):
 
 def call(id: str | None, name: str | None, arguments: str) -> Call:
     return {"id": id, "name": name, "arguments": arguments}
+
+
+# The id a wire gives a call its client sent without one (the Gemini API allows that), until
+# ``restore_ids`` finds the call this server issued.
+UNNAMED = "unnamed:"
+
+
+def unnamed_id(turn: int, position: int) -> str:
+    return f"{UNNAMED}{turn}.{position}"
+
+
+def restore_ids(canonical: Canonical, issued: Iterable[Call]) -> None:
+    """Give back the ids a client dropped from its history (pi on the Gemini wire sends calls
+    and results without them): each unnamed call takes the id of the call this server issued
+    with the same name and arguments (earliest first, each once), and so does its result, so
+    that a history speaks of the same calls on every wire. An unnamed call the server never
+    issued keeps its made-up id."""
+    named = {c["id"] for m in canonical["messages"] for c in m["tool_calls"]
+             if c["id"] and not c["id"].startswith(UNNAMED)}
+    pool = [c for c in issued if c["id"] not in named]
+    found: dict[str, str] = {}
+    for m in canonical["messages"]:
+        for c in m["tool_calls"]:
+            if not (c["id"] or "").startswith(UNNAMED):
+                continue
+            match = next((i for i in pool
+                          if i["name"] == c["name"] and _same_arguments(i["arguments"], c["arguments"])), None)
+            if match is not None:
+                pool.remove(match)
+                found[str(c["id"])] = str(match["id"])
+                c["id"] = match["id"]
+    for m in canonical["messages"]:
+        if m["tool_call_id"] in found:
+            m["tool_call_id"] = found[m["tool_call_id"]]
+
+
+def _same_arguments(a: str, b: str) -> bool:
+    try:
+        return bool(json.loads(a) == json.loads(b))
+    except ValueError:
+        return a == b
 
 
 def message(role: str, text: str = "", tool_calls: Iterable[Call] = (), tool_call_id: str | None = None) -> Message:

@@ -14,10 +14,10 @@ from typing import Any
 from aiohttp import web
 
 from . import hangup
-from .canonical import estimate_tokens
+from .canonical import estimate_tokens, restore_ids
 from .errors import ApiError, api_error
 from .playout import chunk_record, http_error_of, play, prepare, sse
-from .records import Disconnect, Error, Record, RecordError, Records, Request, StreamEnd
+from .records import Disconnect, Error, Record, RecordError, Records, Request, Response, StreamEnd
 from .scenario import Disconnect as DisconnectFrame
 from .scenario import Scenario, StreamError, demo_scenario
 from .script import Ids, Plan, ScenarioCursor
@@ -194,6 +194,7 @@ class FakeServer:
         try:
             body = await self._read_json(request, wire, seen)
             parsed = wire.parse(body, request.match_info)
+            restore_ids(parsed.canonical, (c for r in self.records if isinstance(r, Response) for c in r.tool_calls))
             seen["canonical"] = parsed.canonical
             plan = prepare(parsed, self.cursor, self.ids, self.url)
         except ApiError as exc:

@@ -72,9 +72,10 @@ def parse(body: dict[str, Any], route: Mapping[str, str] = NO_ROUTE) -> Parsed:
         if text:
             messages.append(cn.message("system", text))
     previous_calls: list[cn.Call] = []
-    for role, parts in turns:
+    for i, (role, parts) in enumerate(turns):
         if role == "model":
-            previous_calls = [_call(_get(p, "functionCall")) for p in parts if _has(p, "functionCall")]
+            calls = [_get(p, "functionCall") for p in parts if _has(p, "functionCall")]
+            previous_calls = [_call(c, cn.unnamed_id(i, k)) for k, c in enumerate(calls)]
             messages.append(cn.message("assistant", _text(parts), previous_calls))
             continue
         results = [_get(p, "functionResponse") for p in parts if _has(p, "functionResponse")]
@@ -132,8 +133,9 @@ def _text(parts: list[dict]) -> str:
     return "".join(p["text"] for p in parts if isinstance(p.get("text"), str) and not p.get("thought"))
 
 
-def _call(function_call: dict) -> cn.Call:
-    return cn.call(function_call.get("id"), function_call["name"],
+def _call(function_call: dict, unnamed: str) -> cn.Call:
+    """A history's call; one sent without an id is ``unnamed`` until the server restores it."""
+    return cn.call(function_call.get("id") or unnamed, function_call["name"],
                    json.dumps(function_call.get("args") or {}, ensure_ascii=False))
 
 

@@ -9,7 +9,9 @@ from fake_testkit import scenario
 from google import genai
 from google.genai import errors, types
 
+from fake_server import canonical as cn
 from fake_server import wire_gemini
+from fake_server.canonical import restore_ids
 from fake_server.errors import ApiError
 from fake_server.script import SIDE_TEXT
 
@@ -109,6 +111,28 @@ async def test_a_function_call_round_trip_not_streamed(server):
         {"id": call.id, "name": "run_shell_command", "arguments": '{"command": "ls -la /tmp"}'}]
     assert request.canonical["messages"][3]["text"] == "a b c"
     assert "gemini-canary-123" not in json.dumps([r.to_json() for r in server.records])
+
+
+async def test_a_history_sent_without_call_ids_speaks_of_the_calls_the_server_issued(server):
+    """The Gemini API lets a client drop call ids from its history (pi does): the server gives
+    each call and its result the id of the call it issued with that name and those arguments."""
+    server.load(scenario(TEXT_AND_SHELL))
+    gemini = client(server)
+    first = await gemini.aio.models.generate_content(model="m", contents="list the files", config=CONFIG)
+    [call] = first.function_calls
+    no_ids = types.FunctionCall(name=call.name, args=call.args)
+    await gemini.aio.models.generate_content(
+        model="m", contents=[user("list the files"), *answered(no_ids, "a b c")], config=CONFIG)
+    request = await server.records.wait_request(2)
+    messages = request.canonical["messages"]
+    assert [c["id"] for c in messages[2]["tool_calls"]] == [call.id] and messages[3]["tool_call_id"] == call.id
+    # a call the server never issued keeps a made-up id, paired with its result all the same
+    invented = answered(types.FunctionCall(name="run_shell_command", args={"command": "rm -rf /"}), "no")
+    body = {"contents": [{"role": "user", "parts": [{"text": "go"}]},
+                         *(c.model_dump(mode="json", exclude_none=True) for c in invented)]}
+    canonical = parse(body).canonical
+    restore_ids(canonical, [cn.call(call.id, call.name, json.dumps(call.args))])
+    assert canonical["messages"][1]["tool_calls"][0]["id"] == canonical["messages"][2]["tool_call_id"] != call.id
 
 
 async def test_cancelling_a_stream_mid_read_is_recorded_as_a_disconnect(server):
