@@ -20,6 +20,7 @@ class Recipe:
     name: str
     shell_extra: dict = field(default_factory=dict)
     env: dict = field(default_factory=dict)
+    finish: dict | None = None  # the frame that ends an answer, for agents that end turns by a tool
 
     def prepare(self, home: Path, work: Path, url: str, key: str) -> dict[str, str]:
         return {}
@@ -180,9 +181,37 @@ class OpenCode(Recipe):
         return [db] if db.exists() else []
 
 
+class Gptme(Recipe):
+    """gptme names its conversation folder after ``--name``: the recorder picks it."""
+
+    def __init__(self, *a, **k):
+        super().__init__(*a, **k)
+        self._sid = str(uuid.uuid4())
+
+    def prepare(self, home, work, url, key):
+        return {"OPENAI_BASE_URL": f"{url}/v1", "OPENAI_API_KEY": key, "GPTME_TIKTOKEN_TIMEOUT": "0"}
+
+    def chosen_session_id(self):
+        return self._sid
+
+    def first(self, prog, prompt, sid):
+        return [prog, "-n", "--tool-format", "tool", "-m", "local/fake-model", "--output-format", "json",
+                "--name", sid, prompt]
+
+    def resume(self, prog, prompt, sid):
+        return [*self.first(prog, prompt, sid)[:-1], "-r", prompt]
+
+    def session_id(self, home, stderr):
+        return self._sid
+
+    def store_files(self, home):
+        return sorted((home / ".local" / "share" / "gptme" / "logs").glob("*/conversation.jsonl"))
+
+
 RECIPES: dict[str, Callable[[], Recipe]] = {
     "codex": lambda: Codex("codex", shell_extra={"yield_time_ms": 600000}),
     "claude-code": lambda: ClaudeCode("claude-code"),
     "qwen-code": lambda: QwenCode("qwen-code"),
     "opencode": lambda: OpenCode("opencode"),
+    "gptme": lambda: Gptme("gptme", finish={"tool_call": {"name": "complete", "arguments": {}}}),
 }

@@ -32,7 +32,8 @@ PINS = {"opencode": ("npm", "opencode-ai", "1.18.33"), "codex": ("npm", "@openai
         "claude-code": ("npm", "@anthropic-ai/claude-code", "2.1.197"),
         "qwen-code": ("npm", "@qwen-code/qwen-code", "0.15.10"), "kimi-cli": ("pypi", "kimi-cli", "1.51.0"),
         "mini-swe-agent": ("pypi", "mini-swe-agent", "2.4.6"), "aider": ("pypi", "aider-chat", "0.86.2"),
-        "llm": ("pypi", "llm", "0.36")}
+        "llm": ("pypi", "llm", "0.36"), "gptme": ("pypi", "gptme", "0.35.1"),
+        "openhands": ("pypi", "openhands", "1.16.0")}
 
 
 @pytest.fixture
@@ -95,6 +96,8 @@ def test_catalog_entries_are_valid():
     assert not python_accepts(AGENTS["kimi-cli"].python, (3, 12, 9))
     assert python_accepts(AGENTS["kimi-cli"].python, (3, 13, 0))
     assert not python_accepts(AGENTS["aider"].python, (3, 13, 0))
+    assert python_accepts(AGENTS["openhands"].python, (3, 12, 1))  # its releases require Python 3.12.*
+    assert not python_accepts(AGENTS["openhands"].python, (3, 13, 0))
 
 
 def test_python_spec_errors():
