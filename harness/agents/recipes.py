@@ -208,10 +208,37 @@ class Gptme(Recipe):
         return sorted((home / ".local" / "share" / "gptme" / "logs").glob("*/conversation.jsonl"))
 
 
+class OpenHands(Recipe):
+    """OpenHands prints its conversation id only at exit; its store is a folder of files."""
+
+    def prepare(self, home, work, url, key):
+        return {"LLM_MODEL": "openai/fake-model", "LLM_BASE_URL": f"{url}/v1", "LLM_API_KEY": key,
+                "LITELLM_LOCAL_MODEL_COST_MAP": "True", "OPENHANDS_SUPPRESS_BANNER": "1", "TMUX_TMPDIR": str(home)}
+
+    def first(self, prog, prompt, sid):
+        return [prog, "--headless", "--json", "--override-with-envs", "-t", prompt]
+
+    def resume(self, prog, prompt, sid):
+        return [prog, "--headless", "--json", "--override-with-envs", "--resume", sid, "-t", prompt]
+
+    def session_id(self, home, stderr):
+        m = re.search(r"Conversation ID: ([0-9a-f]{32})", stderr)
+        if m:
+            return m.group(1)
+        folders = sorted((home / ".openhands" / "conversations").glob("*"))
+        return folders[0].name if folders else None
+
+    def store_files(self, home):
+        root = home / ".openhands" / "conversations"
+        return sorted([*root.glob("*/base_state.json"), *root.glob("*/events/event-*.json")])
+
+
 RECIPES: dict[str, Callable[[], Recipe]] = {
     "codex": lambda: Codex("codex", shell_extra={"yield_time_ms": 600000}),
     "claude-code": lambda: ClaudeCode("claude-code"),
     "qwen-code": lambda: QwenCode("qwen-code"),
     "opencode": lambda: OpenCode("opencode"),
     "gptme": lambda: Gptme("gptme", finish={"tool_call": {"name": "complete", "arguments": {}}}),
+    "openhands": lambda: OpenHands("openhands", shell_extra={"security_risk": "LOW"},
+                                   finish={"tool_call": {"name": "finish", "arguments": {"message": "Done."}}}),
 }

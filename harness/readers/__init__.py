@@ -21,6 +21,7 @@ from harness.readers.codex_rollout import CodexRolloutReader
 from harness.readers.contract_v1 import ContractV1Reader
 from harness.readers.gptme import GptmeReader
 from harness.readers.opencode import OpenCodeReader
+from harness.readers.openhands import OpenHandsReader
 from harness.readers.qwen_code import QwenCodeReader
 
 NO_READER = "none"
@@ -28,7 +29,7 @@ NO_READER = "none"
 READERS: dict[str, Reader] = {
     reader.name: reader
     for reader in (ContractV1Reader(), CodexRolloutReader(), ClaudeCodeReader(), QwenCodeReader(), OpenCodeReader(),
-                   GptmeReader())
+                   GptmeReader(), OpenHandsReader())
 }
 
 

@@ -32,7 +32,6 @@ requests, model requests, tool starts, step settlements.
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import re
 from pathlib import Path
@@ -40,7 +39,7 @@ from typing import Any
 
 from harness.model import Capability, FormatProblem, SessionHeader, SessionLog, Snapshot
 from harness.readers.base import LogDamaged
-from harness.readers.jsonl import Events, JsonlStore, Line
+from harness.readers.jsonl import Events, JsonlStore, Line, local_stamp
 
 SUPPORTED_VERSIONS = ("0.35.",)
 ROLES = frozenset({"system", "user", "assistant"})
@@ -77,7 +76,7 @@ class GptmeReader(JsonlStore):
         for line in lines:
             rec = line.record
             role, content = rec["role"], rec["content"]
-            extra = {"timestamp": _local(rec.get("timestamp"))}
+            extra = {"timestamp": local_stamp(rec.get("timestamp"))}
             if role == "user":
                 if content.startswith(NUDGE):
                     nudged = True
@@ -167,18 +166,6 @@ def _header(path: str, lines: list[Line], versions: str) -> SessionHeader:
                 and (m := WORKDIR.search(ln.record["content"]))), None)
     return SessionHeader(session_id=Path(path).parent.name, created=first.get("timestamp"), cwd=cwd, model=model,
                          adapter="chat", raw={"version": version})
-
-
-def _local(stamp: Any) -> Any:
-    """gptme stamps messages with the host's local time and no offset (``datetime.now()``):
-    give the stamp this host's offset, so it can be placed on the harness's clock."""
-    if not isinstance(stamp, str):
-        return stamp
-    try:
-        wall = dt.datetime.fromisoformat(stamp)
-    except ValueError:
-        return stamp
-    return (wall if wall.tzinfo else wall.astimezone()).isoformat()
 
 
 def _exit_code(output: str) -> int | None:
