@@ -12,7 +12,9 @@ does not know rather than guess at them.
 event (``kind``)                                canonical event
 =============================================  =================================================
 ``MessageEvent`` from the user                  ``turn_started`` (input: the text)
-``MessageEvent`` from the agent                 ``assistant_message`` (text only)
+``MessageEvent`` from the agent                 ``assistant_message`` (text only) and
+                                                ``turn_ended`` (completed): an answer without a
+                                                call ends the run (state ``finished``)
 ``ActionEvent`` (one per tool call; the calls   one ``assistant_message`` per model response
 of one response share ``llm_response_id``)      (the ``thought`` text, every call) and one
                                                 ``tool_call`` per action (the model's request:
@@ -160,6 +162,8 @@ class OpenHandsReader:
                     step += 1
                     events.add("assistant_message", idx, where=where, step=step, text=text, tool_calls=[],
                                finish_reason=None, interrupted=False, **extra)
+                    # an answer without a tool call ends OpenHands' run (its state turns "finished")
+                    events.add("turn_ended", idx, where=where, reason="completed", source=None, error=None, **extra)
             elif kind == "ActionEvent":
                 response = rec.get("llm_response_id")
                 earlier = records[number - 1][2] if number else {}
