@@ -1,4 +1,4 @@
-"""Deterministic fake model server: scripted streams over three wire APIs, bash windows, beacons.
+"""Deterministic fake model server: scripted streams over four wire APIs, bash windows, beacons.
 
 Every name is imported lazily so that ``python -m fake_server.window`` (run inside a tool call,
 where start-up time is what the harness waits on) imports nothing but the window program.

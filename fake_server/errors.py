@@ -1,4 +1,4 @@
-"""Provider-shaped errors: the bodies OpenAI and Anthropic really send.
+"""Provider-shaped errors: the bodies OpenAI, Anthropic and Google really send.
 
 Clients branch on these shapes (the SDKs raise typed exceptions from them, agents retry on
 429/529 and give up on 400), so a fake error must look like a real one down to the field.
@@ -37,6 +37,22 @@ ANTHROPIC_DEFAULTS = {
     503: ("api_error", "Service unavailable."),
     529: ("overloaded_error", "Overloaded"),
 }
+# Google's canonical status names per HTTP status, and the API's usual message for each.
+GOOGLE_DEFAULTS = {
+    400: ("INVALID_ARGUMENT", "Request contains an invalid argument."),
+    401: ("UNAUTHENTICATED", "Request had invalid authentication credentials."),
+    403: ("PERMISSION_DENIED", "The caller does not have permission"),
+    404: ("NOT_FOUND", "Requested entity was not found."),
+    408: ("DEADLINE_EXCEEDED", "The request timed out."),
+    409: ("ABORTED", "The operation was aborted."),
+    413: ("INVALID_ARGUMENT", "Request payload size exceeds the limit."),
+    429: ("RESOURCE_EXHAUSTED", "Resource has been exhausted (e.g. check quota)."),
+    500: ("INTERNAL", "An internal error has occurred. Please retry or report in "
+                      "https://developers.generativeai.google/guide/troubleshooting"),
+    502: ("UNAVAILABLE", "Bad gateway."),
+    503: ("UNAVAILABLE", "The model is overloaded. Please try again later."),
+    529: ("UNAVAILABLE", "The model is overloaded. Please try again later."),
+}
 # Mid-stream error kinds (scenario `error = …`) → HTTP-status-like family used for the type.
 STREAM_ERROR_STATUS = {"server_error": 500, "rate_limit": 429, "overloaded": 529, "invalid_request": 400}
 
@@ -71,11 +87,23 @@ def anthropic_error(status: int, message: str | None = None, *, kind: str | None
     return ApiError(status, body, _retry_headers(retry_after))
 
 
+def google_error(status: int, message: str | None = None, *, retry_after: float | None = None) -> ApiError:
+    """Google's error body; a retry delay travels as a ``RetryInfo`` detail, which is where
+    Google's clients read it (the API sends no Retry-After header)."""
+    d_status, d_message = GOOGLE_DEFAULTS.get(status, GOOGLE_DEFAULTS[500])
+    error: dict = {"code": status, "message": message or d_message, "status": d_status}
+    if retry_after is not None:
+        error["details"] = [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": f"{retry_after:g}s"}]
+    return ApiError(status, {"error": error})
+
+
 def api_error(family: str, status: int, message: str | None = None, **kw) -> ApiError:
-    """The error for ``family`` ("openai" or "anthropic")."""
+    """The error for ``family`` ("openai", "anthropic" or "google")."""
     if family == "anthropic":
         kw.pop("param", None), kw.pop("code", None)
         return anthropic_error(status, message, **kw)
+    if family == "google":
+        return google_error(status, message, retry_after=kw.get("retry_after"))
     return openai_error(status, message, **kw)
 
 

@@ -42,7 +42,7 @@ def prepare(parsed: Parsed, cursor: ScenarioCursor, ids: Ids, beacon_url: str | 
             return side_plan(parsed, f"no response matches and it offers no shell tool (tools offered: "
                                      f"{offered}) while the scenario calls the shell")
         raise wire.error(500, str(exc)) from None
-    return build_plan(index, response, parsed, shell, ids, beacon_url)
+    return build_plan(index, response, parsed, shell, ids, beacon_url, scenario.finish_action)
 
 
 def http_error_of(plan: Plan, api: str) -> ApiError | None:

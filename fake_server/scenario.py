@@ -159,11 +159,27 @@ class ShellToolOverride:
 
 
 @dataclass(frozen=True)
+class FinishAction:
+    """How an agent that ends a task only through an action of its own is told the task is
+    done (mini-swe-agent runs a submit command, Cline calls ``submit_and_exit``, gptme
+    ``complete``, OpenHands ``finish``): every response that would end its turn with text
+    alone then also calls this — a tool of the request's (``tool``, with ``arguments``, where
+    ``{text}`` in a string stands for the response's text) or the shell (``shell``)."""
+    tool: str | None = None
+    arguments: tuple[tuple[str, Any], ...] = ()
+    shell: str | None = None
+
+    def arguments_for(self, text: str) -> dict:
+        return {k: v.replace("{text}", text) if isinstance(v, str) else v for k, v in self.arguments}
+
+
+@dataclass(frozen=True)
 class Scenario:
     name: str
     responses: tuple[Response, ...]
     model: str | None = None
     shell_tool: ShellToolOverride | None = None
+    finish_action: FinishAction | None = None
     side_requests: tuple[str, ...] = ()    # substrings that mark a request as a side request
     source: str = "<inline>"
 
@@ -206,19 +222,35 @@ def demo_scenario() -> Scenario:
 
 def parse_scenario(data: dict, source: str = "<inline>") -> Scenario:
     reader = _Reader(source)
-    reader.only(data, "scenario", {"name", "model", "shell_tool", "side_requests", "responses"})
+    reader.only(data, "scenario", {"name", "model", "shell_tool", "finish_action", "side_requests", "responses"})
     name = reader.required(data, "scenario", "name")
     model = reader.string(data, "scenario", "model")
     shell_tool = None
     if "shell_tool" in data:
         shell_tool = reader.shell_tool(data["shell_tool"])
+    finish_action = parse_finish_action(data["finish_action"], source) if "finish_action" in data else None
     side_requests = reader.side_requests(data.get("side_requests", []))
     raw = data.get("responses")
     if not isinstance(raw, list) or not raw:
         raise ScenarioError(source, "responses", "at least one [[responses]] table is required")
     responses = tuple(reader.response(r, f"responses[{i}]") for i, r in enumerate(raw))
     return Scenario(name=name, responses=responses, model=model, shell_tool=shell_tool,
-                    side_requests=side_requests, source=source)
+                    finish_action=finish_action, side_requests=side_requests, source=source)
+
+
+def parse_finish_action(raw: Any, source: str, item: str = "finish_action") -> FinishAction:
+    """A ``finish_action`` table: ``tool`` (with optional ``arguments``) or ``shell``, not both."""
+    reader = _Reader(source)
+    reader.only(raw, item, {"tool", "arguments", "shell"})
+    tool, shell = reader.string(raw, item, "tool"), reader.string(raw, item, "shell")
+    if (tool is None) == (shell is None):
+        reader.fail(item, "needs exactly one of 'tool' (a tool of the agent's own) or 'shell' (a command)")
+    arguments = raw.get("arguments", {})
+    if not isinstance(arguments, dict):
+        reader.fail(f"{item}.arguments", "must be a table")
+    if arguments and tool is None:
+        reader.fail(f"{item}.arguments", "belongs to a 'tool' action, not a 'shell' one")
+    return FinishAction(tool=tool, arguments=tuple(arguments.items()), shell=shell)
 
 
 _FRAME_KEYS = ("text", "reasoning", "tool_call", "shell", "pause", "stall", "disconnect",

@@ -1,13 +1,14 @@
 """From a scenario response to a wire-neutral plan of steps.
 
 The plan is computed once per request — which response, the full text, the tool calls with
-their ids, the finish reason, and the paced sequence of deltas — and the three wire
-encoders only translate it. That is what makes the chunk numbering (``chunk k of request
+their ids, the finish reason, and the paced sequence of deltas — and the wire encoders
+only translate it. That is what makes the chunk numbering (``chunk k of request
 n``) the same whichever API the agent speaks.
 """
 from __future__ import annotations
 
 import itertools
+import json
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
@@ -24,7 +25,7 @@ NO_ROUTE: MappingProxyType[str, str] = MappingProxyType({})   # a route without 
 @dataclass
 class Parsed:
     """A request understood: its wire API, its canonical form, and what streaming asked for."""
-    api: str                       # the wire's NAME: "chat" | "responses" | "anthropic"
+    api: str                       # the wire's NAME: "chat" | "responses" | "anthropic" | "gemini"
     canonical: Canonical
     tool_defs: list[ToolDef]
     stream: bool
@@ -137,11 +138,12 @@ def side_plan(parsed: Parsed, reason: str) -> Plan:
 
 
 def build_plan(index: int, response: sc.Response, parsed: Parsed, shell: ShellTool | None,
-               ids: Ids, beacon_url: str | None) -> Plan:
+               ids: Ids, beacon_url: str | None, finish_action: sc.FinishAction | None = None) -> Plan:
     """Lay out ``response`` for ``parsed``; raise NoShellTool when a shell frame cannot map."""
     plan = Plan(index=index)
     finish: sc.Finish | None = None
-    for frame in response.frames:
+    frames = response.frames + _finish_call(response, parsed, shell, finish_action)
+    for frame in frames:
         if isinstance(frame, sc.HttpError):
             plan.http_error = frame
             return plan
@@ -154,7 +156,7 @@ def build_plan(index: int, response: sc.Response, parsed: Parsed, shell: ShellTo
             _paced(plan, kind, frame.text, frame.chunk, frame.interval_s)
         elif isinstance(frame, (sc.ToolCall, sc.Shell)):
             name, arguments = _call_target(frame, shell, beacon_url)
-            plan.tool_calls.append(cn.call(ids.new("toolu" if parsed.api == "anthropic" else "call"), name, arguments))
+            plan.tool_calls.append(cn.call(call_id(parsed.api, name, ids), name, arguments))
             _paced(plan, "tool", arguments, frame.chunk, frame.interval_s, call=len(plan.tool_calls) - 1)
         elif isinstance(frame, sc.Pause):
             plan.steps.append(Sleep(frame.seconds))
@@ -170,6 +172,34 @@ def build_plan(index: int, response: sc.Response, parsed: Parsed, shell: ShellTo
     plan.output_tokens = (finish.output_tokens if finish and finish.output_tokens is not None
                           else max(1, generated // 4))
     return plan
+
+
+def call_id(api: str, name: str, ids: Ids) -> str:
+    """A new tool-call id in the form the wire's clients expect: Anthropic's ``toolu_…``; on
+    the Gemini wire namespaced by the function's name (``name__call_…``), the form Gemini CLI
+    rewrites every call id into, so the id it sends back is the one issued; ``call_…`` else."""
+    if api == "anthropic":
+        return ids.new("toolu")
+    if api == "gemini":
+        return f"{name}__{ids.new('call')}"
+    return ids.new("call")
+
+
+def _finish_call(response: sc.Response, parsed: Parsed, shell: ShellTool | None,
+                 action: sc.FinishAction | None) -> tuple[sc.Frame, ...]:
+    """The finish action's call, for a response that ends its turn with text alone and when
+    the request offers what the action needs (a side request, say, offers no tools)."""
+    if action is None:
+        return ()
+    ends_turn = all(isinstance(f, (sc.Text, sc.Reasoning, sc.Pause)) for f in response.frames)
+    if not ends_turn:
+        return ()
+    if action.shell is not None:
+        return (sc.Shell(command=action.shell),) if shell is not None else ()
+    if action.tool not in {t.name for t in parsed.tool_defs}:
+        return ()
+    text = "".join(f.text for f in response.frames if isinstance(f, sc.Text))
+    return (sc.ToolCall(action.tool, json.dumps(action.arguments_for(text), ensure_ascii=False)),)
 
 
 def _call_target(frame, shell: ShellTool | None, beacon_url: str | None) -> tuple[str, str]:

@@ -24,7 +24,8 @@ from .wire import StreamEncoder, Wire, wire_for, wires
 
 MAX_BODY_BYTES = 8 * 1024 * 1024
 MAX_POLL_S = 300.0
-SECRET_HEADERS = {"authorization", "x-api-key", "api-key", "proxy-authorization", "cookie"}
+SECRET_HEADERS = {"authorization", "x-api-key", "api-key", "x-goog-api-key", "proxy-authorization", "cookie"}
+SECRET_QUERY = {"key"}      # Google's clients may send the API key as ?key=…
 SSE_HEADERS = {"Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache",
                "Connection": "keep-alive"}
 
@@ -32,6 +33,13 @@ SSE_HEADERS = {"Content-Type": "text/event-stream; charset=utf-8", "Cache-Contro
 def redact(headers: Mapping[str, str]) -> dict[str, str]:
     """Header names lower-cased (HTTP does not care) and secrets replaced."""
     return {k.lower(): ("[redacted]" if k.lower() in SECRET_HEADERS else v) for k, v in headers.items()}
+
+
+def redacted_path(request: web.Request) -> str:
+    """The path and query as a record keeps them: secret query parameters replaced."""
+    if not any(name in request.query for name in SECRET_QUERY):
+        return request.path_qs
+    return str(request.rel_url.update_query({name: "[redacted]" for name in SECRET_QUERY if name in request.query}))
 
 
 class FakeServer:
@@ -133,7 +141,9 @@ class FakeServer:
         return web.json_response({"input_tokens": estimate_tokens(parsed.canonical)})
 
     async def _unknown(self, request: web.Request) -> web.Response:
-        family = "anthropic" if "anthropic-version" in request.headers else "openai"
+        family = ("anthropic" if "anthropic-version" in request.headers
+                  else "google" if "x-goog-api-key" in request.headers or request.path.startswith("/v1beta/")
+                  else "openai")
         problem = f"Invalid URL ({request.method} {request.path})"
         self.records.append(Error(path=request.path, method=request.method, status=404, problem=problem))
         error = api_error(family, 404, problem)
@@ -178,7 +188,8 @@ class FakeServer:
         return handler
 
     async def _model_request(self, request: web.Request, wire: Wire) -> web.StreamResponse:
-        seen: dict[str, Any] = {"api": wire.NAME, "path": request.path_qs, "headers": redact(request.headers)}
+        path = redacted_path(request)
+        seen: dict[str, Any] = {"api": wire.NAME, "path": path, "headers": redact(request.headers)}
         try:
             body = await self._read_json(request, wire, seen)
             parsed = wire.parse(body, request.match_info)
@@ -191,7 +202,7 @@ class FakeServer:
             return self._json(refused.request, wire, exc.body, exc.status, exc.headers)
         encoder = wire.Encoder(plan, parsed, self.ids)
         if plan.side is not None:
-            self.records.append(plan.side_record(parsed, request.path_qs))
+            self.records.append(plan.side_record(parsed, path))
             if parsed.stream:
                 return await self._stream(request, None, plan, encoder, self._exchange(None, wire, 200, True))
             return await self._whole(request, None, wire, plan, encoder)

@@ -1,16 +1,17 @@
 """What a wire API module provides, and the registry the server and the player find them in.
 
-A wire module (``wire_chat``, ``wire_responses``, ``wire_anthropic``) is the only place that
-knows one provider's JSON: everything else works on the canonical request
+A wire module (``wire_chat``, ``wire_responses``, ``wire_anthropic``, ``wire_gemini``) is the
+only place that knows one provider's JSON: everything else works on the canonical request
 (``fake_server.canonical``) and on the wire-neutral plan (``fake_server.script``). A new API
-(Gemini is next) is one more module that satisfies ``Wire`` and one more ``register`` call;
-the server mounts its paths, response choice, scripted timing and records come for free.
+is one more module that satisfies ``Wire`` and one more ``register`` call; the server mounts
+its paths, response choice, scripted timing and records come for free.
 
 A module satisfies ``Wire`` structurally (mypy checks a module against a Protocol):
 
 - ``NAME``: the wire's name as profiles and records spell it (``api`` in a request record);
 - ``PATHS``: the full POST routes it answers (aiohttp patterns, so a path may carry a
-  ``{model}`` part, which ``parse`` receives in ``route``);
+  ``{model}`` part, which ``parse`` receives in ``route``: Gemini's model and method are in
+  its path, ``/v1beta/models/{model}:{method}``);
 - ``parse(body, route)``: the request body (a JSON object) and the route's path parameters
   (none by default) → ``Parsed`` with its canonical form, **validated as strictly as the real
   API**: whatever the provider refuses (a missing field, a wrong type, an unbalanced tool
@@ -26,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from . import wire_anthropic, wire_chat, wire_responses
+from . import wire_anthropic, wire_chat, wire_gemini, wire_responses
 from .errors import ApiError
 from .script import Delta, Ids, Parsed, Plan
 
@@ -92,5 +93,5 @@ def wires() -> list[Wire]:
     return list(_WIRES.values())
 
 
-for _module in (wire_chat, wire_responses, wire_anthropic):
+for _module in (wire_chat, wire_responses, wire_anthropic, wire_gemini):
     register(_module)

@@ -185,3 +185,33 @@ def signal_pid(pid: int, sig: int) -> bool:
         return True
     except ProcessLookupError:
         return False
+
+
+class ExitStamp:
+    """When a child process exited, read off its pidfd the moment the kernel marks it.
+
+    asyncio's child watcher learns of an exit from a thread's ``waitpid`` and then wakes the
+    loop, about a millisecond after the fact; a pidfd is readable in the loop's own selector
+    as soon as the child is a zombie. ``ns`` is None until seen (or where pidfds are missing:
+    then the caller's own clock reading after the wait is the stamp).
+    """
+
+    def __init__(self, pid: int):
+        self.ns: int | None = None
+        self._loop = asyncio.get_running_loop()
+        try:
+            self._fd: int | None = os.pidfd_open(pid)
+        except (AttributeError, OSError):
+            self._fd = None
+            return
+        self._loop.add_reader(self._fd, self._seen)
+
+    def _seen(self) -> None:
+        self.ns = time.monotonic_ns()
+        self.close()
+
+    def close(self) -> None:
+        if self._fd is not None:
+            self._loop.remove_reader(self._fd)
+            os.close(self._fd)
+            self._fd = None

@@ -4,6 +4,7 @@ reads and validates profile files into these; drivers and the runner use them.""
 
 from __future__ import annotations
 
+import dataclasses
 import signal
 import string
 import sys
@@ -12,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fake_server.scenario import FinishAction, Scenario
 from harness.agents.install import NotInstalled, binary
 
 PLACEHOLDERS = frozenset(
@@ -143,6 +145,14 @@ class Profile:
     repair_not_started: str | None = None  # … and for TOOL_NOT_STARTED
     budgets: Budgets = field(default_factory=Budgets)
     watchdog_signal: int = signal.SIGTERM  # what CI's watchdog sends an agent without a timeout option
+    finish_action: FinishAction | None = None  # how the agent is told a task is done, if only its own action ends it
+
+    def scenario_for(self, scenario: Scenario) -> Scenario:
+        """A task's scenario as this agent must be served it: the same conversation, with
+        the agent's own way of ending a task where a response ends one."""
+        if self.finish_action is None:
+            return scenario
+        return dataclasses.replace(scenario, finish_action=self.finish_action)
 
     def drivers(self) -> list[str]:
         """The drivers this profile can be driven by."""

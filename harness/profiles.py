@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NoReturn
 
+from fake_server.scenario import ScenarioError, parse_finish_action
 from fake_server.wire import wires
 from harness.datafile import DataFileError, read_toml
 from harness.profile_model import (
@@ -66,7 +67,7 @@ def load_profile(name_or_path: str | Path) -> Profile:
 _TOP_KEYS = {
     "name", "description", "version_command", "adapters", "wire_api", "model", "log_reader",
     "fresh_home", "env", "files", "headless", "interactive", "stop", "session", "inproc",
-    "failpoints", "repair", "timeouts", "watchdog", "streams", "agent", "sequential_tools",
+    "failpoints", "repair", "timeouts", "watchdog", "streams", "agent", "sequential_tools", "finish_action",
 }
 # The keys each section takes; anything else is refused, naming file, section and key.
 _SECTION_KEYS = {
@@ -82,6 +83,7 @@ _SECTION_KEYS = {
     "repair": {"outcome_unknown", "not_started"},
     "timeouts": set(BUDGET_KEYS),
     "watchdog": {"signal"},
+    "finish_action": {"tool", "arguments", "shell"},
 }
 
 
@@ -181,6 +183,12 @@ def parse_profile(data: Mapping[str, Any], path: str | Path = "<profile>") -> Pr
     if factory and not re.fullmatch(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*", factory):
         v.fail("inproc.factory", f"{factory!r} is not 'module.path:function'")
     failpoints = v.table(data, "failpoints")
+    finish_action = None
+    if "finish_action" in data:
+        try:
+            finish_action = parse_finish_action(v.table(data, "finish_action"), str(path))
+        except ScenarioError as exc:
+            v.fail(exc.item, exc.problem)
     return Profile(
         name=name,
         path=str(path),
@@ -210,6 +218,7 @@ def parse_profile(data: Mapping[str, Any], path: str | Path = "<profile>") -> Pr
         repair_not_started=v.string(repair, "not_started", item="repair.not_started"),
         budgets=Budgets(**budgets),
         watchdog_signal=watchdog_signal,
+        finish_action=finish_action,
     )
 
 

@@ -52,6 +52,10 @@ from harness.taskrun import TaskRun
 from harness.timeline import timeline
 
 DEFAULT_RETRIES = 2
+# Each try after a race that did not happen gives a task's turn timeouts this many times more:
+# a turn timeout T is there to fall while the agent works, and an agent the machine slows
+# down (``import openai`` alone takes seconds under load) may not have started working by T.
+RETRY_TIMEOUT_FACTOR = 3.0
 TAIL_CHARS = 1500
 CONTAIN_BUDGET_S = 10.0  # failsafe: ending a frozen cgroup takes milliseconds
 
@@ -74,14 +78,14 @@ async def run_item(profile: Profile, item: WorkItem, *, retries: int = DEFAULT_R
         return ItemOutcome(_not_run(profile, item), [], None)
     attempts: list[Attempt] = []
     while True:
-        outcome = await run_once(profile, item)
+        outcome = await run_once(profile, item, timeout_factor=RETRY_TIMEOUT_FACTOR ** len(attempts))
         if outcome.result.status is not RunStatus.NOT_EXERCISED or len(attempts) >= retries:
             outcome.result = dataclasses.replace(outcome.result, attempts=tuple(attempts))
             return outcome
         attempts.append(Attempt(reason=outcome.result.reason or "", duration_s=outcome.result.duration_s))
 
 
-async def run_once(profile: Profile, item: WorkItem) -> ItemOutcome:
+async def run_once(profile: Profile, item: WorkItem, *, timeout_factor: float = 1.0) -> ItemOutcome:
     started = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     t0_ns = time.monotonic_ns()
     dirs = RunDirs.create()
@@ -93,11 +97,12 @@ async def run_once(profile: Profile, item: WorkItem) -> ItemOutcome:
     driver: Driver | None = None
     window_refs: list[ProcRef] = []
     try:
-        async with FakeServer(scenario=item.task.scenario, port=0) as server:
+        async with FakeServer(scenario=profile.scenario_for(item.task.scenario), port=0) as server:
             ctx = agent_context(profile, item, dirs, server.url, server.base_url, api_key,
                                 env_extra=containment.env, preexec=containment.preexec())
             driver = make_driver(item.driver, ctx, history)
-            run = TaskRun(profile=profile, driver=driver, server=server, history=history, reader=reader)
+            run = TaskRun(profile=profile, driver=driver, server=server, history=history, reader=reader,
+                          timeout_factor=timeout_factor)
             failure: AgentFailure | None = None
             try:
                 await play(run, item.task.steps, profile.budgets)

@@ -12,20 +12,23 @@ What can go wrong while steps play is told apart here, because it decides the ve
   early, or the server recorded an error the agent caused, or a budget ran out. The run's
   checks still run and the ones the missing behaviour belongs to fail.
 - ``NotExercised`` — a race: the moment the task meant to interrupt never came (the agent's
-  own timeout fell before the window opened, the turn ended before Stop arrived). The run
-  is retried.
+  own timeout fell before the window opened, the turn ended before Stop arrived), or a
+  budget ran out while the machine kept the agent waiting for a CPU (``harness.starvation``).
+  The run is retried.
 - anything else (``DriverError`` included) is the harness's own fault.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from fake_server import records
+from harness import starvation
 from harness.contract import TASK_STOP_SOURCES
 from harness.drivers import DriverError
 from harness.model import AgentFailure, AgentKill, ProcessExit, Restart, StopDelivery
@@ -108,7 +111,7 @@ def _validate_send(step: Step, item: str, fail: Fail, state: ParseState) -> None
 async def _send(run: TaskRun, step: Step) -> None:
     timeout_s = step.get("timeout")
     if timeout_s is not None:
-        timeout_s = max(float(timeout_s), run.profile.budgets.min_run_timeout)
+        timeout_s = max(float(timeout_s) * run.timeout_factor, run.profile.budgets.min_run_timeout)
     own_timeout = timeout_s is not None and bool(run.headless_timeout_options)
     await run.driver.send(step.get("text"), timeout_s=timeout_s if own_timeout else None,
                           expect=step.get("expect", "completed"))
@@ -358,6 +361,7 @@ async def play(run: TaskRun, steps: tuple[Step, ...], budgets: Budgets) -> None:
     for step in steps:
         kind = STEPS[step.do]
         budget = kind.budget(budgets)
+        cpu_before = starvation.sample(_agent_pids(run))
         try:
             async with asyncio.timeout(budget):
                 await kind.execute(run, step)
@@ -369,9 +373,19 @@ async def play(run: TaskRun, steps: tuple[Step, ...], budgets: Budgets) -> None:
                 raise
             raise AgentFailed(run.failure(step, _awaited(step), f"{exc} (the agent exited)", exit_)) from None
         except TimeoutError:
-            raise AgentFailed(run.failure(
-                step, _awaited(step), f"the agent did not get there within the {budget:g} s budget of "
-                f"{step.do!r} steps ([timeouts] in its profile); last seen: {run.last_seen()}")) from None
+            use = starvation.between(cpu_before, starvation.sample(_agent_pids(run)))
+            overrun = (f"the agent did not get there within the {budget:g} s budget of {step.do!r} steps "
+                       f"([timeouts] in its profile): {use.describe()}")
+            if use.starved:
+                raise NotExercised(f"step {step.index} ({step.do}): {overrun} — the machine, not the agent, "
+                                   "decided it") from None
+            raise AgentFailed(run.failure(step, _awaited(step), f"{overrun}; last seen: {run.last_seen()}")) from None
+
+
+def _agent_pids(run: TaskRun) -> list[int]:
+    """The agent's processes; an in-process agent runs in this one."""
+    refs = run.driver.processes()
+    return [r.pid for r in refs] if refs else [os.getpid()]
 
 
 def _awaited(step: Step) -> str:

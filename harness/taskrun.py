@@ -31,8 +31,10 @@ RECORDS_IN_FAILURE = 8
 
 
 class TaskRun:
-    def __init__(self, *, profile: Profile, driver: Driver, server: Any, history: History, reader: Reader | None):
+    def __init__(self, *, profile: Profile, driver: Driver, server: Any, history: History, reader: Reader | None,
+                 timeout_factor: float = 1.0):
         self.profile = profile
+        self.timeout_factor = timeout_factor  # the task's turn timeouts are this many times longer (a retry)
         self.driver = driver
         self.server = server
         self.history = history

@@ -25,7 +25,7 @@ from harness.drivers.base import (
 )
 from harness.history import History
 from harness.model import ProcessExit, Settlement, StopDelivery
-from harness.procs import ProcRef, kill_tree, signal_pid, spawn
+from harness.procs import ExitStamp, ProcRef, kill_tree, signal_pid, spawn
 from harness.profiles import fill
 
 
@@ -38,6 +38,7 @@ class HeadlessDriver(DriverBase):
             raise Unsupported(f"profile {ctx.profile.name!r} has no [headless] command")
         self.spec = ctx.profile.headless
         self._proc: asyncio.subprocess.Process | None = None
+        self._exit_stamp: ExitStamp | None = None
         self._argv: tuple[str, ...] = ()
         self._refs: list[ProcRef] = []
         self._stdout = OutputBuffer()
@@ -88,6 +89,9 @@ class HeadlessDriver(DriverBase):
                                  stdin=asyncio.subprocess.PIPE if self.spec.stdin is not None
                                  else asyncio.subprocess.DEVNULL)
         self._refs.append(ProcRef.of(self._proc.pid, self._role))
+        if self._exit_stamp is not None:
+            self._exit_stamp.close()
+        self._exit_stamp = ExitStamp(self._proc.pid)  # the exit's time, sooner than the child watcher
         assert self._proc.stdout is not None and self._proc.stderr is not None
         self._pumps = [
             asyncio.create_task(pump(self._proc.stdout, self._stdout)),
@@ -126,6 +130,9 @@ class HeadlessDriver(DriverBase):
             return self._settlement
         returncode = await self._proc.wait()
         ended_ns = time.monotonic_ns()
+        if self._exit_stamp is not None:
+            ended_ns = self._exit_stamp.ns or ended_ns
+            self._exit_stamp.close()
         await asyncio.gather(*self._pumps)
         exit_ = exit_of(self._role, self._proc.pid, self._started_ns, ended_ns, returncode, self._expect,
                         self._timeout_s, self._stderr.text, argv=self._argv, stdout=self._stdout.text)
@@ -169,6 +176,8 @@ class HeadlessDriver(DriverBase):
         return False
 
     async def close(self) -> None:
+        if self._exit_stamp is not None:
+            self._exit_stamp.close()
         for ref in self._refs:
             await asyncio.to_thread(kill_tree, ref)
         if self._proc is not None and self._proc.returncode is None:

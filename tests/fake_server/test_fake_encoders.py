@@ -5,7 +5,7 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fake_server import wire_anthropic, wire_chat, wire_responses
+from fake_server import wire_anthropic, wire_chat, wire_gemini, wire_responses
 from fake_server.scenario import Response, Text, ToolCall
 from fake_server.script import Delta, Ids, Parsed, build_plan
 
@@ -75,3 +75,19 @@ def test_anthropic_events_reassemble(text, text_chunk, args, args_chunk):
     assert starts == stops == [0, 1, 2]
     assert [e["type"] for e in events[-2:]] == ["message_delta", "message_stop"]
     assert events[-2]["delta"]["stop_reason"] == "tool_use"
+
+
+@settings(max_examples=60, deadline=None)
+@given(texts, sizes, argument_objects, sizes)
+def test_gemini_frames_reassemble(text, text_chunk, args, args_chunk):
+    plan, parsed = plan_for("gemini", text, text_chunk, args, args_chunk)
+    encoder = wire_gemini.Encoder(plan, parsed, Ids("h"))
+    frames = [data for _, data in played(encoder, plan)]
+    parts = [p for f in frames for p in f["candidates"][0]["content"]["parts"]]
+    calls = [p["functionCall"] for p in parts if "functionCall" in p]
+    assert "".join(p.get("text", "") for p in parts) == text + text
+    assert [(c["name"], c["args"]) for c in calls] == [("f", args)] and calls[0]["id"] == plan.tool_calls[0]["id"]
+    assert len(frames) == sum(isinstance(s, Delta) for s in plan.steps) + 1    # a frame per chunk, then the end
+    assert [f["candidates"][0].get("finishReason") for f in frames][-2:] == [None, "STOP"]
+    body = encoder.body()["candidates"][0]["content"]["parts"]
+    assert [list(p)[0] for p in body] == ["text", "functionCall", "text"] and body[0]["text"] == body[2]["text"] == text

@@ -5,7 +5,7 @@ import pytest
 
 from fake_server import ScenarioError, load_scenario
 from fake_server.scenario import Shell, ShellToolOverride, Text, Window, demo_scenario
-from fake_server.shell import ToolDef, detect_shell_tool, shell_arguments
+from fake_server.shell import REQUIRED_TEXT, ToolDef, detect_shell_tool, shell_arguments
 
 GOOD = '''
 name = "ok"
@@ -76,18 +76,21 @@ def obj(**props):
 
 @pytest.mark.parametrize("tools, expected", [
     ([ToolDef("read", obj(path={"type": "string"})), ToolDef("bash", obj(command={"type": "string"}))],
-     ("bash", "command", False)),
-    ([ToolDef("exec_command", obj(cmd={"type": "string"}, workdir={"type": "string"}))], ("exec_command", "cmd", False)),
-    ([ToolDef("shell", obj(command={"type": "array", "items": {"type": "string"}}))], ("shell", "command", True)),
+     ("bash", "command", "string")),
+    ([ToolDef("exec_command", obj(cmd={"type": "string"}, workdir={"type": "string"}))],
+     ("exec_command", "cmd", "string")),
+    ([ToolDef("shell", obj(command={"type": "array", "items": {"type": "string"}}))], ("shell", "command", "argv")),
     ([ToolDef("run_shell_command", obj(command={"type": "string"}, is_background={"type": "boolean"}))],
-     ("run_shell_command", "command", False)),
-    ([ToolDef("Bash", obj(command={"type": "string"}))], ("Bash", "command", False)),
-    ([ToolDef("Shell", obj(command={"type": "string"}))], ("Shell", "command", False)),
+     ("run_shell_command", "command", "string")),
+    ([ToolDef("Bash", obj(command={"type": "string"}))], ("Bash", "command", "string")),
+    ([ToolDef("Shell", obj(command={"type": "string"}))], ("Shell", "command", "string")),
+    ([ToolDef("run_commands", obj(commands={"type": "array", "items": {"type": "string"}}))],
+     ("run_commands", "commands", "commands")),
     ([ToolDef("read_file", obj(path={"type": "string"}))], None),
 ])
 def test_shell_tool_detection(tools, expected):
     found = detect_shell_tool(tools)
-    assert (found and (found.name, found.field, found.argv)) == expected
+    assert (found and (found.name, found.field, found.form)) == expected
 
 
 def test_override_and_argument_shapes():
@@ -97,3 +100,29 @@ def test_override_and_argument_shapes():
     assert json.loads(shell_arguments(tool, "ls", {"timeout": 5})) == {"script": "ls", "timeout": 5}
     argv = detect_shell_tool([ToolDef("shell", obj(command={"type": "array"}))])
     assert json.loads(shell_arguments(argv, "ls -l", {})) == {"command": ["bash", "-lc", "ls -l"]}
+
+
+def test_a_list_of_whole_commands_gets_the_command_line_as_one_item():
+    tool = detect_shell_tool([ToolDef("run_commands", obj(commands={"type": "array", "items": {"type": "string"}}))])
+    assert json.loads(shell_arguments(tool, "sleep 1 && echo hi", {})) == {"commands": ["sleep 1 && echo hi"]}
+
+
+def test_required_arguments_are_filled_and_the_scenario_wins():
+    schema = {"type": "object", "required": ["command", "security_risk", "summary", "reset", "timeout"],
+              "properties": {"command": {"type": "string"},
+                             "security_risk": {"type": "string", "enum": ["UNKNOWN", "LOW", "HIGH"]},
+                             "summary": {"type": "string"}, "reset": {"type": "boolean"},
+                             "timeout": {"type": "number"}, "is_input": {"type": "boolean"}}}
+    tool = detect_shell_tool([ToolDef("terminal", schema)])
+    args = json.loads(shell_arguments(tool, "ls", {}))
+    # a number cannot be guessed (left to the agent's own default); optional ones are not sent
+    assert args == {"command": "ls", "security_risk": "UNKNOWN", "summary": REQUIRED_TEXT, "reset": False}
+    assert json.loads(shell_arguments(tool, "ls", {"security_risk": "LOW"}))["security_risk"] == "LOW"
+
+
+def test_background_after_a_wait_is_kept_off():
+    schema = {"type": "object", "required": ["command", "description"],
+              "properties": {"command": {"type": "string"}, "description": {"type": "string"},
+                             "initial_wait": {"type": "integer"}}}
+    args = json.loads(shell_arguments(detect_shell_tool([ToolDef("bash", schema)]), "ls", {}))
+    assert args == {"command": "ls", "description": REQUIRED_TEXT, "initial_wait": 600}

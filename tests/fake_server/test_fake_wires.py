@@ -7,7 +7,7 @@ import openai
 import pytest
 from fake_testkit import BASH_TOOL, BASH_TOOL_ANTHROPIC, BASH_TOOL_RESPONSES, scenario
 
-from fake_server import ScenarioError, wire_anthropic, wire_chat, wire_responses
+from fake_server import ScenarioError, wire_anthropic, wire_chat, wire_gemini, wire_responses
 from fake_server.scenario import parse_scenario_text
 from fake_server.wire import UnknownWire, register, wire_for, wires
 
@@ -25,10 +25,10 @@ text = "after the tool"
 
 def test_every_wire_is_registered_by_name_and_an_unknown_name_is_an_error():
     assert {w.NAME: w for w in wires()} == {"chat": wire_chat, "responses": wire_responses,
-                                             "anthropic": wire_anthropic}
+                                             "anthropic": wire_anthropic, "gemini": wire_gemini}
     assert wire_for("responses") is wire_responses
-    with pytest.raises(UnknownWire, match=r"unknown wire API 'gemini' \(registered: anthropic, chat, responses\)"):
-        wire_for("gemini")
+    with pytest.raises(UnknownWire, match=r"unknown wire API 'grpc' \(registered: anthropic, chat, gemini, responses\)"):
+        wire_for("grpc")
     with pytest.raises(ValueError, match="a wire API named 'chat' is already registered"):
         register(wire_responses_named_chat())
     assert register(wire_chat) is wire_chat      # registering the same module again changes nothing
@@ -135,11 +135,12 @@ async def test_the_server_mounts_each_wire_at_its_paths(server):
     server.load(scenario('[[responses]]\nrepeat = true\n[[responses.frames]]\ntext = "ok"\n'))
     bodies = {"chat": {"model": "m", "messages": [{"role": "user", "content": "hi"}]},
               "responses": {"model": "m", "input": "hi"},
-              "anthropic": {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}]}}
+              "anthropic": {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}]},
+              "gemini": {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}}
+    route = {"model": "m", "method": "generateContent"}     # the parts of a path a wire's route names
+    paths = [(w.NAME, p.format(**route)) for w in wires() for p in w.PATHS]
     async with aiohttp.ClientSession() as http:
-        for wire in wires():
-            for path in wire.PATHS:
-                async with http.post(server.url + path, json=bodies[wire.NAME]) as resp:
-                    assert resp.status == 200, (wire.NAME, path)
-    assert [(r.api, r.path) for r in server.records.of_kind("request")] == [
-        (w.NAME, p) for w in wires() for p in w.PATHS]
+        for name, path in paths:
+            async with http.post(server.url + path, json=bodies[name]) as resp:
+                assert resp.status == 200, (name, path)
+    assert [(r.api, r.path) for r in server.records.of_kind("request")] == paths

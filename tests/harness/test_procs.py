@@ -4,6 +4,7 @@ import asyncio
 import os
 import signal
 import sys
+import time
 
 import psutil
 
@@ -75,3 +76,22 @@ def test_record_pids_become_refs():
     p = psutil.Process()
     ref = ProcRef.from_record({"pid": p.pid, "create_time": p.create_time(), "role": "root"})
     assert ref.alive() and ref.role == "root" and ref.to_json()["pid"] == p.pid
+
+
+async def test_an_exit_is_stamped_off_the_pidfd(tmp_path):
+    from harness.procs import ExitStamp
+
+    proc = await spawn([sys.executable, "-c", "import time; print('up', flush=True); time.sleep(120)"],
+                       env=dict(os.environ), cwd=str(tmp_path))
+    stamp = ExitStamp(proc.pid)
+    assert await proc.stdout.readline() == b"up\n" and stamp.ns is None      # alive: nothing seen
+    killed_ns = time.monotonic_ns()
+    os.kill(proc.pid, signal.SIGKILL)
+    await proc.wait()
+    for _ in range(100):      # the pidfd's callback may run in the loop pass after the wait's
+        if stamp.ns is not None:
+            break
+        await asyncio.sleep(0)
+    assert stamp.ns is not None and killed_ns < stamp.ns <= time.monotonic_ns()
+    stamp.close()
+    stamp.close()             # idempotent: the driver closes it at settle and again at close

@@ -63,6 +63,9 @@ def test_a_profile_can_be_loaded_by_path(tmp_path):
     ({"name": "x"}, "headless", "at least one of"),
     ({"name": "x", "interactive": {"command": ["a"], "prompt_regex": "> ", "turn_ended_regex": "end",
                                    "stop_keys": ["f1"]}}, "interactive.stop_keys", "not a known key"),
+    ({**MINIMAL, "finish_action": {"tool": "done", "shell": "exit"}}, "finish_action", "exactly one of"),
+    ({**MINIMAL, "finish_action": {"tool": "done", "when": "x"}}, "finish_action.when", "unknown key in [finish_action]"),
+    ({**MINIMAL, "finish_action": {"tool": ""}}, "finish_action.tool", "non-empty string"),
 ])
 def test_mistakes_name_the_item_and_the_problem(data, item, problem):
     with pytest.raises(ProfileError) as err:
@@ -81,3 +84,13 @@ def test_broken_toml_names_the_file(tmp_path):
     path.write_text("name = \n")
     with pytest.raises(ProfileError, match="bad.toml: toml: "):
         load_profile(path)
+
+
+def test_a_finish_action_is_served_with_every_task_scenario():
+    from fake_server.scenario import demo_scenario
+    profile = parse_profile({**MINIMAL, "finish_action": {"tool": "complete", "arguments": {"summary": "{text}"}}})
+    served = profile.scenario_for(demo_scenario())
+    assert served.finish_action is not None and served.finish_action.tool == "complete"
+    assert served.finish_action.arguments_for("ok") == {"summary": "ok"}
+    assert served.responses == demo_scenario().responses
+    assert parse_profile(MINIMAL).scenario_for(demo_scenario()) == demo_scenario()

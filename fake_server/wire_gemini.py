@@ -1,0 +1,267 @@
+"""Gemini API (``POST /v1beta/models/{model}:streamGenerateContent?alt=sse`` and
+``…:generateContent``): parsing, strictness, frame encoding.
+
+Gemini CLI speaks only this API (and pi can). The model and the method are in the path, not
+the body, so the route carries them. A stream is SSE ``data:`` frames, each a whole
+``GenerateContentResponse``, with no terminator: the stream just ends, its last frame
+carrying ``finishReason`` and ``usageMetadata``. The Gemini API sends a function call whole
+(its ``args`` an object, never split), so the pieces of a call's arguments before its last
+are frames whose content has no parts — each numbered chunk is still one write — and the
+call itself goes out with its last piece.
+
+History is ``contents`` of turns with role ``user`` or ``model``; a model turn's
+``functionCall`` parts are answered by ``functionResponse`` parts in the user turn right after
+it, as many as there were calls. Results are paired with calls by ``id`` when the client
+echoes one, else by name, else in order. A field may be spelt in lowerCamelCase or in
+snake_case, as proto JSON allows (the Python SDK sends ``parameters_json_schema``).
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from . import canonical as cn
+from .errors import STREAM_ERROR_STATUS, ApiError, google_error
+from .script import NO_ROUTE, Delta, Ids, Parsed, Plan
+from .shell import ToolDef
+
+NAME = "gemini"
+PATHS = ("/v1beta/models/{model}:{method}", "/v1/models/{model}:{method}")
+METHODS = {"streamGenerateContent": True, "generateContent": False}   # method → streamed
+ROLES = {"user": "user", "model": "assistant"}
+FINISH_REASONS = {"stop": "STOP", "tool_calls": "STOP", "length": "MAX_TOKENS"}
+THOUGHT_SIGNATURE = "c3RvcGJlbmNoLWZha2UtdGhvdWdodC1zaWduYXR1cmU="   # a fixed, opaque signature
+
+CALL_AFTER_USER = ("Please ensure that function call turn comes immediately after a user turn or after a "
+                   "function response turn.")
+RESPONSE_AFTER_CALL = "Please ensure that function response turn comes immediately after a function call turn."
+COUNTS_DIFFER = ("Please ensure that the number of function response parts is equal to the number of function "
+                 "call parts of the function call turn.")
+
+
+def error(status: int, message: str | None = None, *, retry_after: float | None = None) -> ApiError:
+    return google_error(status, message, retry_after=retry_after)
+
+
+def unknown_model(model: str) -> ApiError:
+    return google_error(404, f"models/{model} is not found for API version v1beta, or is not supported for "
+                             "generateContent. Call ListModels to see the list of available models and their "
+                             "supported methods.")
+
+
+def parse(body: dict[str, Any], route: Mapping[str, str] = NO_ROUTE) -> Parsed:
+    method = route.get("method", "")
+    if method not in METHODS:
+        raise google_error(404, f"Method not found: {method or '(none)'}; this model serves "
+                                f"{' and '.join(METHODS)}.")
+    model = route.get("model", "")
+    if not model:
+        raise google_error(400, "* GenerateContentRequest.model: unexpected model name format")
+    contents = body.get("contents")
+    if not isinstance(contents, list) or not contents:
+        raise google_error(400, "* GenerateContentRequest.contents: contents is not specified")
+    turns = [_turn(c, i) for i, c in enumerate(contents)]
+    check_balanced(turns)
+    messages: list[cn.Message] = []
+    system = _get(body, "systemInstruction")
+    if system is not None:
+        if not isinstance(system, dict):
+            raise google_error(400, "Invalid value at 'system_instruction', must be a Content object")
+        text = _text(_parts(system, "system_instruction"))
+        if text:
+            messages.append(cn.message("system", text))
+    previous_calls: list[cn.Call] = []
+    for role, parts in turns:
+        if role == "model":
+            previous_calls = [_call(_get(p, "functionCall")) for p in parts if _has(p, "functionCall")]
+            messages.append(cn.message("assistant", _text(parts), previous_calls))
+            continue
+        results = [_get(p, "functionResponse") for p in parts if _has(p, "functionResponse")]
+        for result, call_id in zip(results, _pair(results, previous_calls), strict=True):
+            messages.append(cn.message("tool", _result_text(result), tool_call_id=call_id))
+        text = _text(parts)
+        if text or not results:
+            messages.append(cn.message("user", text))
+        previous_calls = []
+    tool_defs = _tools(body.get("tools"))
+    stream = METHODS[method]
+    canonical = cn.request(model, stream, messages, [t.name for t in tool_defs])
+    return Parsed(NAME, canonical, tool_defs, stream, model=model)
+
+
+def _turn(content: Any, i: int) -> tuple[str, list[dict]]:
+    if not isinstance(content, dict):
+        raise google_error(400, f"Invalid value at 'contents[{i}]', must be a Content object")
+    role = content.get("role", "user")     # optional in a request: a turn without one is the user's
+    if role not in ROLES:
+        raise google_error(400, "Please use a valid role: user, model.")
+    return role, _parts(content, f"contents[{i}]")
+
+
+def _parts(content: dict, where: str) -> list[dict]:
+    parts = content.get("parts")
+    if not isinstance(parts, list) or not parts:
+        raise google_error(400, f"* GenerateContentRequest.{where}.parts: contents.parts must not be empty.")
+    for j, part in enumerate(parts):
+        if not isinstance(part, dict):
+            raise google_error(400, f"Invalid value at '{where}.parts[{j}]', must be a Part object")
+        for key in ("functionCall", "functionResponse"):
+            value = _get(part, key)
+            if _has(part, key) and not (isinstance(value, dict) and isinstance(value.get("name"), str)):
+                raise google_error(400, f"* GenerateContentRequest.{where}.parts[{j}].{_snake(key)}.name: "
+                                        "Name cannot be empty.")
+    return parts
+
+
+def _snake(name: str) -> str:
+    return "".join(f"_{c.lower()}" if c.isupper() else c for c in name)
+
+
+def _has(obj: dict, name: str) -> bool:
+    return name in obj or _snake(name) in obj
+
+
+def _get(obj: dict, name: str, default: Any = None) -> Any:
+    """Field ``name`` (lowerCamelCase) of ``obj``, spelt either way."""
+    return obj[name] if name in obj else obj.get(_snake(name), default)
+
+
+def _text(parts: list[dict]) -> str:
+    """The answer's or the prompt's text: text parts that are not thoughts."""
+    return "".join(p["text"] for p in parts if isinstance(p.get("text"), str) and not p.get("thought"))
+
+
+def _call(function_call: dict) -> cn.Call:
+    return cn.call(function_call.get("id"), function_call["name"],
+                   json.dumps(function_call.get("args") or {}, ensure_ascii=False))
+
+
+def _pair(results: list[dict], calls: list[cn.Call]) -> list[str | None]:
+    """The id of the call each result answers: its own id, else the first unanswered call of
+    its name, else the next unanswered call."""
+    left = list(calls)
+    out: list[str | None] = []
+    for result in results:
+        call = next((c for c in left if result.get("id") is not None and c["id"] == result["id"]), None) \
+            or next((c for c in left if c["name"] == result["name"]), None) or (left[0] if left else None)
+        if call is not None:
+            left.remove(call)
+        out.append(result["id"] if result.get("id") is not None else call["id"] if call else None)
+    return out
+
+
+def _result_text(result: dict) -> str:
+    """A function response's text: its ``output`` (or ``error``) when it is a string, else the
+    whole ``response`` object as JSON."""
+    response = result.get("response")
+    if isinstance(response, dict):
+        for key in ("output", "error"):
+            if isinstance(response.get(key), str):
+                return response[key]
+        return json.dumps(response, ensure_ascii=False)
+    return "" if response is None else str(response)
+
+
+def _tools(tools: Any) -> list[ToolDef]:
+    if tools is None:
+        return []
+    if not isinstance(tools, list):
+        raise google_error(400, "Invalid value at 'tools', must be a list of Tool objects")
+    out = []
+    for i, tool in enumerate(tools):
+        declarations = _get(tool, "functionDeclarations", []) if isinstance(tool, dict) else None
+        if not isinstance(declarations, list):
+            raise google_error(400, f"Invalid value at 'tools[{i}].function_declarations', must be a list")
+        for j, d in enumerate(declarations):
+            if not isinstance(d, dict) or not isinstance(d.get("name"), str) or not d["name"]:
+                raise google_error(400, f"* GenerateContentRequest.tools[{i}].function_declarations[{j}].name: "
+                                        "Name cannot be empty.")
+            schema = _get(d, "parametersJsonSchema", d.get("parameters"))
+            out.append(ToolDef(d["name"], _lower_types(schema) if isinstance(schema, dict) else {}))
+    return out
+
+
+def _lower_types(schema: Any) -> Any:
+    """A ``parameters`` schema with its OpenAPI type names (``OBJECT``, ``ARRAY`` …) in JSON
+    Schema's lower case, so the shell-tool mapping reads either form."""
+    if isinstance(schema, list):
+        return [_lower_types(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    return {k: (v.lower() if k == "type" and isinstance(v, str) else
+                v if k in ("enum", "default", "example") else _lower_types(v)) for k, v in schema.items()}
+
+
+def check_balanced(turns: list[tuple[str, list[dict]]]) -> None:
+    """The Gemini API's rules: a model turn with function calls follows a user turn (a prompt
+    or function responses); a turn of function responses follows a turn of function calls; and
+    the user turn after a function-call turn has exactly as many responses as it had calls."""
+    def count(k: int, role: str, key: str) -> int:
+        if k < 0 or k >= len(turns) or turns[k][0] != role:
+            return 0
+        return sum(1 for p in turns[k][1] if _has(p, key))
+
+    for k in range(len(turns)):
+        calls = count(k, "model", "functionCall")
+        if calls and (k == 0 or turns[k - 1][0] != "user"):
+            raise google_error(400, CALL_AFTER_USER)
+        if count(k, "user", "functionResponse") and not count(k - 1, "model", "functionCall"):
+            raise google_error(400, RESPONSE_AFTER_CALL)
+        if calls and count(k + 1, "user", "functionResponse") != calls:
+            raise google_error(400, COUNTS_DIFFER)
+
+
+class Encoder:
+    """Gemini ``GenerateContentResponse`` frames and the non-streamed body for one plan."""
+
+    def __init__(self, plan: Plan, parsed: Parsed, ids: Ids):
+        self.plan, self.parsed = plan, parsed
+        self.response_id = ids.new("resp")
+        self.parts: list[dict] = []          # the answer so far, consecutive text merged (the body)
+        self.arguments: dict[int, str] = {}  # the pieces of each call's arguments so far
+
+    def _frame(self, parts: list[dict], finish: bool = False) -> dict:
+        candidate: dict[str, Any] = {"content": {"role": "model", "parts": parts}, "index": 0}
+        frame: dict[str, Any] = {"candidates": [candidate]}
+        if finish:
+            candidate["finishReason"] = FINISH_REASONS[self.plan.finish_reason]
+            frame["usageMetadata"] = self.usage()
+        frame["modelVersion"] = self.parsed.model
+        frame["responseId"] = self.response_id
+        return frame
+
+    def usage(self) -> dict:
+        p, c = self.plan.input_tokens, self.plan.output_tokens
+        return {"promptTokenCount": p, "candidatesTokenCount": c, "totalTokenCount": p + c}
+
+    def start(self) -> list:
+        return []
+
+    def delta(self, d: Delta) -> list:
+        if d.kind == "tool":
+            self.arguments[d.call] = self.arguments.get(d.call, "") + d.text
+            call = self.plan.tool_calls[d.call]
+            if self.arguments[d.call] != call["arguments"]:
+                return [(None, self._frame([]))]
+            part: dict[str, Any] = {"functionCall": {"id": call["id"], "name": call["name"],
+                                     "args": json.loads(call["arguments"] or "{}")},
+                    "thoughtSignature": THOUGHT_SIGNATURE}
+            self.parts.append(part)
+            return [(None, self._frame([part]))]
+        part = {"text": d.text, "thought": True} if d.kind == "reasoning" else {"text": d.text}
+        last = self.parts[-1] if self.parts else None
+        if last is not None and "text" in last and bool(last.get("thought")) == (d.kind == "reasoning"):
+            last["text"] += d.text
+        else:
+            self.parts.append(dict(part))
+        return [(None, self._frame([part]))]
+
+    def finish(self) -> list:
+        return [(None, self._frame([{"text": ""}], finish=True))]
+
+    def error(self, kind: str, message: str) -> list:
+        return [(None, google_error(STREAM_ERROR_STATUS[kind], message).body)]
+
+    def body(self) -> dict:
+        return self._frame(self.parts, finish=True)
