@@ -42,6 +42,7 @@ def test_gptme_names_its_conversation_and_resumes_it():
     assert first[first.index("--tool-format") + 1] == "tool"  # else calls come as markdown blocks
     assert p.env["OPENAI_BASE_URL"] == "{base_url}" and p.env["GPTME_TIKTOKEN_TIMEOUT"] == "0"
     assert p.session.log_glob == "{home}/.local/share/gptme/logs/*/conversation.jsonl"
+    assert p.finish_action is not None and p.finish_action.tool == "complete"
 
 
 def test_openhands_is_not_streamed_and_its_tmux_socket_stays_in_the_run():
@@ -53,6 +54,7 @@ def test_openhands_is_not_streamed_and_its_tmux_socket_stays_in_the_run():
     again = p.headless.render(VALUES, resume=True)
     assert "--resume" not in first and again[again.index("--resume") + 1] == VALUES["session_id"]
     assert {"--headless", "--json", "--override-with-envs"} <= set(first)
+    assert p.finish_action is not None and p.finish_action.tool == "finish"
     assert p.budgets.min_run_timeout >= 30  # a timeout before it has even asked the model tests nothing
     # what OpenHands prints at exit, and the folder it keeps a conversation in
     printed = "Goodbye!\nConversation ID: e7dcfdeb1ed94d6e93008d59d660310c\nHint: run openhands --resume e7dc…"
