@@ -4,9 +4,9 @@ contains the words the task's responses match on), and turns that end through th
 ``complete`` tool. The title request is a side request answered in its own (whole) form and
 uses up nothing; the system messages are never taken for the last turn."""
 import openai
+from fake_testkit import scenario
 
 from fake_server.script import SIDE_TEXT
-from fake_testkit import scenario
 
 SHELL = {"type": "function", "function": {"name": "shell", "description": "Run a command", "parameters": {
     "type": "object", "properties": {"command": {"type": "string"}, "background": {"type": "boolean"}},
