@@ -124,3 +124,17 @@ def first_byte_difference(before: bytes, after: bytes) -> Change | None:
     line = before.count(b"\n", 0, offset) + 1
     return Change(where=f"line {line}, byte {offset}", line=line,
                   detail=f"{len(before)} bytes became {len(after)}; from byte {offset}: {after[offset:offset + 80]!r}")
+
+
+def results_without_calls(log: SessionLog, note: str) -> list[FormatProblem]:
+    """A format rule most stores share: every tool result answers a call made before it.
+    ``note`` words the problem, with ``{call_id}`` for the result's call id."""
+    problems = []
+    calls: set[str] = set()
+    for event in log.events:
+        if event.type == "tool_call":
+            calls.add(event.get("call_id"))
+        if event.type == "tool_result" and event.get("call_id") not in calls:
+            problems.append(FormatProblem(note=note.format(call_id=event.get("call_id")), event=event,
+                                          line=event.line))
+    return problems

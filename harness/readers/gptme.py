@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.model import Capability, FormatProblem, SessionHeader, SessionLog, Snapshot
-from harness.readers.base import LogDamaged
+from harness.readers.base import LogDamaged, results_without_calls
 from harness.readers.jsonl import Events, JsonlStore, Line, local_stamp
 
 SUPPORTED_VERSIONS = ("0.35.",)
@@ -111,15 +111,7 @@ class GptmeReader(JsonlStore):
 
     def format_problems(self, log: SessionLog) -> list[FormatProblem]:
         """gptme's own rule: a result names the call it answers, and that call came before it."""
-        problems = []
-        calls: set[str] = set()
-        for event in log.events:
-            if event.type == "tool_call":
-                calls.add(event.get("call_id"))
-            if event.type == "tool_result" and event.get("call_id") not in calls:
-                problems.append(FormatProblem(note=f"tool result for {event.get('call_id')} answers no earlier call",
-                                              event=event, line=event.line))
-        return problems
+        return results_without_calls(log, "tool result for {call_id} answers no earlier call")
 
 
 def split_calls(content: str) -> tuple[str, list[dict[str, Any]]]:

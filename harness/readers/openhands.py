@@ -53,7 +53,7 @@ from harness.model import (
     SessionLog,
     Snapshot,
 )
-from harness.readers.base import CannotDamage, Damage, LogDamaged
+from harness.readers.base import CannotDamage, Damage, LogDamaged, results_without_calls
 from harness.readers.jsonl import Events, local_stamp, text_of
 
 STATE = "base_state.json"
@@ -204,19 +204,11 @@ class OpenHandsReader:
     def format_problems(self, log: SessionLog) -> list[FormatProblem]:
         """OpenHands' own rules: every observation answers an earlier action, and no action is
         answered twice."""
-        problems = []
-        calls: set[str] = set()
+        problems = results_without_calls(log, "observation for {call_id} answers no earlier action")
         answered: set[str] = set()
-        for event in log.events:
-            if event.type == "tool_call":
-                calls.add(event.get("call_id"))
-            if event.type != "tool_result":
-                continue
+        for event in log.of_type("tool_result"):
             call_id = event.get("call_id")
-            if call_id not in calls:
-                problems.append(FormatProblem(note=f"observation for {call_id} answers no earlier action",
-                                              event=event, line=event.line))
-            elif call_id in answered:
+            if call_id in answered:
                 problems.append(FormatProblem(note=f"action {call_id} is answered twice", event=event,
                                               line=event.line))
             answered.add(call_id)
