@@ -125,7 +125,9 @@ class StreamEnd(Record):
 
 @dataclass(frozen=True, kw_only=True)
 class Disconnect(Record):
-    """The client went away while request ``request`` was being answered."""
+    """The client went away while request ``request`` was being answered. ``mono_ns`` is when
+    the loop first saw it go (``fake_server.hangup``), which can precede a chunk record the
+    handler wrote in the meantime."""
     kind: ClassVar[str] = "disconnect"
     request: int
     after_chunk: int

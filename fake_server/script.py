@@ -163,7 +163,7 @@ def build_plan(index: int, response: sc.Response, parsed: Parsed, shell: ShellTo
             _paced(plan, kind, frame.text, frame.chunk, frame.interval_s)
         elif isinstance(frame, (sc.ToolCall, sc.Shell)):
             name, arguments = _call_target(frame, shell, beacon_url)
-            plan.tool_calls.append(cn.call(call_id(parsed.api, name, ids), name, arguments))
+            plan.tool_calls.append(cn.call(ids.new("toolu" if parsed.api == "anthropic" else "call"), name, arguments))
             _paced(plan, "tool", arguments, frame.chunk, frame.interval_s, call=len(plan.tool_calls) - 1)
         elif isinstance(frame, sc.Pause):
             plan.steps.append(Sleep(frame.seconds))
@@ -179,17 +179,6 @@ def build_plan(index: int, response: sc.Response, parsed: Parsed, shell: ShellTo
     plan.output_tokens = (finish.output_tokens if finish and finish.output_tokens is not None
                           else max(1, generated // 4))
     return plan
-
-
-def call_id(api: str, name: str, ids: Ids) -> str:
-    """A new tool-call id in the form the wire's clients expect: Anthropic's ``toolu_…``; on
-    the Gemini wire namespaced by the function's name (``name__call_…``), the form Gemini CLI
-    rewrites every call id into, so the id it sends back is the one issued; ``call_…`` else."""
-    if api == "anthropic":
-        return ids.new("toolu")
-    if api == "gemini":
-        return f"{name}__{ids.new('call')}"
-    return ids.new("call")
 
 
 def _finish_call(response: sc.Response, parsed: Parsed, shell: ShellTool | None,

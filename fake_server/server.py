@@ -13,6 +13,7 @@ from typing import Any
 
 from aiohttp import web
 
+from . import hangup
 from .canonical import estimate_tokens
 from .errors import ApiError, api_error
 from .playout import chunk_record, http_error_of, play, prepare, sse
@@ -261,6 +262,7 @@ class FakeServer:
         disconnect; a side request (``request_no`` None) records nothing more."""
         response = web.StreamResponse(status=200, headers=SSE_HEADERS)
         last_chunk = 0
+        hangup.watch(request)
         try:
             await response.prepare(request)
             async for emit in play(plan, encoder):
@@ -283,23 +285,26 @@ class FakeServer:
             await response.write_eof()
         except asyncio.CancelledError:      # the client hung up (handler_cancellation) or we are closing
             if not self._closing and request_no is not None:
-                self.records.append(Disconnect(request=request_no, after_chunk=last_chunk))
+                self.records.append(Disconnect(request=request_no, after_chunk=last_chunk,
+                                               mono_ns=hangup.gone_ns(request)))
             raise
         except ConnectionResetError:        # the hang-up surfaced in a write instead
             if request_no is not None:
-                self.records.append(Disconnect(request=request_no, after_chunk=last_chunk))
+                self.records.append(Disconnect(request=request_no, after_chunk=last_chunk,
+                                               mono_ns=hangup.gone_ns(request)))
         return response
 
     async def _whole(self, request: web.Request, request_no: int | None, wire: Wire, plan: Plan,
                      encoder: StreamEncoder) -> web.StreamResponse:
         """Non-streamed answer: the same plan and timing, one JSON body at the end."""
         complete = True
+        hangup.watch(request)
         try:
             async for emit in play(plan, encoder):
                 complete = emit.complete
         except asyncio.CancelledError:
             if not self._closing and request_no is not None:
-                self.records.append(Disconnect(request=request_no, after_chunk=0))
+                self.records.append(Disconnect(request=request_no, after_chunk=0, mono_ns=hangup.gone_ns(request)))
             raise
         if request_no is not None:
             self.records.append(StreamEnd(request=request_no, complete=complete))

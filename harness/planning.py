@@ -83,6 +83,13 @@ def not_applicable(profile: Profile, task: Task, driver: str) -> str | None:
         section = {"inproc": "[inproc] factory", "subprocess": "[headless] command",
                    "terminal": "[interactive] command"}[driver]
         return f"profile {profile.name!r} has no {section}"
+    if driver == "terminal" and profile.interactive is not None:
+        steps = {s.do for s in task.steps}
+        if "queue" in steps and not profile.interactive.queued_regex:
+            return f"profile {profile.name!r} names no [interactive] queued_regex: queueing cannot be observed"
+        if "cancel-queued" in steps and not profile.interactive.cancel_command:
+            return (f"profile {profile.name!r} names no [interactive] cancel_command: its terminal UI has no way "
+                    "to withdraw a queued item")
     damage = {s.get("kind") for s in task.steps if s.do == "damage"}
     if damage:
         reader = get_reader(profile.log_reader)

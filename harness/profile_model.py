@@ -77,15 +77,18 @@ class CommandSpec:
 @dataclass(frozen=True)
 class Interactive(CommandSpec):
     prompt_regex: str = "(?m)^> "
+    # Named groups: reason and source, or a group named after the reason it tells
+    # ((?P<aborted>Interrupted)|(?P<completed>Done)) for a UI whose wording differs by reason.
     turn_ended_regex: str = ""
     queued_regex: str = ""
     cancel_command: str = ""
     stop_keys: tuple[str, ...] = ("esc",)
     quit_keys: tuple[str, ...] = ("ctrl-d",)
     # Full-screen UIs: match the prompt and the busy indicator on the rendered screen (pyte),
-    # not the raw stream; a turn has ended when its turn-ended line appeared after the input,
-    # or when the busy indicator, seen since the input, is gone again. Enter is its own
-    # keystroke once the typed text is on screen (some UIs take one write as a paste).
+    # not the raw stream; a turn has ended when its turn-ended line shows below the input, or,
+    # for a UI with no such line, when the busy indicator, seen since the input, is gone again.
+    # Enter is its own keystroke once the typed text is on screen (some UIs take one write as a
+    # paste).
     match_on: str = "stream"  # "stream" | "screen"
     busy_regex: str = ""
 

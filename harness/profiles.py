@@ -19,6 +19,7 @@ from typing import Any, NoReturn
 
 from fake_server.scenario import ScenarioError, parse_finish_action
 from fake_server.wire import wires
+from harness.contract import TURN_END_REASONS
 from harness.datafile import DataFileError, read_toml
 from harness.profile_model import (
     BUDGET_KEYS,
@@ -158,6 +159,11 @@ def parse_profile(data: Mapping[str, Any], path: str | Path = "<profile>") -> Pr
         for key in ("prompt_regex", "turn_ended_regex", "queued_regex", "busy_regex"):
             if extra[key]:
                 v.regex(f"interactive.{key}", extra[key], groups=set())
+        unknown_groups = sorted(set(re.compile(extra["turn_ended_regex"]).groupindex)
+                                - {"reason", "source", *TURN_END_REASONS})
+        if unknown_groups:
+            v.fail("interactive.turn_ended_regex", f"unknown group {unknown_groups[0]!r} (reason, source, or a "
+                   f"group named after the reason it tells: {', '.join(TURN_END_REASONS)})")
         for key in extra["stop_keys"] + extra["quit_keys"]:
             if key not in KEY_NAMES:
                 v.fail("interactive.stop_keys", f"{key!r} is not a known key ({', '.join(sorted(KEY_NAMES))})")

@@ -181,6 +181,31 @@ class OpenCode(Recipe):
         return [db] if db.exists() else []
 
 
+class GeminiCli(Recipe):
+    def prepare(self, home, work, url, key):
+        gemini = home / ".gemini"
+        gemini.mkdir(parents=True)
+        (gemini / "settings.json").write_text(json.dumps({"security": {"auth": {"selectedType": "gemini-api-key"}}}),
+                                              encoding="utf-8")
+        return {"GOOGLE_GEMINI_BASE_URL": url, "GEMINI_API_KEY": key, "GEMINI_CLI_NO_RELAUNCH": "true"}
+
+    def first(self, prog, prompt, sid):
+        return [prog, "-p", prompt, "-y", "--skip-trust", "-m", "fake-model", "-o", "stream-json"]
+
+    def resume(self, prog, prompt, sid):
+        return [*self.first(prog, prompt, sid), "--resume", sid]
+
+    def session_id(self, home, stderr):
+        files = self.store_files(home)
+        if not files:
+            return None
+        first = json.loads(files[0].read_text(encoding="utf-8").splitlines()[0])
+        return first.get("sessionId")
+
+    def store_files(self, home):
+        return sorted((home / ".gemini" / "tmp").glob("*/chats/session-*.jsonl"))
+
+
 class Gptme(Recipe):
     """gptme names its conversation folder after ``--name``: the recorder picks it."""
 
@@ -238,6 +263,7 @@ RECIPES: dict[str, Callable[[], Recipe]] = {
     "claude-code": lambda: ClaudeCode("claude-code"),
     "qwen-code": lambda: QwenCode("qwen-code"),
     "opencode": lambda: OpenCode("opencode"),
+    "gemini-cli": lambda: GeminiCli("gemini-cli"),
     "gptme": lambda: Gptme("gptme", finish={"tool_call": {"name": "complete", "arguments": {}}}),
     "openhands": lambda: OpenHands("openhands", shell_extra={"security_risk": "LOW"},
                                    finish={"tool_call": {"name": "finish", "arguments": {"message": "Done."}}}),

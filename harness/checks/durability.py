@@ -308,11 +308,19 @@ def _request_durable(obs: Observation, kill: AgentKill, log: SessionLog) -> list
                              "kill holds no model_request for it (not durable before the stream opened)"), *last]
     said = [m.text for m in killed.messages if m.role == "user"]
     inputs = [str(e.get("input", "")) for e in log.of_type("turn_started")]
-    if said and not any(same_text(said[-1], i) or said[-1] in i for i in inputs):
+    if said and not any(_holds(i, said[-1]) for i in inputs):
         return [request_item(killed, note=f"the server received request {killed.number} but the log left by the kill "
                              f"does not hold its user message {clip(said[-1], 60)!r} (the store does not record "
                              "requests; the turn's input is what it makes durable)")]
     return []
+
+
+def _holds(logged: str, said: str) -> bool:
+    """The logged input is the user's message: the same text, one that contains it, or its
+    closing part — an agent may send its own context and the user's words as one turn (Gemini
+    CLI's first turn is its session context, then the prompt) while its store keeps them apart."""
+    closing = bool(squeeze(logged)) and squeeze(said).endswith(squeeze(logged))
+    return same_text(said, logged) or said in logged or closing
 
 
 def _tool_call_durable(obs: Observation, kill: AgentKill, log: SessionLog) -> list[Item]:

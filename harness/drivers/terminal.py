@@ -4,8 +4,9 @@ It reads the terminal as the user would: waits for the prompt, types, presses th
 stop keys during a turn, and recognises the turn's end. The pty's output is read by an
 event-loop reader (no thread, no polling), so waiting for "the prompt" or "turn ended" is a
 wait on the text itself. Line-oriented agents are matched on the raw stream; full-screen UIs
-(``match_on = "screen"``) on a rendered screen kept beside it (``harness.drivers.screen``),
-where a turn may also end by its busy indicator disappearing.
+(``match_on = "screen"``) on a rendered screen kept beside it (``harness.drivers.screen``):
+a turn's end is its turn-ended line below the turn's input there, or, for a UI that shows no
+such line, its busy indicator disappearing.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import time
 
 import pexpect
 
+from harness.contract import TURN_END_REASONS
 from harness.drivers.base import AgentContext, DriverBase, DriverError, OutputBuffer, Unsupported, values_for
 from harness.drivers.screen import Screen
 from harness.history import History
@@ -44,6 +46,7 @@ class TerminalDriver(DriverBase):
         self._refs: list[ProcRef] = []
         self._started_ns = 0
         self._input_at = 0  # screen position right after the last typed turn input
+        self._input_mark = ""  # the last line of the current turn's input, as it shows on screen
         self._settle_from = 0  # where the current turn's settlement line is looked for
         self._running = False
         self._argv: tuple[str, ...] = ()
@@ -69,17 +72,19 @@ class TerminalDriver(DriverBase):
         raw stream may look for the next prompt — or None.
 
         A line-oriented UI prints its turn-ended line in order. On a full-screen UI the line is
-        looked for in the raw stream after the input with ANSI codes cut (a repaint may put it
-        anywhere on screen, but it is written after the input), and a busy indicator that
-        showed since the input and is gone again ends the turn too."""
+        looked for on the rendered screen below the turn's input (a UI that repaints only the
+        cells that changed never writes the line whole into the raw stream); a UI that shows
+        no such line — or whose turn has scrolled its input off the screen — ends a turn by
+        its busy indicator, seen since the input, going away."""
         regex = re.compile(self.spec.turn_ended_regex) if self.spec.turn_ended_regex else None
         if not self._on_screen:
             match = regex.search(self._raw.text, self._settle_from) if regex else None
             return (ANSI.sub("", match.group(0)), match.end()) if match else None
-        if regex:
-            found = regex.search(ANSI.sub("", self._raw.text[self._settle_from:]))
-            if found:
-                return found.group(0), len(self._raw.text)
+        below = self._below_input() if regex else None
+        if regex and below is not None:  # the line, not the indicator: some UIs clear it before they draw the line
+            found = regex.search(below)
+            return (found.group(0), len(self._raw.text)) if found else None
+        # No such line, or the turn's output has pushed its input off the screen: the indicator.
         if self.spec.busy_regex and self._busy_seen and not self._view.shows(self.spec.busy_regex):
             return "busy indicator gone", len(self._raw.text)
         return None
@@ -89,7 +94,19 @@ class TerminalDriver(DriverBase):
         return screen, screen
 
     def text_since_input(self) -> str:
-        return ANSI.sub("", self._raw.text[self._input_at:])
+        below = self._below_input() if self._on_screen else None
+        return below if below is not None else ANSI.sub("", self._raw.text[self._input_at:])
+
+    def _below_input(self) -> str | None:
+        """The rendered screen below the last line showing the current turn's input — where a
+        full-screen UI draws that turn's output — or None when the input is not on screen."""
+        if not self._input_mark:
+            return None
+        lines = self._view.text().splitlines()
+        for row in range(len(lines) - 1, -1, -1):
+            if self._input_mark in lines[row]:
+                return "\n".join(lines[row + 1:])
+        return None
 
     # -- process ---------------------------------------------------------------------------
     async def _spawn(self, *, resume: bool) -> None:
@@ -137,13 +154,15 @@ class TerminalDriver(DriverBase):
         if self._child is None:
             await self._spawn(resume=False)
         if self._on_screen:
-            ready = await self._view.wait(lambda: self._view.shows(self.spec.prompt_regex)
-                                          and not self._view.shows(self.spec.busy_regex))
-            if not ready:
+            if not await self._view.wait(self._at_prompt):
                 raise DriverError(f"the terminal closed before the prompt; last screen: {self._view.text()[-400:]!r}")
             return
         start = self._settle_from if not self._running else self._input_at
         await self._raw.wait_for(self.spec.prompt_regex, start=start, what="the prompt")
+
+    def _at_prompt(self) -> bool:
+        """The rendered screen shows the prompt and no busy indicator."""
+        return self._view.shows(self.spec.prompt_regex) and not self._view.shows(self.spec.busy_regex)
 
     def _type(self, text: str) -> None:
         assert self._child is not None
@@ -157,6 +176,7 @@ class TerminalDriver(DriverBase):
         self._input_at = len(self._raw.text)
         self._settle_from = self._input_at
         self._busy_seen = False
+        self._input_mark = _mark(text)
         self._record_input(text)
         await self._submit(text)
         self._running = True
@@ -167,9 +187,10 @@ class TerminalDriver(DriverBase):
         if not self._on_screen:
             self._type(text + KEYS["enter"])
             return
+        shown = _mark(text)
+        before = self._view.text().count(shown)
         self._type(text)
-        shown = text.strip().splitlines()[-1][-40:] if text.strip() else ""
-        if shown and not await self._view.wait(lambda: shown in self._view.text()):
+        if shown and not await self._view.wait(lambda: self._view.text().count(shown) > before):
             raise DriverError(f"the terminal closed before the typed text showed; last screen: "
                               f"{self._view.text()[-400:]!r}")
         self._type(KEYS["enter"])
@@ -178,11 +199,13 @@ class TerminalDriver(DriverBase):
         if not self.spec.queued_regex:
             raise Unsupported("the profile names no queued_regex: queueing cannot be observed")
         start = len(self._raw.text)
+        regex = re.compile(self.spec.queued_regex)
+        before = len(regex.findall(self._view.text())) if self._on_screen else 0
         self._record_input(text, queued=True)
         await self._submit(text)
         self._queued += 1
-        if self._on_screen:
-            if not await self._view.wait(lambda: self._view.shows(self.spec.queued_regex)):
+        if self._on_screen:  # one more queued item on screen than before
+            if not await self._view.wait(lambda: len(regex.findall(self._view.text())) > before):
                 raise DriverError("the terminal closed before the queued acknowledgement")
             return str(self._queued)
         match = await self._raw.wait_for(self.spec.queued_regex, start=start, what="the queued acknowledgement")
@@ -218,8 +241,11 @@ class TerminalDriver(DriverBase):
         self._running = False
         match = re.search(self.spec.turn_ended_regex, line) if self.spec.turn_ended_regex else None
         groups = match.groupdict() if match else {}
+        # The reason is the text of a group named "reason", or the name of the group that
+        # matched, for a UI whose wording differs by reason ((?P<aborted>Interrupted)).
+        reason = groups.get("reason") or next((r for r in TURN_END_REASONS if groups.get(r) is not None), None)
         return self._record_settlement(Settlement(
-            mono_ns=time.monotonic_ns(), reason=groups.get("reason"), source=groups.get("source"),
+            mono_ns=time.monotonic_ns(), reason=reason, source=groups.get("source"),
             how=f"screen: {line}", pid=self._child.pid if self._child else None))
 
     async def idle(self) -> None:
@@ -260,8 +286,11 @@ class TerminalDriver(DriverBase):
         await self._spawn(resume=True)
         if expect == "refused":
             assert self._child is not None
-            prompt = await self._raw.match_or_eof(self.spec.prompt_regex)
-            if prompt is not None:  # it accepted the damaged log: end it, the checks judge the exit
+            if self._on_screen:
+                prompted = await self._view.wait(self._at_prompt)
+            else:
+                prompted = await self._raw.match_or_eof(self.spec.prompt_regex) is not None
+            if prompted:  # it accepted the damaged log: end it, the checks judge the exit
                 signal_pid(self._child.pid, signal.SIGKILL)
             await self._reap("refused")
             return False
@@ -301,3 +330,8 @@ class TerminalDriver(DriverBase):
             if child.isalive():
                 await asyncio.to_thread(child.wait)
             child.close(force=True)
+
+
+def _mark(text: str) -> str:
+    """What of a typed input is looked for on screen: the tail of its last line."""
+    return text.strip().splitlines()[-1][-40:] if text.strip() else ""

@@ -19,6 +19,7 @@ from harness.readers.base import (
 from harness.readers.claude_code import ClaudeCodeReader
 from harness.readers.codex_rollout import CodexRolloutReader
 from harness.readers.contract_v1 import ContractV1Reader
+from harness.readers.gemini_cli import GeminiCliReader
 from harness.readers.gptme import GptmeReader
 from harness.readers.opencode import OpenCodeReader
 from harness.readers.openhands import OpenHandsReader
@@ -29,7 +30,7 @@ NO_READER = "none"
 READERS: dict[str, Reader] = {
     reader.name: reader
     for reader in (ContractV1Reader(), CodexRolloutReader(), ClaudeCodeReader(), QwenCodeReader(), OpenCodeReader(),
-                   GptmeReader(), OpenHandsReader())
+                   GeminiCliReader(), GptmeReader(), OpenHandsReader())
 }
 
 

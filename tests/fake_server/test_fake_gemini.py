@@ -81,7 +81,7 @@ async def test_stream_assembles_thoughts_text_and_a_whole_function_call(server):
     assert sum(1 for c in chunks if not c.candidates[0].content.parts) == sum(
         1 for r in numbered if r.tool_call_id) - 1
     [response] = server.records.of_kind("response")
-    assert response.tool_calls[0]["id"] == calls[0].id == "run_shell_command__call_t000001"
+    assert response.tool_calls[0]["id"] == calls[0].id == "call_t000001"
     [request] = server.records.of_kind("request")
     assert request.path == "/v1beta/models/gemini-x:streamGenerateContent?alt=sse"
     assert request.headers["x-goog-api-key"] == "[redacted]"
@@ -170,6 +170,18 @@ async def test_a_mid_stream_error_raises_after_the_text_before_it(server):
             seen.append(chunk.text)
     assert seen == ["partial"]
     end = await server.records.wait_for(lambda r: r.kind == "stream_end", "stream_end")
+    assert end.complete is False
+
+
+async def test_a_disconnect_after_some_chunks_breaks_the_stream_after_them(server):
+    server.load(scenario('[[responses]]\n[[responses.frames]]\ntext = "abcdefghij"\nchunk = 2\n'
+                         '[[responses.frames]]\ndisconnect = true\n'))
+    seen = []
+    with pytest.raises(aiohttp.ClientError):
+        async for chunk in await client(server).aio.models.generate_content_stream(model="m", contents="hi"):
+            seen.append(chunk.text)
+    assert "".join(seen) == "abcdefghij" and [r.chunk for r in server.records.of_kind("chunk")] == [1, 2, 3, 4, 5]
+    [end] = server.records.of_kind("stream_end")
     assert end.complete is False
 
 

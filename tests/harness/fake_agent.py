@@ -40,6 +40,18 @@ def turn(prompt: str, log) -> str:
         return "aborted"
 
 
+def session_log(sessions: str, resume: str | None) -> str | None:
+    """The session's log file, announced on stderr; None for a resumed log that holds
+    "DAMAGED" (refused, with the file and line named)."""
+    session = resume or uuid.uuid4().hex[:8]
+    path = os.path.join(sessions, f"{session}.log")
+    if resume and "DAMAGED" in open(path).read():
+        print(f"fake: {path}: line 2: damaged", file=sys.stderr, flush=True)
+        return None
+    print(f"fake: session {session} {path}", file=sys.stderr, flush=True)
+    return path
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("mode", choices=["run", "chat"])
@@ -49,12 +61,9 @@ def main() -> int:
     parser.add_argument("prompt", nargs="?")
     args = parser.parse_intermixed_args()
     signal.signal(signal.SIGINT, on_sigint)
-    session = args.resume or uuid.uuid4().hex[:8]
-    path = os.path.join(args.sessions, f"{session}.log")
-    if args.resume and "DAMAGED" in open(path).read():
-        print(f"fake: {path}: line 2: damaged", file=sys.stderr, flush=True)
+    path = session_log(args.sessions, args.resume)
+    if path is None:
         return 2
-    print(f"fake: session {session} {path}", file=sys.stderr, flush=True)
     with open(path, "a") as log:
         if args.mode == "run":
             if args.timeout:

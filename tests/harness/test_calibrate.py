@@ -48,27 +48,14 @@ def test_every_latency_is_measured_on_every_driver_the_agent_has(calibration):
 
 
 def test_an_agent_that_waits_d_is_never_measured_below_d(calibration):
+    """Causality, which no load can bend: the effect is never measured before the agent's own
+    delay D. (How far above D is the stopwatch's error, which load does move: it is reported by
+    ``stopbench calibrate``, never asserted.)"""
     slow = [s for s in calibration.samples if s.delay_ns == D_NS]
     assert {s.latency for s in slow} == set(MEASURED)
     for s in slow:
         assert s.measured_ns >= D_NS, f"{s.latency} on {s.driver}: {s.measured_ns} ns < D"
     assert all(s.measured_ns >= s.delay_ns for s in calibration.samples)
-
-
-def test_the_same_run_with_d_0_is_measured_below_the_one_with_d_20(calibration):
-    """For the figures whose own spread is far below 20 ms. L3 is left to the lower bound: the
-    kernel's tear-down of a tree alone can take tens of milliseconds on a loaded machine; L4 is
-    compared without the agent's start-up (a fork and an interpreter start), for the same reason."""
-    by_key: dict[tuple[str, str, int], int] = {}
-    for s in calibration.samples:
-        measured = s.measured_ns - s.parts.get("start-up", 0)
-        by_key[(s.latency, s.driver, s.delay_ns)] = measured
-    compared = 0
-    for (latency, driver, delay), measured in by_key.items():
-        if delay == 0 and latency != "L3":
-            assert measured < by_key[(latency, driver, D_NS)], f"{latency} on {driver}"
-            compared += 1
-    assert compared == 4  # L1 in-process, L2 on both drivers, L4
 
 
 def test_the_parts_add_up_to_the_error(calibration):

@@ -8,6 +8,7 @@ import pytest
 from harness.cli import main
 from harness.model import RunResult
 from harness.profiles import BUILTIN_DIR
+from harness.tasks import TASKS_DIR
 
 
 def test_list_shows_tasks_checks_and_agents(capsys):
@@ -85,6 +86,7 @@ def test_a_broken_task_folder_is_a_usage_error_naming_the_file(tmp_path, capsys)
 def test_a_signal_mid_run_keeps_every_finished_task_run_and_cleans_up(tmp_path, signame):
     """The run is cut short inside its second task run: the first is in the results, the run
     is marked incomplete with the reason, the reports are rendered, nothing is left, exit 2."""
+    import shutil
     import signal
     import subprocess
     import sys
@@ -94,9 +96,21 @@ def test_a_signal_mid_run_keeps_every_finished_task_run_and_cleans_up(tmp_path, 
 
     from harness.procs import ProcRef, kill_all, leftovers
 
-    proc = subprocess.Popen([sys.executable, "-m", "harness", "run", "--task", "exit-codes", "--task",
-                             "interrupt-timeout", "--adapter", "http", "--report-dir", str(tmp_path)],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    # The second task holds its window (a minute) until the signal: it is mid-run however slowly
+    # this machine gets there, while a task that ends by itself could be over by then.
+    tasks = tmp_path / "tasks"
+    shutil.copytree(TASKS_DIR / "exit-codes", tasks / "exit-codes")
+    (tasks / "holds-a-window").mkdir()
+    (tasks / "holds-a-window" / "scenario.toml").write_text(
+        'name = "holds-a-window"\n[[responses]]\n[[responses.frames]]\n'
+        'shell = { window = { id = "w1", depth = 1, fanout = 1, ignore_term = true, escape = true, hold_s = 60 } }\n')
+    (tasks / "holds-a-window" / "task.toml").write_text(
+        'name = "holds-a-window"\ndrivers = ["subprocess"]\n[checks]\nmandatory = ["C13"]\n'
+        '[[steps]]\ndo = "send"\ntext = "Run the long job."\n'
+        '[[steps]]\ndo = "wait"\nfor = "window"\nwindow = "w1"\n[[steps]]\ndo = "settle"\n')
+    report_dir = tmp_path / "report"
+    proc = subprocess.Popen([sys.executable, "-m", "harness", "run", "--tasks-dir", str(tasks), "--adapter", "http",
+                             "--report-dir", str(report_dir)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     family: list[ProcRef] = []
     try:
         harness = psutil.Process(proc.pid)
@@ -109,10 +123,10 @@ def test_a_signal_mid_run_keeps_every_finished_task_run_and_cleans_up(tmp_path, 
         out, _ = proc.communicate(timeout=60)
         assert proc.returncode == 2 and b"incomplete" in out, out.decode()
         assert leftovers(family) == []
-        run = RunResult.from_json(json.loads((tmp_path / "results.json").read_text()))
+        run = RunResult.from_json(json.loads((report_dir / "results.json").read_text()))
         assert signame in run.run["incomplete"]
         assert [t.task for t in run.tasks] == ["exit-codes"]
-        assert (tmp_path / "report.html").is_file()
+        assert (report_dir / "report.html").is_file()
     finally:
         proc.kill()
         kill_all(family)

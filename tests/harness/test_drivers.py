@@ -163,3 +163,58 @@ async def test_terminal_settle_names_what_was_on_screen_when_the_agent_exits(mak
             await within(driver.settle())
     finally:
         await driver.close()
+
+
+# --- screen mode: a full-screen UI (tests/harness/fake_tui.py) ----------------------------
+
+@pytest.fixture
+def tui_profile():
+    return load_profile(Path(__file__).with_name("fake_tui.toml"))
+
+
+async def test_screen_turn_ends_by_its_line_below_the_input_with_the_reason_its_group_names(make_driver, fake_server,
+                                                                                         tui_profile):
+    history = History()
+    driver = make_driver("terminal", fake_server, profile=tui_profile, history=history)
+    try:
+        await driver.send("hello")
+        first = await within(driver.settle())
+        await driver.send("now hang")
+        await within(driver._view.wait(lambda: driver._view.shows("working")))
+        stop = await driver.stop("user", phase="tool", request=None, window=None)
+        second = await within(driver.settle())
+        await driver.send("hello again")  # the earlier turns' lines are above this input: not its end
+        third = await within(driver.settle())
+    finally:
+        await driver.close()
+    # The UI clears its busy indicator before it draws the line: the line settles the turn.
+    assert [(s.reason, s.how) for s in (first, second, third)] == [
+        ("completed", "screen: Done"), ("aborted", "screen: Interrupted"), ("completed", "screen: Done")]
+    assert stop.exercised and stop.how == "key:esc" and driver.session_id
+
+
+async def test_screen_queued_items_are_counted_on_screen(make_driver, fake_server, tui_profile):
+    driver = make_driver("terminal", fake_server, profile=tui_profile)
+    try:
+        await driver.send("hang on")
+        await within(driver._view.wait(lambda: driver._view.shows("working")))
+        ids = [await within(driver.queue("later one")), await within(driver.queue("later two"))]
+        assert driver.turn_running()  # typing into the box did not end the turn
+    finally:
+        await driver.close()
+    assert ids == ["1", "2"]
+
+
+async def test_screen_refused_restart_waits_on_the_screen_for_the_exit(make_driver, fake_server, tui_profile):
+    history = History()
+    driver = make_driver("terminal", fake_server, profile=tui_profile, history=history)
+    try:
+        await driver.send("hang")
+        await within(driver._view.wait(lambda: driver._view.shows("working")))
+        await driver.kill()
+        Path(driver.log_path).write_text("hang\nDAMAGED\n")
+        assert await within(driver.restart(expect="refused")) is False
+    finally:
+        await driver.close()
+    refused = history.last(ProcessExit)
+    assert (refused.returncode, refused.expect) == (2, "refused") and "line 2: damaged" in refused.stderr_tail

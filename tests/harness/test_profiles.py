@@ -63,6 +63,8 @@ def test_a_profile_can_be_loaded_by_path(tmp_path):
     ({"name": "x"}, "headless", "at least one of"),
     ({"name": "x", "interactive": {"command": ["a"], "prompt_regex": "> ", "turn_ended_regex": "end",
                                    "stop_keys": ["f1"]}}, "interactive.stop_keys", "not a known key"),
+    ({"name": "x", "interactive": {"command": ["a"], "prompt_regex": "> ", "turn_ended_regex": "(?P<stopped>end)"}},
+     "interactive.turn_ended_regex", "unknown group 'stopped'"),
     ({**MINIMAL, "finish_action": {"tool": "done", "shell": "exit"}}, "finish_action", "exactly one of"),
     ({**MINIMAL, "finish_action": {"tool": "done", "when": "x"}}, "finish_action.when", "unknown key in [finish_action]"),
     ({**MINIMAL, "finish_action": {"tool": ""}}, "finish_action.tool", "non-empty string"),

@@ -44,10 +44,25 @@ def _spawn(code: str, **kw) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-c", code], **kw)
 
 
+def _wait_asleep(pid: int) -> None:
+    """Until ``pid`` sleeps in its ``time.sleep`` (state S: after its line, nothing else blocks),
+    with no wait pending to be counted: printing its line does not mean it got the CPU again to
+    reach the sleep. Failsafe 20 s."""
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        with open(f"/proc/{pid}/stat") as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+        if state == "S":
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"process {pid} never went to sleep")
+
+
 def test_a_sleeping_agent_is_not_starved():
     proc = _spawn("import time; print('asleep', flush=True); time.sleep(60)", stdout=subprocess.PIPE)
     try:
-        assert proc.stdout is not None and proc.stdout.readline() == b"asleep\n"   # past its start-up
+        assert proc.stdout is not None and proc.stdout.readline() == b"asleep\n"
+        _wait_asleep(proc.pid)
         use = _measure(proc.pid, lambda u: u.wall_s >= 0.5)
         assert use.wall_s >= 0.5 and not use.starved and use.waited_s < 0.1 * use.wall_s
     finally:
@@ -124,7 +139,8 @@ async def _overrun(agent: subprocess.Popen) -> None:
 
 async def test_an_agent_that_hangs_at_start_up_fails_the_step_with_its_cpu_figures():
     agent = _spawn("import time; print('asleep', flush=True); time.sleep(60)", stdout=subprocess.PIPE)
-    assert agent.stdout is not None and agent.stdout.readline() == b"asleep\n"   # hung from here on
+    assert agent.stdout is not None and agent.stdout.readline() == b"asleep\n"
+    _wait_asleep(agent.pid)   # hung from here on: on a busy machine it may still be queued for a CPU
     with pytest.raises(AgentFailed) as info:
         await _overrun(agent)
     assert "within the 1 s budget of 'send' steps" in info.value.failure.what

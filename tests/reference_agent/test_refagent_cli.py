@@ -159,14 +159,25 @@ async def test_timeout_exits_3_interrupted_with_nothing_left(agents, server_for)
     server = await server_for("""
 name = "t"
 [[responses]]
+repeat = true
 [[responses.frames]]
 shell = { window = { id = "w1", depth = 1, fanout = 1, ignore_term = true, escape = true, hold_s = 120 } }
 """)
-    proc = agents.start(*agents.run_args(server, "--timeout", "1.5", "q"))
-    _, log_path = agents.session_of(proc)
-    window = await asyncio.wait_for(server.records.wait_window("w1"), 60)
+    # The timeout must fall while the tool runs; on a machine slow enough that it fell before
+    # the window opened (the agent then exits 3 with no tool run), try again with three times more.
+    for timeout in ("1.5", "4.5", "13.5"):
+        proc = agents.start(*agents.run_args(server, "--timeout", timeout, "q"))
+        _, log_path = agents.session_of(proc)
+        opened = asyncio.ensure_future(server.records.wait_window("w1"))
+        exited = asyncio.ensure_future(wait_exit(proc))
+        await asyncio.wait({opened, exited}, return_when=asyncio.FIRST_COMPLETED, timeout=60)
+        if opened.done():
+            break
+        opened.cancel()
+        assert await exited == 3
+    window = await opened
     pids = agents.note_window(window)
-    assert await wait_exit(proc) == 3
+    assert await exited == 3
     assert alive(pids, agents.started) == []
     events = read_events(log_path)
     assert [e.get("source") for e in events if e["type"] == "stop_requested"] == ["timeout"]

@@ -32,8 +32,8 @@ PINS = {"opencode": ("npm", "opencode-ai", "1.18.33"), "codex": ("npm", "@openai
         "claude-code": ("npm", "@anthropic-ai/claude-code", "2.1.197"),
         "qwen-code": ("npm", "@qwen-code/qwen-code", "0.15.10"), "kimi-cli": ("pypi", "kimi-cli", "1.51.0"),
         "mini-swe-agent": ("pypi", "mini-swe-agent", "2.4.6"), "aider": ("pypi", "aider-chat", "0.86.2"),
-        "llm": ("pypi", "llm", "0.36"), "gptme": ("pypi", "gptme", "0.35.1"),
-        "openhands": ("pypi", "openhands", "1.16.0")}
+        "llm": ("pypi", "llm", "0.36"), "gemini-cli": ("npm", "@google/gemini-cli", "0.61.0"),
+        "gptme": ("pypi", "gptme", "0.35.1"), "openhands": ("pypi", "openhands", "1.16.0")}
 
 
 @pytest.fixture

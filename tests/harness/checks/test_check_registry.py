@@ -14,7 +14,7 @@ from harness.checks.testing import Clock, LogBuilder, RunBuilder
 from harness.contract import CHECK_IDS, CHECKS, Observes
 from harness.model import Capability, Observation, Outcome, Tier, verdict_of
 
-from .check_runs import kill_in_tool, stop_in_tool
+from .check_runs import kill_at_request, kill_in_tool, stop_in_tool
 
 LOG_ONLY = ["C1", "C2", "C10"]
 CHECKS_DIR = Path(__file__).parents[3] / "harness" / "checks"
@@ -275,3 +275,30 @@ def test_earlier_lines_rewritten_byte_for_byte_fail_c10_even_with_the_same_meani
     assert result.evidence.summary.startswith("the store before restart 2 lost what it held before restart 1: line 2, "
                                               "byte 195")
     assert result.evidence.items[0]["earlier"] == "before restart 1"
+
+
+@pytest.mark.parametrize("sent, outcome", [
+    ("<session_context>\nThe workspace is /w.\n</session_context>\nBuild the project.", Outcome.PASS),
+    ("Build the project. Then deploy it.", Outcome.FAIL),
+], ids=["the agent's context, then the prompt", "more than the log holds"])
+def test_c11_finds_the_prompt_an_agent_sent_after_its_own_context_in_one_turn(sent, outcome):
+    """Gemini CLI sends its session context and the prompt as one user turn, and keeps them as
+    two messages: the log holds the user's message when it holds the turn's closing words."""
+    @dataclasses.dataclass(frozen=True)
+    class NoRequests:
+        inner: object
+        name: str = "no-requests"
+        capabilities: frozenset = frozenset(Capability) - {Capability.REQUESTS}
+
+        def __getattr__(self, attr):
+            return getattr(self.inner, attr)
+
+    run = kill_at_request()
+    for request in (r for r in run.records.records if r["kind"] == "request"):   # the resumed one repeats it
+        request["canonical"] = {**request["canonical"], "messages": [
+            {**m, "text": sent} if m["text"] == "Build the project." else m for m in request["canonical"]["messages"]]}
+    obs = run.observation()
+    result = run_check("C11", dataclasses.replace(obs, log_format=NoRequests(obs.log_format)))
+    assert result.outcome is outcome
+    if outcome is Outcome.FAIL:
+        assert "does not hold its user message 'Build the project. Then deploy it.'" in result.evidence.summary

@@ -21,8 +21,8 @@ from harness.readers.base import CannotDamage
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "agents"
 AGENTS = {"codex-rollout": "codex-0.171.0", "claude-code": "claude-code-2.1.197", "qwen-code": "qwen-code-0.15.10",
-          "opencode": "opencode-1.18.33"}
-JSONL_READERS = ("codex-rollout", "claude-code", "qwen-code")
+          "opencode": "opencode-1.18.33", "gemini-cli": "gemini-cli-0.61.0"}
+JSONL_READERS = ("codex-rollout", "claude-code", "qwen-code", "gemini-cli")
 ABBR = {"turn_started": "T", "assistant_message": "A", "tool_call": "C", "tool_started": "S", "tool_result": "R",
         "step_settled": "P", "stop_requested": "Q", "turn_ended": "E"}
 
@@ -49,6 +49,15 @@ EXPECTED = {
     ("qwen-code", "kill-tool", "resumed"): "T1 A1 C1 T2 A2",
     ("qwen-code", "stop-tool", "stopped"): "T1 A1 C1 R1",
     ("qwen-code", "stop-tool", "resumed"): "T1 A1 C1 R1 T2 A2",
+    # Gemini CLI writes a call only once its tool has finished: a kill or a Stop while it runs
+    # leaves the model's text and no call.
+    ("gemini-cli", "completed", "final"): "T1 A1 C1 R1 A1",
+    ("gemini-cli", "kill-stream", "killed"): "T1",
+    ("gemini-cli", "kill-stream", "resumed"): "T1 T2 A2",
+    ("gemini-cli", "kill-tool", "killed"): "T1 A1",
+    ("gemini-cli", "kill-tool", "resumed"): "T1 A1 T2 A2",
+    ("gemini-cli", "stop-tool", "stopped"): "T1 A1",
+    ("gemini-cli", "stop-tool", "resumed"): "T1 A1 T2 A2",
     ("opencode", "completed", "final"): "T1 A1 C1 S1 R1 P1 A1 P1 E1",
     ("opencode", "kill-stream", "killed"): "T1 A1",
     ("opencode", "kill-stream", "resumed"): "T1 A1 T2 A2 P2 E2",
@@ -316,6 +325,7 @@ def _rewrite_first(path: str, old: bytes, new: bytes) -> None:
     ("codex-rollout", b'"cli_version":"0.171.0"', b'"cli_version":"0.999.0"', "Codex CLI 0.171.x"),
     ("claude-code", b'"version":"2.1.197"', b'"version":"3.0.0"', "Claude Code 2.1.x"),
     ("qwen-code", b'"version":"0.15.10"', b'"version":"0.99.1"', "Qwen Code 0.15.x"),
+    ("gemini-cli", b'"type":"gemini"', b'"type":"model"', "Gemini CLI 0.61.x"),  # no version field: shapes
 ])
 def test_unknown_version_is_refused_clearly(reader, old, new, wanted, tmp_path):
     path = store_copy(reader, "completed", "final", tmp_path)
