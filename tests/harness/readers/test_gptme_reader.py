@@ -17,8 +17,10 @@ from harness.readers import READERS, LogDamaged, get_reader
 from harness.readers.base import CannotDamage
 from harness.readers.gptme import split_calls
 
+from .store_testkit import parse as parse_store
+from .store_testkit import signature
+
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "agents" / "gptme-0.35.1"
-ABBR = {"turn_started": "T", "assistant_message": "A", "tool_call": "C", "tool_result": "R", "turn_ended": "E"}
 PROMPT = "Run the check command in the shell and tell me what it printed."
 FOLLOW_UP = "follow-up: the last turn was cut off. What happened?"
 EXPECTED = {
@@ -46,14 +48,8 @@ def store_copy(case: str, phase: str, tmp_path: Path) -> str:
 
 
 def parse(path: str):
-    assert READER is not None
-    snap = READER.snapshot(path)
-    assert snap is not None
-    return READER.parse(snap)
+    return parse_store("gptme", path)
 
-
-def signature(log) -> str:
-    return " ".join(f"{ABBR[e.type]}{e.turn}" for e in log.events)
 
 
 def test_registered_with_honest_declarations():

@@ -15,9 +15,10 @@ from harness.model import Capability
 from harness.readers import READERS, LogDamaged, get_reader
 from harness.readers.base import CannotDamage
 
+from .store_testkit import parse as parse_store
+from .store_testkit import signature
+
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "agents" / "openhands-1.16.0"
-ABBR = {"turn_started": "T", "assistant_message": "A", "tool_call": "C", "tool_result": "R", "turn_ended": "E",
-        "stop_requested": "Q"}
 PROMPT = "Run the check command in the shell and tell me what it printed."
 FOLLOW_UP = "follow-up: the last turn was cut off. What happened?"
 EXPECTED = {
@@ -44,14 +45,8 @@ def store_copy(case: str, phase: str, tmp_path: Path) -> str:
 
 
 def parse(path: str):
-    assert READER is not None
-    snap = READER.snapshot(path)
-    assert snap is not None
-    return READER.parse(snap)
+    return parse_store("openhands", path)
 
-
-def signature(log) -> str:
-    return " ".join(f"{ABBR[e.type]}{e.turn}" for e in log.events)
 
 
 def test_registered_with_honest_declarations():
