@@ -22,9 +22,10 @@ from .wire import Event, StreamEncoder, wire_for
 def prepare(parsed: Parsed, cursor: ScenarioCursor, ids: Ids, beacon_url: str | None) -> Plan:
     """The plan answering ``parsed``; ApiError (provider-shaped) when it cannot be answered.
 
-    A side request — one the scenario declares by a pattern, or one that offers no shell tool
-    when the scenario calls the shell through a tool and nothing else answers it (with
-    ``shell_fence`` no request needs a tool to be the task's) — gets the canned side plan
+    A side request — one the scenario declares by a pattern, or one that nothing else answers
+    and that offers no shell tool when the scenario calls the shell through a tool (with
+    ``shell_fence`` no request needs a tool to be the task's), or no tool at all when it has a
+    finish action — gets the canned side plan
     and uses up no response: real agents send such requests (titles, auto-memory) around the
     task, and neither a consumed response nor a 500 may follow from one.
     """
@@ -39,10 +40,13 @@ def prepare(parsed: Parsed, cursor: ScenarioCursor, ids: Ids, beacon_url: str | 
     try:
         index, response = cursor.choose(parsed.canonical)
     except Exhausted as exc:
+        offered = ", ".join(parsed.canonical["tools"]) or "none"
         if shell is None and scenario.scripts_shell and scenario.shell_fence is None:
-            offered = ", ".join(parsed.canonical["tools"]) or "none"
             return side_plan(parsed, f"no response matches and it offers no shell tool (tools offered: "
                                      f"{offered}) while the scenario calls the shell")
+        if scenario.finish_action is not None and not parsed.canonical["tools"]:
+            return side_plan(parsed, "no response matches and it offers no tool while the scenario has a "
+                                     "finish action")
         raise wire.error(500, str(exc)) from None
     if scenario.shell_fence is not None:
         response = fenced(response, scenario.shell_fence, beacon_url)

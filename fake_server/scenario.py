@@ -150,6 +150,11 @@ class Response:
         """Whether it calls the shell, so that only a request offering a shell tool can take it."""
         return any(isinstance(f, Shell) for f in self.frames)
 
+    @property
+    def ends_turn(self) -> bool:
+        """Whether it answers with text alone: the turn's end (where a finish action is called)."""
+        return all(isinstance(f, (Text, Reasoning, Pause)) for f in self.frames)
+
 
 @dataclass(frozen=True)
 class ShellToolOverride:

@@ -58,12 +58,19 @@ class ScenarioCursor:
     def choose(self, canonical: Canonical) -> tuple[int, sc.Response]:
         """The first unused response that accepts ``canonical`` and can be answered in it (one
         that calls the shell needs a request offering a shell tool); it is used up unless it
-        repeats. Exhausted, saying why, when there is none."""
+        repeats. Exhausted, saying why, when there is none. Where the scenario has a finish
+        action no response answers a request offering no tools: an agent that ends a task only
+        through an action of its own offers it in every request of the task, so a tool-less one
+        is not the task's conversation (gptme's title request quotes the conversation, so it
+        matches the task's words). With ``shell_fence`` no request needs a tool to be the task's."""
         shell_offered = canonical["shell_tool"] is not None or self.scenario.shell_fence is not None
+        tool_less = not canonical["tools"]
         for index, response in enumerate(self.scenario.responses):
             if index in self.used or not response.match.accepts(canonical):
                 continue
             if response.scripts_shell and not shell_offered:
+                continue
+            if self.scenario.finish_action is not None and tool_less:
                 continue
             if not response.repeat:
                 self.used.add(index)
@@ -180,8 +187,7 @@ def _finish_call(response: sc.Response, parsed: Parsed, shell: ShellTool | None,
     the request offers what the action needs (a side request, say, offers no tools)."""
     if action is None:
         return ()
-    ends_turn = all(isinstance(f, (sc.Text, sc.Reasoning, sc.Pause)) for f in response.frames)
-    if not ends_turn:
+    if not response.ends_turn:
         return ()
     if action.shell is not None:
         return (sc.Shell(command=action.shell),) if shell is not None else ()

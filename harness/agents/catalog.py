@@ -92,6 +92,12 @@ AGENTS: dict[str, Agent] = {a.name: a for a in (
           description="aider (no tools: fenced shell blocks)", store=".aider.chat.history.md"),
     Agent("llm", "pypi", "llm", "0.36", binary=("venv/bin/llm",), python=">=3.10",
           description="Simon Willison's llm (tools from a functions file)", store="SQLite logs.db"),
+    Agent("gptme", "pypi", "gptme", "0.35.1", binary=("venv/bin/gptme",), python=">=3.10",
+          description="gptme; headless `gptme -n --tool-format tool` (a turn ends with its complete tool)",
+          store="JSONL ~/.local/share/gptme/logs/<name>/conversation.jsonl"),
+    Agent("openhands", "pypi", "openhands", "1.16.0", binary=("venv/bin/openhands",), python="==3.12",
+          description="OpenHands CLI; headless `openhands --headless --json` (not streamed; shell in tmux)",
+          store="~/.openhands/conversations/<hex>/ (state + one JSON file per event)"),
 )}
 
 

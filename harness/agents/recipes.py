@@ -20,6 +20,7 @@ class Recipe:
     name: str
     shell_extra: dict = field(default_factory=dict)
     env: dict = field(default_factory=dict)
+    finish: dict | None = None  # the frame that ends an answer, for agents that end turns by a tool
 
     def prepare(self, home: Path, work: Path, url: str, key: str) -> dict[str, str]:
         return {}
@@ -321,6 +322,58 @@ class GeminiCli(Recipe):
         return sorted((home / ".gemini" / "tmp").glob("*/chats/session-*.jsonl"))
 
 
+class Gptme(Recipe):
+    """gptme names its conversation folder after ``--name``: the recorder picks it."""
+
+    def __init__(self, *a, **k):
+        super().__init__(*a, **k)
+        self._sid = str(uuid.uuid4())
+
+    def prepare(self, home, work, url, key):
+        return {"OPENAI_BASE_URL": f"{url}/v1", "OPENAI_API_KEY": key, "GPTME_TIKTOKEN_TIMEOUT": "0"}
+
+    def chosen_session_id(self):
+        return self._sid
+
+    def first(self, prog, prompt, sid):
+        return [prog, "-n", "--tool-format", "tool", "-m", "local/fake-model", "--output-format", "json",
+                "--name", sid, prompt]
+
+    def resume(self, prog, prompt, sid):
+        return [*self.first(prog, prompt, sid)[:-1], "-r", prompt]
+
+    def session_id(self, home, stderr):
+        return self._sid
+
+    def store_files(self, home):
+        return sorted((home / ".local" / "share" / "gptme" / "logs").glob("*/conversation.jsonl"))
+
+
+class OpenHands(Recipe):
+    """OpenHands prints its conversation id only at exit; its store is a folder of files."""
+
+    def prepare(self, home, work, url, key):
+        return {"LLM_MODEL": "openai/fake-model", "LLM_BASE_URL": f"{url}/v1", "LLM_API_KEY": key,
+                "LITELLM_LOCAL_MODEL_COST_MAP": "True", "OPENHANDS_SUPPRESS_BANNER": "1", "TMUX_TMPDIR": str(home)}
+
+    def first(self, prog, prompt, sid):
+        return [prog, "--headless", "--json", "--override-with-envs", "-t", prompt]
+
+    def resume(self, prog, prompt, sid):
+        return [prog, "--headless", "--json", "--override-with-envs", "--resume", sid, "-t", prompt]
+
+    def session_id(self, home, stderr):
+        m = re.search(r"Conversation ID: ([0-9a-f]{32})", stderr)
+        if m:
+            return m.group(1)
+        folders = sorted((home / ".openhands" / "conversations").glob("*"))
+        return folders[0].name if folders else None
+
+    def store_files(self, home):
+        root = home / ".openhands" / "conversations"
+        return sorted([*root.glob("*/base_state.json"), *root.glob("*/events/event-*.json")])
+
+
 RECIPES: dict[str, Callable[[], Recipe]] = {
     "codex": lambda: Codex("codex", shell_extra={"yield_time_ms": 600000}),
     "claude-code": lambda: ClaudeCode("claude-code"),
@@ -331,4 +384,7 @@ RECIPES: dict[str, Callable[[], Recipe]] = {
     "kilo": lambda: Kilo("kilo"),
     "continue": lambda: Continue("continue"),
     "gemini-cli": lambda: GeminiCli("gemini-cli"),
+    "gptme": lambda: Gptme("gptme", finish={"tool_call": {"name": "complete", "arguments": {}}}),
+    "openhands": lambda: OpenHands("openhands", shell_extra={"security_risk": "LOW"},
+                                   finish={"tool_call": {"name": "finish", "arguments": {"message": "Done."}}}),
 }

@@ -41,27 +41,30 @@ def _response(frames: list[dict], match: dict | None = None, repeat: bool = Fals
 MAIN = 1
 
 
-def scenario_text(case: str, shell_extra: dict) -> str:
+def scenario_text(case: str, shell_extra: dict, finish: dict | None = None) -> str:
+    """The case's scenario; ``finish`` is a frame that closes every answer (a call of the tool
+    through which an agent such as gptme or OpenHands ends its turn), else answers are text."""
     extra = {"extra": shell_extra} if shell_extra else {}
+    done = [finish] if finish else []
     window = {"shell": {"window": {"id": "w1", "depth": 2, "fanout": 1, "hold_s": 120}}, **extra}
     parts = [f'name = "agents-{case}"\n',
              _response([{"text": "Stopbench recording"}], {"tools": False}, repeat=True, note="side requests")]
     if case == "completed":
         parts += [_response([{"text": "I will run the check."}, {"shell": "echo stopbench-hello", **extra}],
                             {"last": "user", "tools": True}, note="1: the tool call"),
-                  _response([{"text": "The command printed stopbench-hello. Done."}], {"last": "tool"},
+                  _response([{"text": "The command printed stopbench-hello. Done."}, *done], {"last": "tool"},
                             note="2: the answer")]
     elif case in ("kill-tool", "stop-tool"):
         parts += [_response([{"text": "Starting the long check."}, window], {"last": "user", "tools": True},
                             note="1: the window"),
-                  _response([{"text": "The earlier check was interrupted before it finished."}], {"last": "user"},
-                            note="2: the follow-up")]
+                  _response([{"text": "The earlier check was interrupted before it finished."}, *done],
+                            {"last": "user"}, note="2: the follow-up")]
     elif case == "kill-stream":
         parts += [_response([{"text": LONG_TEXT, "chunk": 8, "interval_s": 0.25}], {"last": "user"},
                             note="1: the slow stream"),
-                  _response([{"text": "The earlier answer was cut off."}], {"last": "user"},
+                  _response([{"text": "The earlier answer was cut off."}, *done], {"last": "user"},
                             note="2: the follow-up")]
     else:
         raise ValueError(f"unknown case {case!r} (cases: {', '.join(CASES)})")
-    parts.append(_response([{"text": "Nothing more to do."}], repeat=True, note="anything else"))
+    parts.append(_response([{"text": "Nothing more to do."}, *done], repeat=True, note="anything else"))
     return "".join(parts)

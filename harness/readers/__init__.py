@@ -22,10 +22,12 @@ from harness.readers.continue_sessions import ContinueReader
 from harness.readers.contract_v1 import ContractV1Reader
 from harness.readers.copilot import CopilotReader
 from harness.readers.gemini_cli import GeminiCliReader
+from harness.readers.gptme import GptmeReader
 from harness.readers.kilo import KiloReader
 from harness.readers.kimi_cli import KimiCliReader
 from harness.readers.llm_logs import LlmLogsReader
 from harness.readers.opencode import OpenCodeReader
+from harness.readers.openhands import OpenHandsReader
 from harness.readers.pi import PiReader
 from harness.readers.qwen_code import QwenCodeReader
 
@@ -35,7 +37,7 @@ READERS: dict[str, Reader] = {
     reader.name: reader
     for reader in (ContractV1Reader(), CodexRolloutReader(), ClaudeCodeReader(), QwenCodeReader(), OpenCodeReader(),
                    PiReader(), CopilotReader(), KiloReader(), ContinueReader(), GeminiCliReader(),
-                   KimiCliReader(), LlmLogsReader())
+                   KimiCliReader(), LlmLogsReader(), GptmeReader(), OpenHandsReader())
 }
 
 

@@ -196,6 +196,19 @@ class Events:
         return self.add("turn_started", line, **data)
 
 
+def local_stamp(stamp: Any) -> Any:
+    """An ISO stamp written with the host's local time and no offset (``datetime.now()``, as
+    gptme and OpenHands write them), given this host's offset so ``Events`` can place it on
+    the harness's clock; anything else as it was."""
+    if not isinstance(stamp, str):
+        return stamp
+    try:
+        wall = dt.datetime.fromisoformat(stamp)
+    except ValueError:
+        return stamp
+    return (wall if wall.tzinfo else wall.astimezone()).isoformat()
+
+
 def project_folder(cwd: str) -> str:
     """The folder name Claude Code and Qwen Code give a working folder: every non-alphanumeric becomes ``-``."""
     return "".join(c if c.isalnum() else "-" for c in cwd)

@@ -35,7 +35,8 @@ PINS = {"opencode": ("npm", "opencode-ai", "1.18.33"), "codex": ("npm", "@openai
         "llm": ("pypi", "llm", "0.36"), "pi": ("npm", "@mariozechner/pi-coding-agent", "0.73.1"),
         "copilot": ("npm", "@github/copilot", "1.0.102"), "kilo": ("npm", "@kilocode/cli", "7.7.7"),
         "continue": ("npm", "@continuedev/cli", "1.5.47"), "cline": ("npm", "cline", "3.0.65"),
-        "gemini-cli": ("npm", "@google/gemini-cli", "0.61.0")}
+        "gemini-cli": ("npm", "@google/gemini-cli", "0.61.0"), "gptme": ("pypi", "gptme", "0.35.1"),
+        "openhands": ("pypi", "openhands", "1.16.0")}
 
 
 @pytest.fixture
@@ -98,6 +99,8 @@ def test_catalog_entries_are_valid():
     assert not python_accepts(AGENTS["kimi-cli"].python, (3, 12, 9))
     assert python_accepts(AGENTS["kimi-cli"].python, (3, 13, 0))
     assert not python_accepts(AGENTS["aider"].python, (3, 13, 0))
+    assert python_accepts(AGENTS["openhands"].python, (3, 12, 1))  # its releases require Python 3.12.*
+    assert not python_accepts(AGENTS["openhands"].python, (3, 13, 0))
 
 
 def test_python_spec_errors():
