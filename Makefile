@@ -51,7 +51,8 @@ stress: $(STAMP)
 
 # Real agents: install the pinned CLIs that have built-in profiles into the cache
 # (~/.cache/stopbench/agents) and score them all into one leaderboard.
-AGENTS ?= codex claude-code qwen-code opencode
+AGENTS ?= opencode codex claude-code qwen-code pi copilot kilo continue cline gemini-cli \
+          kimi-cli mini-swe-agent aider llm gptme openhands
 agents: $(STAMP)
 	for a in $(AGENTS); do $(VENV)/bin/stopbench agents install $$a || exit 2; done
 	$(VENV)/bin/stopbench run $(foreach a,$(AGENTS),--agent $(a)) --report-dir reports/agents
