@@ -94,7 +94,7 @@ def test_a_signal_mid_run_keeps_every_finished_task_run_and_cleans_up(tmp_path, 
 
     import psutil
 
-    from harness.procs import ProcRef, kill_all, leftovers
+    from harness.procs import ProcRef, kill_all, leftovers, reset_signals
 
     # The second task holds its window (a minute) until the signal: it is mid-run however slowly
     # this machine gets there, while a task that ends by itself could be over by then.
@@ -110,7 +110,8 @@ def test_a_signal_mid_run_keeps_every_finished_task_run_and_cleans_up(tmp_path, 
         '[[steps]]\ndo = "wait"\nfor = "window"\nwindow = "w1"\n[[steps]]\ndo = "settle"\n')
     report_dir = tmp_path / "report"
     proc = subprocess.Popen([sys.executable, "-m", "harness", "run", "--tasks-dir", str(tasks), "--adapter", "http",
-                             "--report-dir", str(report_dir)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+                             "--report-dir", str(report_dir)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            preexec_fn=reset_signals)   # a suite run in the background inherits SIGINT ignored
     family: list[ProcRef] = []
     try:
         harness = psutil.Process(proc.pid)
