@@ -95,3 +95,15 @@ def test_median_ratio_and_bootstrap_interval_bracket_a_doubling_and_repeat_exact
 def test_ratio_is_undefined_for_a_non_positive_baseline_median():
     assert median_ratio([-5, 0, 0], [3, 4, 5]) is None
     assert bootstrap_median_ratio([-5, -1, 0], [3, 4, 5]) is None
+
+
+def test_one_agent_on_several_wires_is_told_apart_by_adapter_and_a_repeat_by_its_file():
+    from report_builders import build_run
+
+    from harness.report.aggregate.scoreboard import scoreboards
+
+    chat = build_run([("interrupt-cancel", "chat", 0)], agent="pi", repeat=1)
+    gemini = build_run([("interrupt-cancel", "gemini", 0)], agent="pi", repeat=1)
+    assert [(b.label, b.adapter) for b in scoreboards([chat, gemini])] == [("pi", "chat"), ("pi", "gemini")]
+    again = build_run([("interrupt-cancel", "chat", 0)], agent="pi", repeat=1)
+    assert [b.label for b in scoreboards([chat, gemini, again])] == ["pi (file 1)", "pi", "pi (file 3)"]

@@ -155,7 +155,7 @@ def scoreboards(runs: Sequence[RunResult]) -> list[Scoreboard]:
         ]:
             if (i, agent, adapter) not in keys:
                 keys.append((i, agent, adapter))
-    repeated_agents = _agents_in_several(keys)
+    repeated = _in_several_files(keys)
     boards = []
     used: set[str] = set()
     for index, (i, agent, adapter) in enumerate(keys):
@@ -176,7 +176,7 @@ def scoreboards(runs: Sequence[RunResult]) -> list[Scoreboard]:
         boards.append(Scoreboard(
             index=index,
             file=i,
-            label=f"{agent} (file {i + 1})" if agent in repeated_agents else agent,
+            label=f"{agent} (file {i + 1})" if (agent, adapter) in repeated else agent,
             agent=agent,
             version=str(run.run.get("agent_version") or ""),
             adapter=adapter,
@@ -189,11 +189,13 @@ def scoreboards(runs: Sequence[RunResult]) -> list[Scoreboard]:
     return boards
 
 
-def _agents_in_several(keys: Sequence[tuple[int, str, str]]) -> set[str]:
-    files_of: dict[str, set[int]] = {}
-    for i, agent, _ in keys:
-        files_of.setdefault(agent, set()).add(i)
-    return {agent for agent, files in files_of.items() if len(files) > 1}
+def _in_several_files(keys: Sequence[tuple[int, str, str]]) -> set[tuple[str, str]]:
+    """The (agent, adapter) pairs more than one results file holds: only their rows need the
+    file to tell them apart (one agent on several wires is told apart by the adapter)."""
+    files_of: dict[tuple[str, str], set[int]] = {}
+    for i, agent, adapter in keys:
+        files_of.setdefault((agent, adapter), set()).add(i)
+    return {pair for pair, files in files_of.items() if len(files) > 1}
 
 
 
