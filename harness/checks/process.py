@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from harness.checks.base import Findings, Item, check, event_item, result, stops_seen
+from harness.checks.base import Findings, Item, check, event_item, failure_item, result, stops_seen
 from harness.checks.views import request_item, requests_between, windows_opened
 from harness.contract import (
     EXIT_CODE_FOR_REASON,
@@ -32,9 +32,12 @@ def exit_codes_tell_the_truth(obs: Observation) -> CheckResult:
     the code also matches it — a run expected to complete that settled ``max_tokens`` exits 2.
     """
     judged = [e for e in obs.exits if e.expect in REASON_FOR_EXPECTATION]
-    if not judged:
+    hung = obs.failure if obs.driver == "subprocess" and obs.failure and obs.failure.kind == "settle" else None
+    if not judged and hung is None:
         return result("C8", Outcome.SKIPPED, "no headless run whose exit code the task could predict")
     found = Findings("C8")
+    if hung is not None:  # a run that never exits tells nothing with an exit code
+        found.fail(BOX, f"a headless run never exited: {hung.what}", failure_item(hung))
     for exit_ in judged:
         item = _exit_item(exit_)
         settled, where = _settled(obs, exit_)

@@ -284,10 +284,10 @@ class RunBuilder:
         return item
 
     def fail(self, awaited: str, what: str, *, after_restart: bool = False, exit: ProcessExit | None = None,
-             records: int = 3, step: str = "step 9 (wait)") -> AgentFailure:
+             records: int = 3, step: str = "step 9 (wait)", kind: str = "wait") -> AgentFailure:
         """The run ended early because of the agent."""
         self.failure = AgentFailure(step=step, awaited=awaited, what=what, after_restart=after_restart, exit=exit,
-                                    records=tuple(self.records.records[-records:]))
+                                    records=tuple(self.records.records[-records:]), kind=kind)
         return self.failure
 
     def observation(self, *, black_box: bool = False, **overrides: Any) -> Observation:

@@ -141,6 +141,7 @@ class AgentFailure:
     after_restart: bool = False
     exit: ProcessExit | None = None
     records: tuple[Mapping[str, Any], ...] = ()  # the server's last records
+    kind: str = ""  # the step's kind ("settle", "wait", …): which behaviour went missing
 
 
 @dataclass(frozen=True)

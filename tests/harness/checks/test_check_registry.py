@@ -305,3 +305,19 @@ def test_c11_finds_the_prompt_an_agent_sent_after_its_own_context_in_one_turn(se
     assert result.outcome is outcome
     if outcome is Outcome.FAIL:
         assert "does not hold its user message 'Construct the project.'" in result.evidence.summary
+
+
+@pytest.mark.parametrize("driver, kind, outcome", [
+    ("subprocess", "settle", Outcome.FAIL), ("subprocess", "wait", Outcome.PASS), ("terminal", "settle", Outcome.PASS),
+], ids=["a headless run that never exits", "a headless run that missed another step", "a terminal"])
+def test_c8_fails_a_headless_run_that_never_exits_however_well_the_others_did(driver, kind, outcome):
+    """mini-swe-agent retries a provider's 400 for minutes: its second run never exits, so no
+    exit code tells the truth about its failed turn, however right the first run's was."""
+    run = RunBuilder()
+    run.exit("completed", 0)
+    run.fail("the turn's settlement", "the agent did not get there within the 60 s budget of 'settle' steps",
+             step="step 4 (settle)", kind=kind)
+    result = run_check("C8", run.observation(driver=driver))
+    assert result.outcome is outcome
+    if outcome is Outcome.FAIL:
+        assert result.evidence.summary.startswith("a headless run never exited: the agent did not get there")
