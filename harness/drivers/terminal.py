@@ -111,6 +111,8 @@ class TerminalDriver(DriverBase):
     # -- process ---------------------------------------------------------------------------
     async def _spawn(self, *, resume: bool) -> None:
         argv = self.spec.render(values_for(self.ctx, session_id=self.session_id if resume else None), resume=resume)
+        if self._child is not None:
+            self._retire(self._child)
         self._raw = OutputBuffer()
         self._raws.append(self._raw)
         self._view = Screen(COLUMNS, LINES)
@@ -128,11 +130,26 @@ class TerminalDriver(DriverBase):
         self._child.delaybeforesend = None
         self._refs.append(ProcRef.of(self._child.pid, "resume" if resume else "chat"))
         os.set_blocking(self._child.child_fd, False)
-        asyncio.get_running_loop().add_reader(self._child.child_fd, self._on_readable)
+        loop = asyncio.get_running_loop()
+        # A registration left for this descriptor number by a terminal closed while still
+        # registered would make add_reader change that dead entry without polling the new
+        # descriptor: the agent's output would never be read. Clear it first.
+        loop.remove_reader(self._child.child_fd)
+        loop.add_reader(self._child.child_fd, self._on_readable, self._child, self._raw, self._view)
 
-    def _on_readable(self) -> None:
-        child, raw, view = self._child, self._raw, self._view
-        assert child is not None
+    def _retire(self, child: pexpect.spawn) -> None:
+        """Done with an exited agent's terminal: stop reading it, then close it — in that
+        order, so no reader is left on a descriptor number the next terminal may get."""
+        try:
+            asyncio.get_running_loop().remove_reader(child.child_fd)
+        except (ValueError, OSError):
+            pass
+        if not child.isalive():
+            child.close(force=True)
+
+    def _on_readable(self, child: pexpect.spawn, raw: OutputBuffer, view: Screen) -> None:
+        """Read what ``child`` wrote (each terminal's reader feeds its own buffers, so a late
+        end-of-file of an earlier terminal never touches the current one's)."""
         try:
             data = os.read(child.child_fd, 65536)
         except BlockingIOError:

@@ -135,6 +135,33 @@ async def test_terminal_turns_stop_key_and_settlement_line(make_driver, fake_ser
     assert "echo: hello" in driver.transcript() and driver.session_id
 
 
+async def test_a_terminal_is_read_even_where_a_closed_one_left_its_descriptor_registered(
+        make_driver, fake_server, fake_profile):
+    """A terminal closed while the loop still watched it leaves a dead registration under its
+    descriptor number; the next pseudo-terminal often gets that number, and add_reader would then
+    change the dead entry without watching the new descriptor — the agent's output never read."""
+    import os
+
+    loop = asyncio.get_running_loop()
+    stale = []
+    for _ in range(8):          # the numbers the next pty is likely to get
+        r, w = os.pipe()
+        loop.add_reader(r, lambda: None)
+        stale.append((r, w))
+    for r, w in stale:
+        os.close(r)
+        os.close(w)
+    driver = make_driver("terminal", fake_server, profile=fake_profile, history=History())
+    try:
+        await within(driver.send("hello"))
+        assert (await within(driver.settle())).reason == "completed"
+    finally:
+        await driver.close()
+        for r, _ in stale:
+            loop.remove_reader(r)
+    assert "echo: hello" in driver.transcript()
+
+
 async def test_terminal_kill_and_restart_is_at_its_prompt_after_load(make_driver, fake_server, fake_profile):
     history = History()
     driver = make_driver("terminal", fake_server, profile=fake_profile, history=history)
