@@ -86,13 +86,7 @@ class LlmLogsReader:
         raise CannotDamage(f"llm's log database has no damage {kind!r}")
 
     def changed(self, before: Snapshot, after: Snapshot) -> Change | None:
-        old, new = sqlite_store.rows(before, TABLES), sqlite_store.rows(after, TABLES)
-        for key in sorted(old.keys() | new.keys()):
-            if old.get(key) != new.get(key):
-                table, rid = key
-                state = "appeared" if key not in old else "vanished" if key not in new else "changed"
-                return Change(where=f"table {table}, row {rid}", detail=f"{table} row {rid} {state}")
-        return None
+        return sqlite_store.first_changed_row(before, after, TABLES)
 
     def lost(self, before: Snapshot, after: Snapshot) -> Change | None:
         """Messages and parts are written once (a message is named by its content): every one of

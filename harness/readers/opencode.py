@@ -136,13 +136,7 @@ class OpenCodeReader:
 
     # --- comparisons --------------------------------------------------------------------
     def changed(self, before: Snapshot, after: Snapshot) -> Change | None:
-        old, new = sqlite_store.rows(before, TABLES), sqlite_store.rows(after, TABLES)
-        for key in sorted(old.keys() | new.keys()):
-            if old.get(key) != new.get(key):
-                table, rid = key
-                state = "appeared" if key not in old else "vanished" if key not in new else "changed"
-                return Change(where=f"table {table}, row {rid}", detail=f"{table} row {rid} {state}")
-        return None
+        return sqlite_store.first_changed_row(before, after, TABLES)
 
     def lost(self, before: Snapshot, after: Snapshot) -> Change | None:
         """Every message and part of ``before`` is still there, and a part that was final then

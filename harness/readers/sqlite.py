@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from harness.model import Snapshot
+from harness.model import Change, Snapshot
 from harness.readers.base import LogDamaged
 
 
@@ -85,3 +85,14 @@ def rows(snap: Snapshot, tables: Iterable[str]) -> dict[tuple[str, str], Any]:
             except sqlite3.Error:
                 continue
         return out
+
+
+def first_changed_row(before: Snapshot, after: Snapshot, tables: Iterable[str]) -> Change | None:
+    """The first row of ``tables`` (in key order) that appeared, vanished or changed."""
+    old, new = rows(before, tables), rows(after, tables)
+    for key in sorted(old.keys() | new.keys()):
+        if old.get(key) != new.get(key):
+            table, rid = key
+            state = "appeared" if key not in old else "vanished" if key not in new else "changed"
+            return Change(where=f"table {table}, row {rid}", detail=f"{table} row {rid} {state}")
+    return None
