@@ -281,6 +281,9 @@ def _summary(run: RunResult, failpoints: dict[str, tuple[str, ...]], written: li
     print()
     print(scoreboard([t for t in run.tasks if t.mutant is None]))
     print(latency_table(run.latencies))
+    if run.concurrent:
+        print(f"({len(run.concurrent)} latency sample(s) timed beside another task run are kept apart in "
+              "concurrent_latencies, out of the table and the gate: docs/parallel.md)")
     if failpoints:
         print(mutation_table(run))
     print(format_written(written))
