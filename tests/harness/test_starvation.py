@@ -8,6 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from harness.alone import Stopwatch
 from harness.procs import ProcRef
 from harness.profile_model import Budgets
 from harness.starvation import CpuSample, between, sample
@@ -124,8 +125,11 @@ class _Run:
         self.server = SimpleNamespace(records=[])
         self.history = SimpleNamespace(last=lambda kind: None)
         self.profile = SimpleNamespace(budgets=Budgets(), headless=None)
+        self.member = Stopwatch().join(lambda deadline: False, lambda: None)
+        self._span_tasks: set = set()
     failure = TaskRun.failure
     last_seen = TaskRun.last_seen
+    end_span = TaskRun.end_span
 
 
 async def _overrun(agent: subprocess.Popen) -> None:
