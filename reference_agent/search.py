@@ -22,6 +22,7 @@ import bisect
 import sqlite3
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +43,27 @@ class Hit:
     snippet: str
 
 
+# The one field of each event type that carries its text.
+class TurnInput(log.Event, tag="turn_started"):
+    input: Any = None
+
+
+class InboxText(log.Event, tag="inbox_queued"):
+    text: Any = None
+
+
+class AssistantText(log.Event, tag="assistant_message"):
+    text: Any = None
+
+
+class ToolCommand(log.Event, tag="tool_call"):
+    arguments: Any = None
+
+
+class ToolOutput(log.Event, tag="tool_result"):
+    output: Any = None
+
+
 class Indexer:
     """Collects the text of each event of the chosen ``fields`` as (seq, text) rows, in seq
     order; a replay target for ``log.load`` (events are seen while still in cache, and need
@@ -51,40 +73,36 @@ class Indexer:
         self.rows: list[tuple[int, str]] = []
         self.types: list[str] = []
         wanted = frozenset(fields)
-        by_type: dict[str, Callable[[dict[str, Any]], None]] = {
-            "turn_started": self._text_of("input"), "inbox_queued": self._text_of("text"),
-            "assistant_message": self._text_of("text"), "tool_result": self._text_of("output"),
-            "tool_call": self._command,
+        by_kind: dict[type[log.Event], Callable[[Any], None]] = {
+            TurnInput: self._text_of(TurnInput, "input"), InboxText: self._text_of(InboxText, "text"),
+            AssistantText: self._text_of(AssistantText, "text"), ToolOutput: self._text_of(ToolOutput, "output"),
+            ToolCommand: self._command,
         }
-        self.handlers = {kind: handler for kind, handler in by_type.items() if FIELD_OF[kind] in wanted}
+        self.handlers = {kind: handler for kind, handler in by_kind.items() if FIELD_OF[log.tag_of(kind)] in wanted}
 
     @classmethod
     def of_events(cls, events: Iterable[dict[str, Any]], fields: Iterable[str] = FIELDS) -> Indexer:
         indexer = cls(None, fields)
-        handler_of = indexer.handlers.get
-        for event in events:
-            handler = handler_of(event["type"])
-            if handler is not None:
-                handler(event)
+        log.apply_all(indexer, events)
         return indexer
 
-    def _text_of(self, key: str) -> Callable[[dict[str, Any]], None]:
-        rows, types = self.rows, self.types
+    def _text_of(self, kind: type[log.Event], field: str) -> Callable[[Any], None]:
+        rows, types, type_, text_of = self.rows, self.types, log.tag_of(kind), attrgetter(field)
 
-        def collect(event: dict[str, Any]) -> None:
-            text = event.get(key)
+        def collect(event: Any) -> None:
+            text = text_of(event)
             if text and type(text) is str:
-                rows.append((event["seq"], text))
-                types.append(event["type"])
+                rows.append((event.seq, text))
+                types.append(type_)
 
         return collect
 
-    def _command(self, event: dict[str, Any]) -> None:
-        arguments = event.get("arguments")
+    def _command(self, event: ToolCommand) -> None:
+        arguments = event.arguments
         command = arguments.get("command") if isinstance(arguments, dict) else None
         text = command if isinstance(command, str) else msgspec.json.encode(arguments).decode() if arguments else ""
         if text:
-            self.rows.append((event["seq"], text))
+            self.rows.append((event.seq, text))
             self.types.append("tool_call")
 
     def find(self, seq: int) -> int:
