@@ -34,6 +34,7 @@ FIELD_OF = {"turn_started": "user", "inbox_queued": "user", "assistant_message":
             "tool_call": "command", "tool_result": "output"}
 FIELDS = ("user", "assistant", "command", "output")
 SNIPPET_TOKENS = 12
+CREATE_INDEX = "CREATE VIRTUAL TABLE idx USING fts5(body, content='', columnsize=0)"
 
 
 @dataclass
@@ -116,7 +117,7 @@ class SearchIndex:
     def __init__(self, indexer: Indexer):
         self._indexer = indexer
         self._db = sqlite3.connect(":memory:", isolation_level=None)
-        self._db.execute("CREATE VIRTUAL TABLE idx USING fts5(body, content='', columnsize=0)")
+        self._db.execute(CREATE_INDEX)
         self._db.execute("BEGIN")
         self._db.executemany("INSERT INTO idx(rowid, body) VALUES (?, ?)", indexer.rows)
         self._db.execute("COMMIT")
