@@ -54,6 +54,7 @@ import msgspec
 from fake_server import FakeServer, load_scenario
 from reference_agent import log
 from reference_agent.api import new_state, open_session
+from reference_agent.events import events_decoder
 from reference_agent.log import LogWriter, load
 from reference_agent.search import CREATE_INDEX, FIELD_OF, FIELDS, Indexer, SearchIndex
 
@@ -389,7 +390,7 @@ async def bench_cold_load(tmp: Path, path: Path, repeats: int) -> None:
     decoders = _decoders()
     floors: dict[str, list[int]] = {name: [] for name in decoders}
     chunked: list[int] = []
-    resume_decoder = log.events_decoder(new_state({}).handlers)
+    resume_decoder = events_decoder(new_state({}).handlers)
     loads: list[int] = []
     scenario = str(_write(tmp / "x.toml", ONE_TEXT))
     log.freeze_loaded = True  # as in the refagent process

@@ -29,6 +29,7 @@ from typing import Any
 import msgspec
 
 from . import log
+from .events import Event, apply_all, tag_of
 
 FIELD_OF = {"turn_started": "user", "inbox_queued": "user", "assistant_message": "assistant",
             "tool_call": "command", "tool_result": "output"}
@@ -45,23 +46,23 @@ class Hit:
 
 
 # The one field of each event type that carries its text.
-class TurnInput(log.Event, tag="turn_started"):
+class TurnInput(Event, tag="turn_started"):
     input: Any = None
 
 
-class InboxText(log.Event, tag="inbox_queued"):
+class InboxText(Event, tag="inbox_queued"):
     text: Any = None
 
 
-class AssistantText(log.Event, tag="assistant_message"):
+class AssistantText(Event, tag="assistant_message"):
     text: Any = None
 
 
-class ToolCommand(log.Event, tag="tool_call"):
+class ToolCommand(Event, tag="tool_call"):
     arguments: Any = None
 
 
-class ToolOutput(log.Event, tag="tool_result"):
+class ToolOutput(Event, tag="tool_result"):
     output: Any = None
 
 
@@ -74,21 +75,21 @@ class Indexer:
         self.rows: list[tuple[int, str]] = []
         self.types: list[str] = []
         wanted = frozenset(fields)
-        by_kind: dict[type[log.Event], Callable[[Any], None]] = {
+        by_kind: dict[type[Event], Callable[[Any], None]] = {
             TurnInput: self._text_of(TurnInput, "input"), InboxText: self._text_of(InboxText, "text"),
             AssistantText: self._text_of(AssistantText, "text"), ToolOutput: self._text_of(ToolOutput, "output"),
             ToolCommand: self._command,
         }
-        self.handlers = {kind: handler for kind, handler in by_kind.items() if FIELD_OF[log.tag_of(kind)] in wanted}
+        self.handlers = {kind: handler for kind, handler in by_kind.items() if FIELD_OF[tag_of(kind)] in wanted}
 
     @classmethod
     def of_events(cls, events: Iterable[dict[str, Any]], fields: Iterable[str] = FIELDS) -> Indexer:
         indexer = cls(None, fields)
-        log.apply_all(indexer, events)
+        apply_all(indexer, events)
         return indexer
 
-    def _text_of(self, kind: type[log.Event], field: str) -> Callable[[Any], None]:
-        rows, types, type_, text_of = self.rows, self.types, log.tag_of(kind), attrgetter(field)
+    def _text_of(self, kind: type[Event], field: str) -> Callable[[Any], None]:
+        rows, types, type_, text_of = self.rows, self.types, tag_of(kind), attrgetter(field)
 
         def collect(event: Any) -> None:
             text = text_of(event)

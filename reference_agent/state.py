@@ -17,7 +17,7 @@ import msgspec
 from msgspec import UNSET
 
 from . import failpoints
-from .log import Event, apply_all
+from .events import Event, apply_all
 
 TOOL_NOT_STARTED = "TOOL_NOT_STARTED"
 TOOL_OUTCOME_UNKNOWN = "TOOL_OUTCOME_UNKNOWN"
