@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import secrets
 import time
+import urllib.parse
 from collections.abc import AsyncIterator
 from typing import Any, TypeVar
 
-import aiohttp
+import h11
 
 from .errors import ApiError
 from .playout import chunk_record, http_error_of, play, prepare
@@ -49,7 +51,7 @@ class Playback:
         self.ids = Ids(seed or secrets.token_hex(3))
         self.report_to = report_to.rstrip("/").removesuffix("/v1") if report_to else None
         self._requests = 0
-        self._http: aiohttp.ClientSession | None = None
+        self._poster = _Poster(f"{self.report_to}/_stopbench/beacon") if self.report_to else None
         self._unsent: set[asyncio.Task] = set()  # reports posted without holding up the consumer
 
     async def __aenter__(self) -> Playback:
@@ -61,9 +63,8 @@ class Playback:
     async def aclose(self) -> None:
         if self._unsent:
             await asyncio.gather(*self._unsent, return_exceptions=True)
-        if self._http is not None:
-            await self._http.close()
-            self._http = None
+        if self._poster is not None:
+            self._poster.close()
 
     async def _report(self, record: R) -> R:
         """Post ``record`` to the server (which may number it); return it as stored. It is stamped
@@ -86,12 +87,8 @@ class Playback:
 
     async def _post(self, record: R) -> R:
         """The record as the server stored it, parsed back at this edge like any record from HTTP."""
-        if self._http is None:
-            self._http = aiohttp.ClientSession()
-        url = f"{self.report_to}/_stopbench/beacon"
-        async with self._http.post(url, json=record.to_json()) as resp:
-            resp.raise_for_status()
-            stored = Record.from_json(await resp.json(), f"the answer of POST {url}")
+        assert self._poster is not None
+        stored = Record.from_json(await self._poster.post(record.to_json()), f"the answer of POST {self._poster.url}")
         assert isinstance(stored, type(record)), f"the server stored a {stored.kind} record for a {record.kind}"
         return stored
 
@@ -151,6 +148,73 @@ class Playback:
         except (asyncio.CancelledError, GeneratorExit):
             self._report_without_waiting(Disconnect(request=request_no, after_chunk=last_chunk))
             raise
+
+
+class _Poster:
+    """POSTs JSON to one URL over one kept-alive HTTP/1.1 connection (h11), one post at a
+    time, in the order asked (the server numbers records as they arrive). Not aiohttp: an
+    agent's in-process adapter imports this module, and aiohttp's import alone (~180 ms)
+    would be most of that agent's start-up."""
+
+    def __init__(self, url: str):
+        self.url = url
+        parts = urllib.parse.urlsplit(url)
+        self._addr = (parts.hostname or "127.0.0.1", parts.port or 80)
+        self._headers = [("Host", parts.netloc), ("Content-Type", "application/json")]
+        self._path = parts.path
+        self._lock = asyncio.Lock()
+        self._conn: tuple[h11.Connection, asyncio.StreamReader, asyncio.StreamWriter] | None = None
+
+    async def post(self, body: Any) -> Any:
+        data = json.dumps(body).encode()
+        async with self._lock:
+            reused = self._conn is not None
+            status, answer = await self._exchange(data)
+            if status == 0 and reused:  # the server had closed the idle connection: once more, afresh
+                status, answer = await self._exchange(data)
+            if status != 200:
+                raise RuntimeError(f"POST {self.url} answered {status or 'nothing'}: {answer[:300]!r}")
+            return json.loads(answer)
+
+    async def _exchange(self, data: bytes) -> tuple[int, bytes]:
+        """One request on the kept connection (opened if need be): the status (0 when the
+        connection closed first) and the body."""
+        if self._conn is not None and self._conn[0].our_state is not h11.IDLE:
+            self.close()  # an exchange cut short (its poster cancelled) left it mid-way
+        if self._conn is None:
+            reader, writer = await asyncio.open_connection(*self._addr)
+            self._conn = (h11.Connection(h11.CLIENT), reader, writer)
+        conn, reader, writer = self._conn
+        writer.write(conn.send(h11.Request(method="POST", target=self._path,
+                                           headers=[*self._headers, ("Content-Length", str(len(data)))]))
+                     + conn.send(h11.Data(data=data)) + conn.send(h11.EndOfMessage()))
+        status, answer = 0, b""
+        try:
+            while True:
+                event = conn.next_event()
+                if event is h11.NEED_DATA:
+                    conn.receive_data(await reader.read(65536))
+                elif isinstance(event, h11.Response):
+                    status = event.status_code
+                elif isinstance(event, h11.Data):
+                    answer += event.data
+                elif isinstance(event, h11.EndOfMessage):
+                    break
+                elif isinstance(event, h11.ConnectionClosed):
+                    status = 0
+                    break
+        except h11.RemoteProtocolError:
+            status = 0
+        if conn.our_state is h11.DONE and conn.their_state is h11.DONE:
+            conn.start_next_cycle()
+        else:
+            self.close()
+        return status, answer
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn[2].close()
+            self._conn = None
 
 
 def _stamped(record: R) -> R:

@@ -20,14 +20,14 @@ import textwrap
 import traceback
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from harness.agents.install import NotInstalled
 from harness.calibrate import quick_floor
 from harness.checks import REGISTRY
 from harness.contract import DRIVERS
 from harness.machine import null_agent_costs
-from harness.model import RunResult, RunStatus, TaskResult
+from harness.model import LatencySample, RunResult, RunStatus, TaskResult
 from harness.mutants import FailpointsError, list_failpoints, mutation_summary
 from harness.planning import ShardError, WorkItem, parse_shard, plan, shard_items
 from harness.profiles import Profile, ProfileError, agent_binary, builtin_names, load_profile
@@ -35,8 +35,9 @@ from harness.provenance import run_header
 from harness.report import format_written, gate_main, load_results, merge_main, report_main, write_reports
 from harness.report.load import ResultsError
 from harness.report.progress import Progress, item_label, latency_table, mutation_table, scoreboard
-from harness.report.writer import results_text, write_leaderboard, write_text
-from harness.runner import DEFAULT_RETRIES, HarnessError, ItemOutcome, run_item
+from harness.report.writer import ResultsCheckpoint, write_leaderboard, write_text
+from harness.runner import DEFAULT_RETRIES, HarnessError, ItemOutcome
+from harness.schedule import run_all
 from harness.signals import Interrupted, run_until_signalled
 from harness.tasks import TASKS_DIR, Task, TaskError, load_all
 
@@ -112,6 +113,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--driver", action="append", default=[],
                      help="driver(s) to run the tasks on: inproc, subprocess, terminal (default: every one they have)")
     run.add_argument("--repeat", type=int, default=1, help="runs of each task variant (default 1)")
+    run.add_argument("--jobs", type=int, default=1, metavar="N",
+                     help="run up to N task runs at once; what is timed is timed alone, the others paused "
+                          "(docs/parallel.md)")
     run.add_argument("--retries", type=int, default=DEFAULT_RETRIES,
                      help=f"tries again when a race did not happen, i.e. not exercised (default {DEFAULT_RETRIES})")
     run.add_argument("--report-dir", default="reports", help="where results go (default reports/)")
@@ -186,6 +190,8 @@ def run_agent(args: argparse.Namespace, agent: str, report_dir: Path) -> int:
     profile, tasks = _load(args, agent)
     if args.repeat < 1:
         raise UsageError(f"--repeat must be at least 1, got {args.repeat}")
+    if args.jobs < 1:
+        raise UsageError(f"--jobs must be at least 1, got {args.jobs}")
     if args.retries < 0:
         raise UsageError(f"--retries must be 0 or more, got {args.retries}")
     adapters = _split(args.adapter)
@@ -209,13 +215,13 @@ def run_agent(args: argparse.Namespace, agent: str, report_dir: Path) -> int:
     if not items:
         raise UsageError("nothing to run: no task applies to the chosen adapters")
     done: list[TaskResult] = []
-    earlier: list[Any] = []
+    earlier = RunResult(run={}, tasks=(), latencies=())
     if args.resume:
         done, earlier = _resumed(args.resume, profile, items)
     started = _now()
     machine = {**null_agent_costs(), "floor": quick_floor()}  # what this machine costs, and the stopwatch's floor
     todo = [i for i in items if i.key not in {_key(t) for t in done}]
-    outcomes: list[ItemOutcome] = []
+    outcomes: dict[int, ItemOutcome] = {}  # by position in the plan: reports keep its order
     progress = Progress(len(todo))
     keep = (report_dir / "runs").resolve() if args.keep else None
 
@@ -225,24 +231,30 @@ def run_agent(args: argparse.Namespace, agent: str, report_dir: Path) -> int:
 
     def snapshot(incomplete: str | None) -> RunResult:
         header = {**fixed, "ended": _now()}
-        tasks_so_far = tuple(done) + tuple(o.result for o in outcomes)
+        ended = [outcomes[n] for n in sorted(outcomes)]
+        tasks_so_far = tuple(done) + tuple(o.result for o in ended)
         if failpoints:
             header["mutation"] = mutation_summary(tasks_so_far, failpoints)
         header["machine"] = machine
         if incomplete:
             header["incomplete"] = incomplete
         return RunResult(run=header, tasks=tasks_so_far,
-                         latencies=tuple(earlier) + tuple(s for o in outcomes for s in o.latencies))
+                         latencies=earlier.latencies + tuple(s for o in ended for s in o.latencies),
+                         concurrent=earlier.concurrent + tuple(s for o in ended for s in o.concurrent))
+
+    checkpoint = ResultsCheckpoint()
 
     def finished(n: int, item: WorkItem, outcome: ItemOutcome) -> None:
-        outcomes.append(outcome)
+        outcomes[n] = outcome
         progress.done(n, _label(item), outcome.result)
         # A checkpoint after every task run: a killed harness leaves a readable file.
-        write_text(report_dir / "results.json", results_text(snapshot(f"in progress: {n} of {len(todo)} done")))
+        write_text(report_dir / "results.json",
+                   checkpoint.text(snapshot(f"in progress: {len(outcomes)} of {len(todo)} done")))
 
     interrupted: str | None = None
     try:
-        run_until_signalled(_run_items(profile, todo, args.retries, progress, finished, keep))
+        run_until_signalled(run_all(profile, todo, jobs=args.jobs, retries=args.retries, keep=keep,
+                                    on_start=lambda n, item: progress.start(n, _label(item)), on_done=finished))
     except Interrupted as exc:
         interrupted = str(exc)
     except Exception as exc:  # a harness bug: keep what was measured, say so, never read as "not conformant"
@@ -265,18 +277,13 @@ def run_agent(args: argparse.Namespace, agent: str, report_dir: Path) -> int:
     return EXIT_OK if run.verdict.ok and not survived else EXIT_NOT_CONFORMANT
 
 
-async def _run_items(profile: Profile, items: list[WorkItem], retries: int, progress: Progress,
-                     finished: Any, keep: Path | None) -> None:
-    for n, item in enumerate(items, 1):
-        progress.start(n, _label(item))
-        outcome = await run_item(profile, item, retries=retries, keep=keep)
-        finished(n, item, outcome)
-
-
 def _summary(run: RunResult, failpoints: dict[str, tuple[str, ...]], written: list[Path]) -> None:
     print()
     print(scoreboard([t for t in run.tasks if t.mutant is None]))
     print(latency_table(run.latencies))
+    if run.concurrent:
+        print(f"({len(run.concurrent)} latency sample(s) timed beside another task run are kept apart in "
+              "concurrent_latencies, out of the table and the gate: docs/parallel.md)")
     if failpoints:
         print(mutation_table(run))
     print(format_written(written))
@@ -302,7 +309,7 @@ def _failpoints(args: argparse.Namespace, profile: Profile) -> dict[str, tuple[s
     return {f: failpoints[f] for f in chosen} if chosen else failpoints
 
 
-def _resumed(path: str, profile: Profile, items: list[WorkItem]) -> tuple[list[TaskResult], list[Any]]:
+def _resumed(path: str, profile: Profile, items: list[WorkItem]) -> tuple[list[TaskResult], RunResult]:
     """The finished task runs of an earlier, incomplete run of the same work."""
     try:
         earlier = load_results(path)
@@ -313,8 +320,10 @@ def _resumed(path: str, profile: Profile, items: list[WorkItem]) -> tuple[list[T
     wanted = {i.key for i in items}
     kept = [t for t in earlier.tasks if _key(t) in wanted and t.status is not RunStatus.ERRORED]
     keys = {(t.task, t.adapter, t.repeat) for t in kept}
-    samples = [s for s in earlier.latencies if (s.task, s.adapter, s.repeat) in keys]
-    return kept, samples
+    def ours(samples: tuple[LatencySample, ...]) -> tuple[LatencySample, ...]:
+        return tuple(s for s in samples if (s.task, s.adapter, s.repeat) in keys)
+
+    return kept, RunResult(run={}, tasks=(), latencies=ours(earlier.latencies), concurrent=ours(earlier.concurrent))
 
 
 def _key(t: TaskResult) -> str:

@@ -13,11 +13,17 @@ from harness.planning import WorkItem
 
 
 def latencies(item: WorkItem, agent: str, obs: Observation) -> list[LatencySample]:
-    samples: list[LatencySample] = []
+    return [sample for sample, _ in timed_latencies(item, agent, obs)]
 
-    def add(lid: str, value: int, **detail: Any) -> None:
-        samples.append(LatencySample(lid, int(value), agent, item.adapter, item.variant, item.repeat,
-                                     {"driver": item.driver, **detail}))
+
+def timed_latencies(item: WorkItem, agent: str, obs: Observation) -> list[tuple[LatencySample, int]]:
+    """Each sample with the ``monotonic_ns`` its interval began at (it ends ``value_ns``
+    later): whether it was timed alone is decided on that interval (``harness.alone``)."""
+    samples: list[tuple[LatencySample, int]] = []
+
+    def add(lid: str, value: int, *, start_ns: int, **detail: Any) -> None:
+        samples.append((LatencySample(lid, int(value), agent, item.adapter, item.variant, item.repeat,
+                                      {"driver": item.driver, **detail}), start_ns))
 
     records = obs.records
     # L1 and L2 are aborts mid-stream; a Stop inside a tool is timed by L3 (the tree kill).
@@ -25,18 +31,19 @@ def latencies(item: WorkItem, agent: str, obs: Observation) -> list[LatencySampl
         if item.driver == "inproc":  # the settlement the API reported, stamped when the agent settled
             after = [s.mono_ns for s in obs.settlements if s.mono_ns >= stop.mono_ns]
             if after:
-                add("L1", after[0] - stop.mono_ns)
+                add("L1", after[0] - stop.mono_ns, start_ns=stop.mono_ns)
         if stop.request is not None:  # L2 needs a real connection: the server's own record
             gone = [r["mono_ns"] for r in records if r.get("kind") == "disconnect" and r.get("source") == "server"
                     and r.get("request") == stop.request and r["mono_ns"] >= stop.mono_ns]
             if gone:
-                add("L2", gone[0] - stop.mono_ns, request=stop.request)
+                add("L2", gone[0] - stop.mono_ns, start_ns=stop.mono_ns, request=stop.request)
     for w in obs.windows:
         if w.stop_ns is not None and w.gone_ns is not None:
-            add("L3", w.gone_ns - w.stop_ns, window=w.window, processes=len(w.pids))
+            add("L3", w.gone_ns - w.stop_ns, start_ns=w.stop_ns, window=w.window, processes=len(w.pids))
     for e in obs.exits:
         if e.timeout_s is not None and e.expect == "timeout":
-            add("L4", e.ended_ns - (e.started_ns + int(e.timeout_s * 1e9)), timeout_s=e.timeout_s,
+            due_ns = e.started_ns + int(e.timeout_s * 1e9)
+            add("L4", e.ended_ns - due_ns, start_ns=min(due_ns, e.ended_ns), timeout_s=e.timeout_s,
                 returncode=e.returncode)
     for restart in obs.restarts:
         if restart.damage == "mid-file":
@@ -50,5 +57,5 @@ def latencies(item: WorkItem, agent: str, obs: Observation) -> list[LatencySampl
             spawned = follow
         first = next((r for r in records if r.get("kind") == "request" and r["mono_ns"] > spawned), None)
         if first is not None:
-            add("L7", first["mono_ns"] - spawned, request=first.get("request"))
+            add("L7", first["mono_ns"] - spawned, start_ns=spawned, request=first.get("request"))
     return samples

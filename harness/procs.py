@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import select
 import signal
 import threading
 import time
@@ -158,24 +159,128 @@ def leftovers(refs: Iterable[ProcRef]) -> list[ProcRef]:
     return [r for r in refs if r.alive()]
 
 
+def pidfd_of(ref: ProcRef) -> int | None:
+    """A pidfd naming ``ref``'s process for as long as it is open, or None when the process
+    is gone already (dead, a zombie, or its PID taken by another). Raises ``OSError`` (or
+    ``AttributeError``) where the kernel or Python has no pidfds.
+
+    The PID is checked against the start time only after the pidfd is open: from then on the
+    pidfd cannot come to name another process, so the check holds for the pidfd's life.
+    """
+    try:
+        fd = os.pidfd_open(ref.pid)
+    except ProcessLookupError:
+        return None
+    if not ref.alive():
+        os.close(fd)
+        return None
+    return fd
+
+
+def _pidfds(refs: Sequence[ProcRef]) -> list[int] | None:
+    """Pinned pidfds of those of ``refs`` still alive; None where pidfds are missing."""
+    fds: list[int] = []
+    try:
+        for ref in refs:
+            fd = pidfd_of(ref)
+            if fd is not None:
+                fds.append(fd)
+    except (AttributeError, OSError):
+        for fd in fds:
+            os.close(fd)
+        return None
+    return fds
+
+
 def wait_gone(refs: Sequence[ProcRef], *, deadline_s: float, cancel: threading.Event | None = None,
               interval_s: float = 0.0005) -> int | None:
-    """Poll until every process is gone; the ``monotonic_ns`` when the last was seen gone.
-
-    A tight loop on purpose: this measures L3 (Stop → last process of the tree gone), so the
-    resolution must be well below the figure measured. Returns None at the deadline or when
-    ``cancel`` is set first.
-    """
+    """Block until every process is gone; the ``monotonic_ns`` when the last was seen gone,
+    or None at the deadline (or once ``cancel`` is set). A pidfd turns readable the moment its
+    process exits, so this sleeps in ``poll`` and wakes on the exit; without pidfds (or with a
+    ``cancel`` to notice) it polls every ``interval_s``."""
     end = time.monotonic() + deadline_s
-    pending = list(refs)
-    while True:
-        pending = [r for r in pending if r.alive()]
+    fds = _pidfds(refs) if cancel is None else None
+    if fds is None:
+        pending = list(refs)
+        while True:
+            pending = [r for r in pending if r.alive()]
+            if not pending:
+                return time.monotonic_ns()
+            if time.monotonic() > end or (cancel is not None and cancel.is_set()):
+                return None
+            time.sleep(interval_s)
+    poller = select.poll()
+    for fd in fds:
+        poller.register(fd, select.POLLIN)
+    try:
+        while fds:
+            left_ms = max(0, int((end - time.monotonic()) * 1000))
+            for fd, _ in poller.poll(left_ms):
+                poller.unregister(fd)
+                fds.remove(fd)
+                os.close(fd)
+            if fds and time.monotonic() > end:
+                return None
+        return time.monotonic_ns()
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+class GoneWatch:
+    """When the last of some processes was gone, stamped on the event-loop pass that sees it.
+
+    Each process's pidfd is watched by the loop's own selector: no thread, no polling, and
+    no wait for the GIL behind a polling thread (a stopwatch for L3 must be well below the
+    milliseconds it measures). Without pidfds, a thread polls (``wait_gone``). ``finish``
+    ends the watch and says when the tree was gone, if it was: one found gone only at that
+    moment is stamped then, never earlier.
+    """
+
+    def __init__(self, refs: Sequence[ProcRef], *, deadline_s: float):
+        self.gone_ns: int | None = None
+        self._loop = asyncio.get_running_loop()
+        self._fds = _pidfds(refs)
+        self._cancel = threading.Event()
+        self._thread: asyncio.Future[int | None] | None = None
+        self._deadline: asyncio.TimerHandle | None = None
+        if self._fds is None:
+            self._thread = asyncio.ensure_future(asyncio.to_thread(
+                wait_gone, refs, deadline_s=deadline_s, cancel=self._cancel))
+        elif not self._fds:
+            self.gone_ns = time.monotonic_ns()
+        else:
+            for fd in self._fds:
+                self._loop.add_reader(fd, self._seen, fd)
+            self._deadline = self._loop.call_later(deadline_s, self._close)
+
+    def _seen(self, fd: int) -> None:
         now = time.monotonic_ns()
-        if not pending:
-            return now
-        if time.monotonic() > end or (cancel is not None and cancel.is_set()):
-            return None
-        time.sleep(interval_s)
+        assert self._fds is not None
+        self._loop.remove_reader(fd)
+        os.close(fd)
+        self._fds.remove(fd)
+        if not self._fds:
+            self.gone_ns = now
+            self._close()
+
+    def _close(self) -> None:
+        for fd in self._fds or ():
+            self._loop.remove_reader(fd)
+            os.close(fd)
+        self._fds = []
+        if self._deadline is not None:
+            self._deadline.cancel()
+
+    async def finish(self) -> int | None:
+        if self._thread is not None:
+            self._cancel.set()
+            self.gone_ns = await self._thread
+        for fd in list(self._fds or ()):  # exited, its readiness not yet handled by the loop
+            if select.select([fd], [], [], 0)[0]:
+                self._seen(fd)
+        self._close()
+        return self.gone_ns
 
 
 def signal_pid(pid: int, sig: int) -> bool:

@@ -18,18 +18,19 @@ import re
 import shutil
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from fake_server import FakeServer
 from harness import secrets
+from harness.alone import Member, Stopwatch
 from harness.checks import run_checks
 from harness.containment import Containment, EndReport
 from harness.drivers import Driver, Unsupported, make_driver
 from harness.history import History
-from harness.measure import latencies
+from harness.measure import timed_latencies
 from harness.model import (
     AgentFailure,
     Attempt,
@@ -68,12 +69,13 @@ class HarnessError(Exception):
 @dataclass
 class ItemOutcome:
     result: TaskResult
-    latencies: list[LatencySample]
+    latencies: list[LatencySample]  # timed alone
     observation: Observation | None
+    concurrent: list[LatencySample] = dataclasses.field(default_factory=list)  # timed beside other runs
 
 
 async def run_item(profile: Profile, item: WorkItem, *, retries: int = DEFAULT_RETRIES,
-                   keep: Path | None = None) -> ItemOutcome:
+                   keep: Path | None = None, stopwatch: Stopwatch | None = None) -> ItemOutcome:
     """Run one work item start to finish, again while the race it meant to run did not
     happen (each earlier try is kept in ``attempts``); never leaves a process, nor a folder
     unless ``keep`` names where each try's run folder stays (its evidence says which)."""
@@ -82,7 +84,7 @@ async def run_item(profile: Profile, item: WorkItem, *, retries: int = DEFAULT_R
     attempts: list[Attempt] = []
     while True:
         root = kept_dir(keep, item, len(attempts) + 1) if keep is not None else None
-        outcome = await run_once(profile, item, run_root=root,
+        outcome = await run_once(profile, item, run_root=root, stopwatch=stopwatch,
                                  timeout_factor=RETRY_TIMEOUT_FACTOR ** len(attempts))
         if root is not None:
             outcome.result = dataclasses.replace(outcome.result,
@@ -105,15 +107,29 @@ def kept_dir(keep: Path, item: WorkItem, attempt: int) -> Path:
 
 
 async def run_once(profile: Profile, item: WorkItem, *, run_root: Path | None = None,
-                   timeout_factor: float = 1.0) -> ItemOutcome:
-    """One try of ``item``; its run folder is removed afterwards unless it is ``run_root``."""
+                   timeout_factor: float = 1.0, stopwatch: Stopwatch | None = None) -> ItemOutcome:
+    """One try of ``item``; its run folder is removed afterwards unless it is ``run_root``.
+    Beside other task runs (``stopwatch`` shared with them) its harness work and its spans
+    take turns with theirs (``harness.alone``)."""
+    opened: list[Containment] = []
+    member = (stopwatch or Stopwatch()).join(lambda deadline: bool(opened) and opened[0].pause(deadline),
+                                             lambda: opened[0].resume() if opened else None)
+    try:
+        async with member.working():
+            dirs = RunDirs.create(run_root)
+            opened.append(await asyncio.to_thread(Containment.open, dirs.root, os.urandom(8).hex()))
+        return await _run_contained(profile, item, dirs, opened[0], member, run_root, timeout_factor)
+    finally:
+        await member.leave()
+
+
+async def _run_contained(profile: Profile, item: WorkItem, dirs: RunDirs, containment: Containment,
+                         member: Member, run_root: Path | None, timeout_factor: float) -> ItemOutcome:
     started = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     t0_ns = time.monotonic_ns()
-    dirs = RunDirs.create(run_root)
     api_key = canary_key()
     history = History()
     reader = get_reader(profile.log_reader)
-    containment = await asyncio.to_thread(Containment.open, dirs.root, os.urandom(8).hex())
     outlived: EndReport | None = None
     driver: Driver | None = None
     window_refs: list[ProcRef] = []
@@ -123,28 +139,35 @@ async def run_once(profile: Profile, item: WorkItem, *, run_root: Path | None = 
                                 env_extra=containment.env, preexec=containment.preexec())
             driver = make_driver(item.driver, ctx, history)
             run = TaskRun(profile=profile, driver=driver, server=server, history=history, reader=reader,
-                          timeout_factor=timeout_factor)
+                          timeout_factor=timeout_factor, member=member)
             failure: AgentFailure | None = None
             try:
                 await play(run, item.task.steps, profile.budgets)
             except AgentFailed as exc:
                 failure = exc.failure
             finally:
-                window_refs = await run.record_windows()  # before the agent ends: what outlived its tools is evidence
-                await driver.close()
-                await asyncio.to_thread(kill_all, window_refs)
-                # Whatever is still alive now no PID led to: daemons, escapees. Found, ended, reported.
-                outlived = await asyncio.to_thread(containment.end, CONTAIN_BUDGET_S)
-            final = run.capture("final")
+                async with member.working():
+                    window_refs = await run.record_windows()  # before the agent ends: what outlived its tools
+                    await driver.close()
+                    await asyncio.to_thread(kill_all, window_refs)
+                    # Whatever is still alive now no PID led to: daemons, escapees. Found, ended, reported.
+                    outlived = await asyncio.to_thread(containment.end, CONTAIN_BUDGET_S)
+            async with member.working():
+                final = run.capture("final")
             records = tuple(r.to_json() for r in server.records)  # the observation's plain, versioned form
-        obs = observe(item, profile, history=history, records=records, reader=reader, final=final,
-                      log_path=driver.log_path, transcript=driver.transcript(), api_key=api_key,
-                      canary_hits=secrets.scan_files(api_key, dirs.root, dirs.profile_files), failure=failure)
-        checks = run_checks(obs, dict(item.task.checks))
-        result = _result(profile, item, started, t0_ns, checks, RunStatus.RAN, failure.what if failure else None,
-                         obs, final, _contained(containment, outlived))
-        samples = latencies(item, profile.name, obs) if item.mutant is None else []
-        return ItemOutcome(_redacted(result, api_key), samples, obs)
+        async with member.working():
+            obs = observe(item, profile, history=history, records=records, reader=reader, final=final,
+                          log_path=driver.log_path, transcript=driver.transcript(), api_key=api_key,
+                          canary_hits=secrets.scan_files(api_key, dirs.root, dirs.profile_files), failure=failure)
+            checks = run_checks(obs, dict(item.task.checks))
+            result = _result(profile, item, started, t0_ns, checks, RunStatus.RAN,
+                             failure.what if failure else None, obs, final, _contained(containment, outlived))
+            alone: list[LatencySample] = []
+            concurrent: list[LatencySample] = []
+            for sample, start_ns in timed_latencies(item, profile.name, obs) if item.mutant is None else ():
+                timed_alone = member.alone_between(start_ns, start_ns + abs(sample.value_ns))
+                (alone if timed_alone else concurrent).append(sample)
+            return ItemOutcome(_redacted(result, api_key), alone, obs, concurrent)
     except NotExercised as exc:
         result = _result(profile, item, started, t0_ns, _all(item, skipped, f"not exercised: {exc}"),
                          RunStatus.NOT_EXERCISED, str(exc), None, None)
@@ -164,15 +187,16 @@ async def run_once(profile: Profile, item: WorkItem, *, run_root: Path | None = 
         result = _result(profile, item, started, t0_ns, (), RunStatus.ERRORED, reason, None, None)
         return ItemOutcome(_redacted(result, api_key), [], None)
     finally:
-        last = await asyncio.to_thread(containment.end, CONTAIN_BUDGET_S)  # on every path, before the folder goes
-        agent_refs = driver.processes() if driver is not None else []
-        if run_root is None:
-            shutil.rmtree(dirs.root, ignore_errors=True)
-        left = await asyncio.to_thread(leftovers, agent_refs + window_refs)
-        if last.survivors or (left and await asyncio.to_thread(kill_all, left)):
-            survivors = [m.to_json() for m in last.survivors] + [r.to_json() for r in left]
-            raise HarnessError(f"{item.key}: processes survived SIGKILL: {survivors}")
-        containment.close()
+        async with member.working():
+            last = await asyncio.to_thread(containment.end, CONTAIN_BUDGET_S)  # on every path, before the folder goes
+            agent_refs = driver.processes() if driver is not None else []
+            if run_root is None:
+                shutil.rmtree(dirs.root, ignore_errors=True)
+            left = await asyncio.to_thread(leftovers, agent_refs + window_refs)
+            if last.survivors or (left and await asyncio.to_thread(kill_all, left)):
+                survivors = [m.to_json() for m in last.survivors] + [r.to_json() for r in left]
+                raise HarnessError(f"{item.key}: processes survived SIGKILL: {survivors}")
+            containment.close()
 
 
 def _all(item: WorkItem, verdict: Callable[[str, str], CheckResult], summary: str) -> tuple[CheckResult, ...]:
@@ -245,18 +269,3 @@ def _evidence(profile: Profile, item: WorkItem, obs: Observation, final: LogCapt
 def _redacted(result: TaskResult, api_key: str) -> TaskResult:
     """The one place a run's key leaves its result: everything after this is safe to write."""
     return TaskResult.from_json(secrets.redact(result.to_json(), [api_key]))
-
-
-async def run_items(profile: Profile, items: Sequence[WorkItem], *, retries: int = DEFAULT_RETRIES,
-                    on_done: Callable[[int, WorkItem, ItemOutcome], None] | None = None,
-                    on_start: Callable[[int, WorkItem], None] | None = None) -> list[ItemOutcome]:
-    """Run the items one after another (timings must not compete for the two cores)."""
-    outcomes = []
-    for n, item in enumerate(items, 1):
-        if on_start:
-            on_start(n, item)
-        outcome = await run_item(profile, item, retries=retries)
-        outcomes.append(outcome)
-        if on_done:
-            on_done(n, item, outcome)
-    return outcomes

@@ -43,6 +43,9 @@ SEND_EXPECT = ("completed", "error", "stopped", "timeout")
 DAMAGE_KINDS = ("torn-tail", "mid-file")
 IDLE_GRACE_S = 1.0  # failsafe: a beacon posted just before the agent went idle may still be in flight
 DRAIN_BUDGET_S = 2.0  # failsafe: how long a Stop mid-stream waits for the agent to read what was flushed
+# Steps whose own work runs in the harness's loop (spawning, typing, reading the store): they
+# wait while another task run times something (harness.alone). A wait or a settle only listens.
+HARNESS_WORK = ("send", "kill", "damage", "queue", "cancel-queued")
 
 
 class AgentFailed(Exception):
@@ -196,6 +199,7 @@ async def _stop(run: TaskRun, step: Step) -> None:
     chunks_seen = None
     if phase == "stream" and request is not None and run.driver.name != "inproc":
         chunks_seen = await run.chunks_read_by_agent(request, DRAIN_BUDGET_S)
+    await run.member.take()  # from Stop until the turn settled: L1, L2, L3 are timed alone
     delivery = await run.driver.stop(step.get("source", "user"), phase=phase, request=request, window=window,
                                      chunks_seen=chunks_seen)
     if not delivery.exercised:
@@ -211,6 +215,7 @@ async def _stop(run: TaskRun, step: Step) -> None:
 async def _settle(run: TaskRun, step: Step) -> None:
     settlement = await run.driver.settle()
     run.disarm_timeout()
+    await run.end_span()
     exit_ = run.history.last(ProcessExit)
     if (exit_ is not None and exit_.timeout_s is not None and exit_.ended_ns == settlement.mono_ns
             and run.timeout_by_agent):
@@ -259,8 +264,10 @@ def _validate_restart(step: Step, item: str, fail: Fail, state: ParseState) -> N
 
 async def _restart(run: TaskRun, step: Step) -> None:
     number = len(run.history.of(Restart)) + 1
+    await run.member.take()  # from the restart until the agent's first request: L7 is timed alone
     before = run.capture(f"before restart {number}")
     restart_ns = time.monotonic_ns()
+    run.end_span_at_next_request(restart_ns)
     run.restarted = True
     # No race with the killed agent's idleness here: it is the new process that must come up,
     # and a driver's restart ends on its own when that process exits instead.
@@ -357,29 +364,45 @@ def parse_steps(steps: Any, fail: Fail, drivers: tuple[str, ...]) -> tuple[Step,
 
 
 async def play(run: TaskRun, steps: tuple[Step, ...], budgets: Budgets) -> None:
-    """Each step in order, each under its budget."""
-    for step in steps:
-        kind = STEPS[step.do]
-        budget = kind.budget(budgets)
-        cpu_before = starvation.sample(_agent_pids(run))
-        try:
-            async with asyncio.timeout(budget):
+    """Each step in order, each under its budget; whatever span is open at the end is closed."""
+    try:
+        for step in steps:
+            await _play_step(run, step, budgets)
+    finally:
+        await run.end_span()
+
+
+async def _play_step(run: TaskRun, step: Step, budgets: Budgets) -> None:
+    kind = STEPS[step.do]
+    budget = kind.budget(budgets)
+    cpu_before = starvation.sample(_agent_pids(run))
+    paused_before = run.member.paused_ns()
+    try:
+        async with asyncio.timeout(budget):
+            if step.do in HARNESS_WORK:
+                async with run.member.working():
+                    await kind.execute(run, step)
+            else:
                 await kind.execute(run, step)
-        except DriverError as exc:
-            # The driver could not do the step: the agent's fault when its process is gone
-            # (it exited before its prompt, say), the harness's otherwise.
-            exit_ = await run.driver.exited()
-            if exit_ is None:
-                raise
-            raise AgentFailed(run.failure(step, _awaited(step), f"{exc} (the agent exited)", exit_)) from None
-        except TimeoutError:
-            use = starvation.between(cpu_before, starvation.sample(_agent_pids(run)))
-            overrun = (f"the agent did not get there within the {budget:g} s budget of {step.do!r} steps "
-                       f"([timeouts] in its profile): {use.describe()}")
-            if use.starved:
-                raise NotExercised(f"step {step.index} ({step.do}): {overrun} — the machine, not the agent, "
-                                   "decided it") from None
-            raise AgentFailed(run.failure(step, _awaited(step), f"{overrun}; last seen: {run.last_seen()}")) from None
+    except DriverError as exc:
+        # The driver could not do the step: the agent's fault when its process is gone
+        # (it exited before its prompt, say), the harness's otherwise.
+        exit_ = await run.driver.exited()
+        if exit_ is None:
+            raise
+        raise AgentFailed(run.failure(step, _awaited(step), f"{exc} (the agent exited)", exit_)) from None
+    except TimeoutError:
+        use = starvation.between(cpu_before, starvation.sample(_agent_pids(run)))
+        overrun = (f"the agent did not get there within the {budget:g} s budget of {step.do!r} steps "
+                   f"([timeouts] in its profile): {use.describe()}")
+        paused_s = (run.member.paused_ns() - paused_before) / 1e9
+        if paused_s >= budget * starvation.STARVED_SHARE:
+            raise NotExercised(f"step {step.index} ({step.do}): {overrun}; it was paused {paused_s:.2f} s for "
+                               "other task runs' timing (--jobs) — the harness, not the agent, decided it") from None
+        if use.starved:
+            raise NotExercised(f"step {step.index} ({step.do}): {overrun} — the machine, not the agent, "
+                               "decided it") from None
+        raise AgentFailed(run.failure(step, _awaited(step), f"{overrun}; last seen: {run.last_seen()}")) from None
 
 
 def _agent_pids(run: TaskRun) -> list[int]:

@@ -10,30 +10,32 @@ from __future__ import annotations
 
 import asyncio
 import signal
-import threading
 import time
 from collections.abc import Awaitable
 from typing import Any, TypeVar
 
 from fake_server import records
+from harness.alone import Member, Stopwatch
 from harness.drivers import Driver, DriverError
 from harness.history import History
 from harness.model import AgentFailure, LogCapture, ProcessExit, StopDelivery, WindowObservation
-from harness.procs import ProcRef, leftovers, wait_gone
+from harness.procs import GoneWatch, ProcRef, leftovers
 from harness.profiles import Profile
 from harness.readers import CannotDamage, Damage, Reader, capture
 from harness.sockets import unread_bytes
 from harness.steps import IDLE_GRACE_S, AgentFailed, NotExercised, Step
 
 T = TypeVar("T")
-WINDOW_WATCH_S = 600.0  # windows hold at most 600 s; the watch is cancelled at the task's end
+WINDOW_WATCH_S = 600.0  # windows hold at most 600 s; the watch is finished at the task's end
 RECORDS_IN_FAILURE = 8
+TIMEOUT_SPAN_LEAD_S = 0.2  # a turn's timeout span begins this long before its deadline
 
 
 class TaskRun:
     def __init__(self, *, profile: Profile, driver: Driver, server: Any, history: History, reader: Reader | None,
-                 timeout_factor: float = 1.0):
+                 timeout_factor: float = 1.0, member: Member | None = None):
         self.profile = profile
+        self.member = member or Stopwatch().join(lambda deadline: False, lambda: None)
         self.timeout_factor = timeout_factor  # the task's turn timeouts are this many times longer (a retry)
         self.driver = driver
         self.server = server
@@ -48,8 +50,8 @@ class TaskRun:
         self._timeout_due_ns: int | None = None
         self._watchdog: asyncio.TimerHandle | None = None
         self._watchdog_task: asyncio.Task[StopDelivery] | None = None
-        self._tree_watch: dict[str, asyncio.Task[int | None]] = {}
-        self._watch_cancel = threading.Event()
+        self._tree_watch: dict[str, GoneWatch] = {}
+        self._span_tasks: set[asyncio.Task[None]] = set()  # a span begun or ended by an event, not a step
         self._turn_started_ns = 0
 
     @property
@@ -66,13 +68,40 @@ class TaskRun:
 
     def arm_timeout(self, timeout_s: float, *, watchdog: bool) -> None:
         """A turn with timeout T: the agent's own ``--timeout`` when its profile has one,
-        else the harness plays CI's watchdog and sends the profile's watchdog signal at T."""
+        else the harness plays CI's watchdog and sends the profile's watchdog signal at T.
+        Its span (L4, and L3 of a window it ends) begins ``TIMEOUT_SPAN_LEAD_S`` before T."""
         self._timeout_due_ns = self._turn_started_ns + int(timeout_s * 1e9)
         self.timeout_by_agent = not watchdog
+        loop = asyncio.get_running_loop()
+        delay = max(0.0, (self._timeout_due_ns - time.monotonic_ns()) / 1e9)
+        self._spawn_span(self._take_after(max(0.0, delay - TIMEOUT_SPAN_LEAD_S)))
         if watchdog:
-            loop = asyncio.get_running_loop()
-            delay = max(0.0, (self._timeout_due_ns - time.monotonic_ns()) / 1e9)
             self._watchdog = loop.call_later(delay, self._fire_watchdog)
+
+    # -- spans: where something is timed (harness.alone) ----------------------------------------
+    async def _take_after(self, delay_s: float) -> None:
+        await asyncio.sleep(delay_s)  # a deadline known in advance, not a wait for an effect
+        await self.member.take()
+
+    def end_span_at_next_request(self, after_ns: int) -> None:
+        """The span of a restart ends with the agent's first request after it (L7)."""
+        async def first_request() -> None:
+            await self.server.records.wait_for(
+                lambda r: isinstance(r, records.Request) and r.mono_ns > after_ns, "the first request")
+            await self.member.give()
+        self._spawn_span(first_request())
+
+    def _spawn_span(self, work: Awaitable[None]) -> None:
+        task: asyncio.Task[None] = asyncio.ensure_future(work)
+        self._span_tasks.add(task)
+        task.add_done_callback(self._span_tasks.discard)
+
+    async def end_span(self) -> None:
+        """The effects awaited are in (or the steps are over): other runs go on."""
+        for task in list(self._span_tasks):
+            task.cancel()
+        await asyncio.gather(*self._span_tasks, return_exceptions=True)
+        await self.member.give()
 
     def _fire_watchdog(self) -> None:
         phase, request, window = self.beacon_context()
@@ -179,24 +208,22 @@ class TaskRun:
 
     # -- windows -------------------------------------------------------------------------------
     def watch_tree(self, record: records.Window) -> None:
-        """Watch a window's tree from the moment it opened until it is gone (a tight psutil
-        loop in a thread): whatever ends it — Stop, a timeout, a kill, a restart's reaping —
-        the moment is known, and L3 is that moment minus the Stop."""
+        """Watch a window's tree from the moment it opened until it is gone (its pidfds, in
+        the loop's selector): whatever ends it — Stop, a timeout, a kill, a restart's
+        reaping — the moment is known, and L3 is that moment minus the Stop."""
         refs = [ProcRef(p.pid, p.create_time, p.role) for p in record.pids]
-        self._tree_watch[record.window] = asyncio.create_task(asyncio.to_thread(
-            wait_gone, refs, deadline_s=WINDOW_WATCH_S, cancel=self._watch_cancel))
+        self._tree_watch[record.window] = GoneWatch(refs, deadline_s=WINDOW_WATCH_S)
 
     async def record_windows(self) -> list[ProcRef]:
         """Every window the server saw, into the history: its tree, when Stop hit it, when it
         was gone, survivors. Returns the windows' processes (for the final cleanup)."""
         if self._watchdog_task is not None:
             await asyncio.gather(self._watchdog_task, return_exceptions=True)
-        self._watch_cancel.set()
         refs: list[ProcRef] = []
         for record in [r for r in self.server.records if isinstance(r, records.Window)]:
             wid = record.window
             tree = [ProcRef(p.pid, p.create_time, p.role) for p in record.pids]
-            gone_ns = await self._tree_watch[wid] if wid in self._tree_watch else None
+            gone_ns = await self._tree_watch[wid].finish() if wid in self._tree_watch else None
             survivors = tuple(r.to_json() for r in leftovers(tree))
             watchdog = next((s.mono_ns for s in self.history.of(StopDelivery)
                              if s.by == "watchdog" and s.exercised and s.window == wid), None)

@@ -15,8 +15,8 @@ import os
 import signal
 import sys
 import time
-from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 from . import failpoints, log
 from .api import default_sessions_dir, fork, latest_session_id, log_path_of, open_session
@@ -36,16 +36,27 @@ def exit_code_for(settlement: dict, stop_source: str | None) -> int:
 
 
 def _version() -> str:
+    from importlib import metadata  # only for --version: it costs every start ~30 ms
+
     try:
         return metadata.version("stopbench")
     except metadata.PackageNotFoundError:
         return "0+unknown"
 
 
+class _VersionAction(argparse.Action):
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, **kwargs: Any):
+        super().__init__(option_strings, dest, nargs=0, help="show the version and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any) -> None:
+        print(f"refagent {_version()}")
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="refagent",
                                      description="A small coding agent that keeps the interruption contract.")
-    parser.add_argument("--version", action="version", version=f"refagent {_version()}")
+    parser.add_argument("--version", action=_VersionAction)
     sub = parser.add_subparsers(dest="command", required=True)
 
     def session_options(p: argparse.ArgumentParser) -> None:

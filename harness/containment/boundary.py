@@ -114,6 +114,19 @@ class Containment:
 
         return join_then
 
+    # -- pausing (harness.alone) ------------------------------------------------------------
+    def pause(self, deadline: float) -> bool:
+        """Freeze every process of the run: they neither run nor notice. False where this
+        kind cannot (env-tag: no freezer), or once the run's cgroup is gone."""
+        if self._cgroup is None or self._closed:
+            return False
+        self._cgroup.freeze(deadline)
+        return True
+
+    def resume(self) -> None:
+        if self._cgroup is not None and not self._closed:
+            self._cgroup.thaw()
+
     # -- finding and ending ------------------------------------------------------------------
     def members(self) -> list[Member]:
         """Every live process in the containment (zombies are gone; see the package docstring)."""

@@ -128,6 +128,9 @@ class TerminalDriver(DriverBase):
         # pexpect sleeps 50 ms in every send() by default: a blocking sleep on the event loop
         # that would also land inside every Stop latency measured through keys.
         self._child.delaybeforesend = None
+        # ptyprocess sleeps 100 ms in every close(), "to give the kernel time": this driver
+        # closes a terminal only once its agent has exited and been waited for.
+        self._child.ptyproc.delayafterclose = 0
         self._refs.append(ProcRef.of(self._child.pid, "resume" if resume else "chat"))
         os.set_blocking(self._child.child_fd, False)
         loop = asyncio.get_running_loop()

@@ -271,6 +271,9 @@ class RunResult:
     run: Mapping[str, Any]  # agent, version, profile and hash, host, python, start, end, shard, incomplete
     tasks: tuple[TaskResult, ...]
     latencies: tuple[LatencySample, ...]
+    # Samples timed while another task run worked (``--jobs``; harness.alone): kept apart, so
+    # that no table, board or gate built from ``latencies`` can count them by mistake.
+    concurrent: tuple[LatencySample, ...] = ()
 
     @property
     def verdict(self) -> Verdict:
@@ -285,14 +288,17 @@ class RunResult:
     def conformant(self) -> bool:
         return self.verdict.ok
 
+    def head_json(self) -> dict[str, Any]:
+        """Everything but the task runs and the latency samples, in the file's order."""
+        return {"format": RESULTS_FORMAT, "version": RESULTS_VERSION, "run": dict(self.run),
+                "verdict": self.verdict.value}
+
     def to_json(self) -> dict[str, Any]:
         return {
-            "format": RESULTS_FORMAT,
-            "version": RESULTS_VERSION,
-            "run": dict(self.run),
-            "verdict": self.verdict.value,
+            **self.head_json(),
             "tasks": [t.to_json() for t in self.tasks],
             "latencies": [s.to_json() for s in self.latencies],
+            **({"concurrent_latencies": [s.to_json() for s in self.concurrent]} if self.concurrent else {}),
         }
 
     @classmethod
@@ -306,4 +312,5 @@ class RunResult:
             run=data["run"],
             tasks=tuple(TaskResult.from_json(t) for t in data["tasks"]),
             latencies=tuple(LatencySample.from_json(s) for s in data["latencies"]),
+            concurrent=tuple(LatencySample.from_json(s) for s in data.get("concurrent_latencies", ())),
         )

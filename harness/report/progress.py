@@ -51,10 +51,11 @@ class Progress:
         self.stream = stream or sys.stderr
         self.live = self.stream.isatty()
         self.t0 = time.monotonic()
+        self.finished = 0  # items end out of order beside each other (--jobs)
 
     def start(self, n: int, label: str) -> None:
         if self.live:
-            self._line(f"{self._bar(n - 1)} {n}/{self.total} {label} …")
+            self._line(f"{self._bar(self.finished)} {n}/{self.total} {label} …")
 
     def done(self, n: int, label: str, result: TaskResult) -> None:
         verdict = task_verdict(result)
@@ -63,11 +64,12 @@ class Progress:
             word = "error"
         tries = len(result.attempts)
         retried = f", {tries} retr{'ies' if tries > 1 else 'y'}" if tries else ""
-        text = f"{self._bar(n)} {n}/{self.total} {label}: {word} ({result.duration_s:.1f} s{retried})"
+        self.finished += 1
+        text = f"{self._bar(self.finished)} {n}/{self.total} {label}: {word} ({result.duration_s:.1f} s{retried})"
         why = _why(result, verdict)
         if self.live:
             self._line(text)
-            if why or n == self.total:
+            if why or self.finished == self.total:
                 self.stream.write("\n")
         else:
             self.stream.write(text + "\n")

@@ -8,10 +8,10 @@ the whole run (``shard`` null, ``started``/``ended`` spanning all shards, ``argv
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from harness.model import RunResult, TaskResult
+from harness.model import LatencySample, RunResult, TaskResult
 from harness.planning import ShardError, item_key, parse_shard
 
 # Run info that must agree between shards of one run (when present).
@@ -67,12 +67,15 @@ def merge(results: Sequence[RunResult]) -> RunResult:
     task_key = _canonical_order(first)
     tasks = sorted((t for r in ordered for t in r.tasks), key=lambda t: task_key(t.task, t.agent, t.adapter,
                                                                                    t.repeat, t.mutant))
-    latencies = sorted((s for r in ordered for s in r.latencies),
-                       key=lambda s: (task_key(s.task, s.agent, s.adapter, s.repeat, None), s.latency))
+    def samples(of: Callable[[RunResult], Sequence[LatencySample]]) -> tuple[LatencySample, ...]:
+        return tuple(sorted((s for r in ordered for s in of(r)),
+                            key=lambda s: (task_key(s.task, s.agent, s.adapter, s.repeat, None), s.latency)))
+
     run = _merged_run(ordered)
     if any("mutation" in r.run for r in ordered):
         run["mutation"] = _merged_mutation(ordered, tasks)
-    return RunResult(run=run, tasks=tuple(tasks), latencies=tuple(latencies))
+    return RunResult(run=run, tasks=tuple(tasks), latencies=samples(lambda r: r.latencies),
+                     concurrent=samples(lambda r: r.concurrent))
 
 
 def _merged_mutation(ordered: Sequence[RunResult], tasks: Sequence[TaskResult]) -> dict[str, Any]:

@@ -8,7 +8,7 @@ import time
 
 import psutil
 
-from harness.procs import ProcRef, kill_all, kill_tree, leftovers, spawn, tree, wait_gone
+from harness.procs import GoneWatch, ProcRef, kill_all, kill_tree, leftovers, spawn, tree, wait_gone
 
 # A child that starts two children, one of which leaves the session with setsid; once both
 # are ready it prints their PIDs and waits.
@@ -95,3 +95,38 @@ async def test_an_exit_is_stamped_off_the_pidfd(tmp_path):
     assert stamp.ns is not None and killed_ns < stamp.ns <= time.monotonic_ns()
     stamp.close()
     stamp.close()             # idempotent: the driver closes it at settle and again at close
+
+
+async def test_gone_watch_stamps_the_last_exit_of_a_tree_without_polling(tmp_path):
+    procs = [await spawn([sys.executable, "-c", "import time; print('up', flush=True); time.sleep(120)"],
+                         env=dict(os.environ), cwd=str(tmp_path)) for _ in range(2)]
+    refs = [ProcRef.of(p.pid) for p in procs]
+    try:
+        for p in procs:
+            assert await asyncio.wait_for(p.stdout.readline(), 30) == b"up\n"
+        watch = GoneWatch(refs, deadline_s=60)
+        os.kill(procs[0].pid, signal.SIGKILL)
+        await asyncio.wait_for(procs[0].wait(), 30)
+        assert watch.gone_ns is None  # one of two is not the tree
+        killed_ns = time.monotonic_ns()
+        os.kill(procs[1].pid, signal.SIGKILL)
+        await asyncio.wait_for(procs[1].wait(), 30)  # reaped by asyncio: after the exit was seen
+        gone = await watch.finish()
+        assert gone is not None and gone >= killed_ns
+    finally:
+        kill_all(refs)
+
+
+async def test_gone_watch_finished_early_says_not_gone(tmp_path):
+    proc = await spawn([sys.executable, "-c", "import time; print('up', flush=True); time.sleep(120)"],
+                       env=dict(os.environ), cwd=str(tmp_path))
+    ref = ProcRef.of(proc.pid)
+    try:
+        assert await asyncio.wait_for(proc.stdout.readline(), 30) == b"up\n"
+        watch = GoneWatch([ref], deadline_s=60)
+        assert await watch.finish() is None
+        gone_before = GoneWatch([ProcRef(2**22 + 12345, 1.0)], deadline_s=60)  # no such process
+        assert gone_before.gone_ns is not None
+    finally:
+        kill_all([ref])
+        await asyncio.wait_for(proc.wait(), 30)

@@ -10,10 +10,10 @@ import jsonschema
 import pytest
 
 from harness.contract import LATENCY_IDS, Verdict
-from harness.model import RESULTS_FORMAT, RESULTS_VERSION, DecidedBy, Outcome, RunStatus, Tier
+from harness.model import RESULTS_FORMAT, RESULTS_VERSION, DecidedBy, Outcome, RunResult, RunStatus, Tier
 from harness.planning import shard_items
 from harness.report.shard import merge
-from harness.report.writer import results_text
+from harness.report.writer import ResultsCheckpoint, results_text
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = json.loads((ROOT / "harness/report/results.schema.json").read_text())
@@ -83,3 +83,14 @@ def test_every_schema_field_is_documented():
         fields |= set(part.get("properties", {}))
     fields |= set(SCHEMA["$defs"]["check"]["properties"]["evidence"]["properties"])
     assert fields - documented == set()
+
+
+def test_the_checkpoint_after_each_task_run_is_the_results_text(run, canary):
+    """The file rewritten after every task run, growing, is exactly the final writer's text:
+    parts serialized once are reused, the header (verdict, incomplete) is always new."""
+    checkpoint = ResultsCheckpoint()
+    for n in range(len(run.tasks) + 1):
+        grown = RunResult({**run.run, "incomplete": f"in progress: {n} done", "api_key": canary},
+                          run.tasks[:n], run.latencies[: n * 2])
+        assert checkpoint.text(grown) == results_text(grown)
+    assert canary not in checkpoint.text(grown)

@@ -1,0 +1,148 @@
+"""Task runs side by side, latencies timed alone (``stopbench run --jobs N``).
+
+Two task runs at once share two cores, the harness's event loop and the kernel's
+scheduler: a latency timed while another run works is partly the other run's. So runs
+overlap only where nothing is being timed:
+
+- A *span* is where a task run times something — from its Stop until the turn settled,
+  from a restart until the agent's first request after it, from shortly before a turn's
+  deadline until it settled. The run takes the stopwatch for its span (``Member.take``)
+  and every other run is *paused* until it gives it back: their processes frozen by the
+  cgroup freezer (they neither run nor notice), their harness work held back (``working``:
+  the start of a run, the steps that spawn or type, the end of a run). A run that starts
+  meanwhile waits.
+- A latency sample is *concurrent* when, anywhere in its interval, another run was not
+  paused, or its own run was paused: always so where the containment cannot freeze
+  (env-tag). ``Member.alone_between`` says which; such samples are kept, marked, and left
+  out of the latency tables and the gate (``LatencySample.concurrent``).
+
+With one job there is nobody to pause, and no sample is concurrent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+
+PAUSE_BUDGET_S = 5.0  # failsafe: the freezer stops a run's processes within milliseconds
+
+
+class Stopwatch:
+    """Who holds the stopwatch, who is paused, and when more than one run was working."""
+
+    def __init__(self) -> None:
+        self._members: list[Member] = []
+        self._holder: Member | None = None
+        self._changed = asyncio.Condition()
+        self._working: set[Member] = set()  # members not paused
+        self._busy: list[list[int | None]] = []  # [start, end] while two or more were working
+
+    def join(self, pause: Callable[[float], bool], resume: Callable[[], None]) -> Member:
+        """A new task run. ``pause(deadline)`` freezes its processes (False when it cannot);
+        ``resume()`` thaws them. A run that joins during a span starts paused."""
+        member = Member(self, pause, resume)
+        self._members.append(member)
+        if self._holder is None:
+            self._mark_working(member)
+        else:
+            member.paused_since = time.monotonic_ns()
+        return member
+
+    def _mark_working(self, member: Member) -> None:
+        self._working.add(member)
+        if len(self._working) == 2:
+            self._busy.append([time.monotonic_ns(), None])
+
+    def _mark_paused(self, member: Member) -> None:
+        if member in self._working:
+            if len(self._working) == 2:
+                self._busy[-1][1] = time.monotonic_ns()
+            self._working.discard(member)
+
+    def busy_between(self, start_ns: int, end_ns: int) -> bool:
+        return any(s is not None and s <= end_ns and (e is None or e >= start_ns) for s, e in self._busy)
+
+
+class Member:
+    """One task run's side of the stopwatch."""
+
+    def __init__(self, stopwatch: Stopwatch, pause: Callable[[float], bool], resume: Callable[[], None]):
+        self._sw = stopwatch
+        self._pause, self._resume = pause, resume
+        self.leases = 0
+        self.holding = False
+        self.paused_since: int | None = None
+        self.paused: list[tuple[int, int]] = []  # spans of others this run was paused for
+
+    @asynccontextmanager
+    async def working(self) -> AsyncIterator[None]:
+        """Harness work of this run (it runs in the loop every run shares): held back while
+        another run holds the stopwatch, and a span waits until it is done."""
+        sw = self._sw
+        async with sw._changed:
+            await sw._changed.wait_for(lambda: sw._holder in (None, self))
+            self.leases += 1
+        try:
+            yield
+        finally:
+            async with sw._changed:
+                self.leases -= 1
+                sw._changed.notify_all()
+
+    async def take(self) -> None:
+        """Begin a span: once no other run holds the stopwatch or works in the loop, pause
+        every other run. Taking it again while held changes nothing."""
+        sw = self._sw
+        if self.holding:
+            return
+        async with sw._changed:
+            await sw._changed.wait_for(lambda: sw._holder is None)
+            sw._holder = self
+            await sw._changed.wait_for(lambda: all(m.leases == 0 for m in sw._members if m is not self))
+        self.holding = True
+        others = [m for m in sw._members if m is not self and m.paused_since is None]
+        deadline = time.monotonic() + PAUSE_BUDGET_S
+        for m in others:
+            frozen = await asyncio.to_thread(m._pause, deadline)
+            m.paused_since = time.monotonic_ns()
+            if frozen:
+                sw._mark_paused(m)
+
+    async def give(self) -> None:
+        """End the span: every paused run goes on."""
+        sw = self._sw
+        if not self.holding:
+            return
+        self.holding = False
+        for m in sw._members:
+            if m is not self and m.paused_since is not None:
+                m._resume()
+                m.paused.append((m.paused_since, time.monotonic_ns()))
+                m.paused_since = None
+                sw._mark_working(m)
+        async with sw._changed:
+            sw._holder = None
+            sw._changed.notify_all()
+
+    def paused_ns(self) -> int:
+        """How long this run has been paused for others' spans so far."""
+        now = time.monotonic_ns()
+        return sum(e - s for s, e in self.paused) + (now - self.paused_since if self.paused_since else 0)
+
+    def alone_between(self, start_ns: int, end_ns: int) -> bool:
+        """Whether an interval was timed alone: no other run working, this one never paused."""
+        if self._sw.busy_between(start_ns, end_ns):
+            return False
+        own = [*self.paused, *([(self.paused_since, end_ns)] if self.paused_since else [])]
+        return not any(s <= end_ns and e >= start_ns for s, e in own)
+
+    async def leave(self) -> None:
+        """The run is over (its processes are gone)."""
+        await self.give()
+        sw = self._sw
+        sw._mark_paused(self)
+        sw._members.remove(self)
+        async with sw._changed:
+            sw._changed.notify_all()

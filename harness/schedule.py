@@ -1,0 +1,54 @@
+"""The order and overlap of a run's task runs (``stopbench run --jobs N``).
+
+Task runs start in plan order, up to ``jobs`` at a time, sharing one ``Stopwatch``: each
+times its latencies alone (``harness.alone``). A run on the in-process driver starts only
+when no other runs and nothing else starts beside it: its agent lives in the harness's own
+process, where it can be neither frozen nor kept apart. Results are reported as each run
+ends; their order in the reports is the plan's, whatever order they ended in.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from harness.alone import Stopwatch
+from harness.planning import WorkItem
+from harness.profiles import Profile
+from harness.runner import DEFAULT_RETRIES, ItemOutcome, run_item
+
+
+async def run_all(profile: Profile, items: Sequence[WorkItem], *, jobs: int = 1, retries: int = DEFAULT_RETRIES,
+                  keep: Path | None = None, on_start: Callable[[int, WorkItem], None] | None = None,
+                  on_done: Callable[[int, WorkItem, ItemOutcome], None] | None = None) -> None:
+    """Run ``items`` (numbered from 1 in the callbacks); the first harness error ends them all."""
+    if jobs < 1:
+        raise ValueError(f"jobs must be at least 1, got {jobs}")
+    stopwatch = Stopwatch()
+    changed = asyncio.Condition()
+    active: dict[int, bool] = {}  # running item → whether it runs alone
+
+    def may_start(alone: bool) -> bool:
+        return not active if alone else len(active) < jobs and not any(active.values())
+
+    async def one(n: int, item: WorkItem) -> None:
+        try:
+            outcome = await run_item(profile, item, retries=retries, keep=keep, stopwatch=stopwatch)
+            if on_done:
+                on_done(n, item, outcome)
+        finally:
+            async with changed:
+                del active[n]
+                changed.notify_all()
+
+    async with asyncio.TaskGroup() as group:
+        for n, item in enumerate(items, 1):
+            alone = item.driver == "inproc" and jobs > 1
+            async with changed:
+                await changed.wait_for(functools.partial(may_start, alone))
+                active[n] = alone
+            if on_start:
+                on_start(n, item)
+            group.create_task(one(n, item))
