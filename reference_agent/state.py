@@ -263,6 +263,7 @@ class SessionState:
         # (the next process resumed after it): its end is synthesized too.
         if self.open_turn is not None:
             self.repair_open_turn()
+        hash(event.turn)  # a turn keys its ending: one that cannot is damage here, at its line
         self.last_turn = self.open_turn = event.turn
         self.history.user(event, self.inbox)
 

@@ -239,6 +239,16 @@ def test_an_event_lacking_what_the_state_needs_is_damage_at_its_line(tmp_path):
     load(path)  # the log itself is whole: only the state cannot use that event
 
 
+def test_a_turn_that_cannot_key_its_ending_is_damage_at_its_line_not_a_crash_at_repair(tmp_path):
+    path = tmp_path / "s-test.jsonl"
+    w = LogWriter.create(path, HEADER)
+    w.append("turn_started", turn=[1], input="x", inbox=[])  # left open: the resume would repair it
+    w.close()
+    with pytest.raises(LogDamage) as err:
+        load_session(path)
+    assert err.value.line == 2 and "a turn_started event the agent cannot use" in err.value.problem
+
+
 def test_resume_of_a_damaged_log_exits_2_and_leaves_it_untouched(tmp_path, capsys):
     path = make_log(tmp_path)
     lines = path.read_bytes().split(b"\n")
