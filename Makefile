@@ -10,7 +10,7 @@ STAMP := $(VENV)/.stopbench-installed
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip install -q -e '.[test,bench]'
 	@$(MAKE) --no-print-directory browser
 	touch $(STAMP)
 

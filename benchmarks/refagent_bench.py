@@ -13,10 +13,15 @@ Prints p50/p90/p99/max with n, and /proc/loadavg before and after, for:
   and 9 processes, next to a floor: the same tree SIGKILLed directly by the benchmark.
 - L5 cold load of a generated 132,010-event, 24 MB session until ready for the next turn
   (``open_session(resume=…)`` and the next request's history), interleaved with its floor:
-  the fastest JSON decoder here decoding the same lines and nothing else.
+  each JSON decoder here (the standard library, msgspec, orjson: ``pip install -e
+  '.[bench]'``) decoding the same lines to dicts and nothing else; the ratio is to the
+  fastest. Beside them, the load's own decoding alone: msgspec to the structs of the
+  fields the resume reads, a chunk at a time.
 - L6 rebuild of the session's full-text index (what ``refagent search`` builds), for the
-  user/assistant text alone and with tool commands and outputs, each next to its floor: the
-  same rows into a bare FTS5 table with one executemany.
+  user/assistant text alone and with tool commands and outputs, each next to the same rows
+  put by one executemany into a bare FTS5 table, once with FTS5's defaults (it keeps its
+  own copy of each text and a size row per event) and once with the index's settings
+  (contentless, no column sizes); every table is in memory and filled in one transaction.
 
 Timestamps are ``time.monotonic_ns()`` (the events' own where there are events).
 """
@@ -48,9 +53,10 @@ import msgspec
 
 from fake_server import FakeServer, load_scenario
 from reference_agent import log
-from reference_agent.api import open_session
+from reference_agent.api import new_state, open_session
+from reference_agent.events import events_decoder
 from reference_agent.log import LogWriter, load
-from reference_agent.search import FIELD_OF, FIELDS, Indexer, SearchIndex
+from reference_agent.search import CREATE_INDEX, FIELD_OF, FIELDS, Indexer, SearchIndex
 
 STALL = """
 name = "bench-stall"
@@ -347,7 +353,7 @@ def _decoders() -> dict[str, Callable[[bytes], Any]]:
     try:
         import orjson
     except ImportError:
-        print("   (orjson is not installed: pip install orjson to see it among the floors)")
+        print("   (orjson is not installed: pip install -e '.[bench]' to see it among the floors)")
     else:
         candidates["orjson"] = lambda body: [orjson.loads(line) for line in body.splitlines()]
     return candidates
@@ -368,10 +374,10 @@ def _timed(fn: Callable[[], Any]) -> int:
     return elapsed
 
 
-def _decode_in_chunks(data: bytes, start: int) -> None:
-    """msgspec over the body a ``log.CHUNK_BYTES`` chunk at a time, each result dropped:
+def _decode_in_chunks(data: bytes, start: int, decoder: msgspec.json.Decoder) -> None:
+    """``decoder`` over the body a ``log.CHUNK_BYTES`` chunk at a time, each result dropped:
     the decoding a load does, without its checks, its replay or the history it builds."""
-    decode_lines, view = msgspec.json.Decoder().decode_lines, memoryview(data)
+    decode_lines, view = decoder.decode_lines, memoryview(data)
     while start < len(data):
         stop = data.rfind(b"\n", start, start + log.CHUNK_BYTES) + 1 or len(data)
         decode_lines(view[start:stop])
@@ -384,13 +390,14 @@ async def bench_cold_load(tmp: Path, path: Path, repeats: int) -> None:
     decoders = _decoders()
     floors: dict[str, list[int]] = {name: [] for name in decoders}
     chunked: list[int] = []
+    resume_decoder = events_decoder(new_state({}).handlers)
     loads: list[int] = []
     scenario = str(_write(tmp / "x.toml", ONE_TEXT))
     log.freeze_loaded = True  # as in the refagent process
     for _ in range(repeats):  # interleaved, so a change of the machine's load hits both alike
         for name, decode in decoders.items():
             floors[name].append(_timed(lambda decode=decode: decode(body)))
-        chunked.append(_timed(lambda: _decode_in_chunks(data, data.index(b"\n") + 1)))
+        chunked.append(_timed(lambda: _decode_in_chunks(data, data.index(b"\n") + 1, resume_decoder)))
         gc.collect()
         t0 = time.monotonic_ns()
         session = await open_session(sessions_dir=path.parent, cwd=tmp, adapter="inproc", scenario=scenario,
@@ -405,32 +412,39 @@ async def bench_cold_load(tmp: Path, path: Path, repeats: int) -> None:
     report("L5", f"cold load {events} events {len(data) / 1e6:.1f} MB", loads)
     best = min(floors, key=lambda name: median_ms(floors[name]))
     for name, samples in sorted(floors.items(), key=lambda kv: median_ms(kv[1])):
-        note = "parse only" + (", fastest" if name == best else "")
+        note = "to dicts, parse only" + (", fastest" if name == best else "")
         report("L5", f"  floor: {name} decoding the same lines", samples, note)
-    report("L5", "  msgspec in 64 KiB chunks, each dropped", chunked,
-           "the load's own decoding: memory reused, no page faults for ~100 MB")
+    report("L5", "  msgspec to the resume's structs, in chunks", chunked,
+           "the load's own decoding alone, each chunk dropped")
     ratio = median_ms(loads) / median_ms(floors[best])
     print(f"L5 load p50 {median_ms(loads):.1f} ms, floor ({best}) p50 {median_ms(floors[best]):.1f} ms: "
-          f"ratio {ratio:.2f} (aim <= 1.5); to the chunked decoding {median_ms(loads) / median_ms(chunked):.2f}")
+          f"ratio {ratio:.2f} (aim <= 1.5); to its own decoding alone {median_ms(loads) / median_ms(chunked):.2f}")
 
 
 # --- L6 -------------------------------------------------------------------------------------
 
-def _bare_fts5(pairs: list[tuple[int, str]]) -> None:
-    db = sqlite3.connect(":memory:")
-    db.execute("CREATE VIRTUAL TABLE t USING fts5(body)")
-    db.executemany("INSERT INTO t(rowid, body) VALUES (?, ?)", pairs)
-    db.commit()
+BARE_FTS5 = "CREATE VIRTUAL TABLE idx USING fts5(body)"
+
+
+def _bare_fts5(create: str, pairs: list[tuple[int, str]]) -> None:
+    """The rows into a new in-memory FTS5 table, in one transaction, by one executemany."""
+    db = sqlite3.connect(":memory:", isolation_level=None)
+    db.execute(create)
+    db.execute("BEGIN")
+    db.executemany("INSERT INTO idx(rowid, body) VALUES (?, ?)", pairs)
+    db.execute("COMMIT")
     db.close()
 
 
-class _Nothing:
-    """A replay target that takes no event: a load that only decodes and checks."""
-
-    handlers: dict[str, Callable[[dict[str, Any]], None]] = {}
+class _Dropped:
+    """A replay target that decodes what the search index reads and drops it."""
 
     def __init__(self, header: dict[str, Any]):
-        pass
+        self.handlers = dict.fromkeys(Indexer(header).handlers, _drop)
+
+
+def _drop(event: Any) -> None:
+    pass
 
 
 def bench_index(path: Path, repeats: int) -> None:
@@ -443,25 +457,29 @@ def bench_index(path: Path, repeats: int) -> None:
     print("L6 indexed: " + ", ".join(f"{name} {n} rows {b / 1e6:.2f} MB" for name, (n, b) in sizes.items()))
     for label, fields in (("user+assistant text", ("user", "assistant")), ("+ tool commands and outputs", FIELDS)):
         indexer = Indexer.of_events(events, fields)
-        collect, build, floor = [], [], []
+        collect, build, plain, floor = [], [], [], []
         for _ in range(repeats):  # interleaved
             collect.append(_timed(lambda fields=fields: Indexer.of_events(events, fields)))
             build.append(_timed(lambda indexer=indexer: SearchIndex(indexer).close()))
-            floor.append(_timed(lambda rows=indexer.rows: _bare_fts5(rows)))
+            plain.append(_timed(lambda rows=indexer.rows: _bare_fts5(BARE_FTS5, rows)))
+            floor.append(_timed(lambda rows=indexer.rows: _bare_fts5(CREATE_INDEX, rows)))
         text_mb = sum(len(t.encode()) for _, t in indexer.rows) / 1e6
         report("L6", f"index rebuild: {label}", build, f"{len(indexer.rows)} rows, {text_mb:.2f} MB; aim "
                f"{AIMS['L6']} for the message text; published {PUBLISHED['L6']}")
-        report("L6", "  floor: bare FTS5 table, one executemany", floor, "the same rows")
-        report("L6", "  collecting those rows from the loaded events", collect, "before either")
+        report("L6", "  bare FTS5, its defaults, one executemany", plain,
+               "the same rows; also stores each text and a size row")
+        report("L6", "  floor: bare FTS5, the index's settings", floor,
+               "the same rows, contentless, no sizes")
+        report("L6", "  collecting those rows from the loaded events", collect, "before either, from dicts")
 
 
 def bench_search(path: Path, repeats: int) -> None:
     searched, loaded = [], []
     for _ in range(repeats):
         searched.append(_timed(lambda: SearchIndex.of_log(path).close()))
-        loaded.append(_timed(lambda: load(path, replay=_Nothing)))
+        loaded.append(_timed(lambda: load(path, replay=_Dropped)))
     report("L6", "refagent search: load + index, all text", searched, "rows collected while decoding")
-    report("L6", "  the same load alone (decode, check)", loaded, "the difference is the index's cost")
+    report("L6", "  the same load alone (decode, check)", loaded, "the same fields decoded, then dropped")
 
 
 def _write(path: Path, text: str) -> Path:

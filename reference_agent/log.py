@@ -19,11 +19,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 import msgspec
 
 from . import failpoints
+from .events import Event, Replayer, apply_all, events_decoder, kinds_by_tag, tag_of
 
 FORMAT = "contract-log"
 VERSION = 1
@@ -62,14 +63,8 @@ class LoadedLog:
     replayed: Any = None  # what ``load(..., replay=)`` built from the events
 
 
-class Replayer(Protocol):
-    """What a log is replayed into: the handler of each event type that matters to it."""
-
-    handlers: dict[str, Callable[[dict[str, Any]], None]]
-
-
-# msgspec decodes the lines of a 24 MB log about 5x faster than the standard library and
-# 1.5x faster than orjson (benchmarks/refagent_bench.py prints all three); the writer uses
+# msgspec decodes the lines of a 24 MB log about 4.5x faster than the standard library and
+# 1.4x faster than orjson (benchmarks/refagent_bench.py prints all three); the writer uses
 # the same library, so nothing is written that the loader would refuse (no NaN, no Infinity).
 _DECODER = msgspec.json.Decoder(dict[str, Any])
 _ENCODER = msgspec.json.Encoder()
@@ -93,7 +88,7 @@ freeze_loaded = False
 
 @contextlib.contextmanager
 def paused_gc():
-    """Bulk decoding allocates about ten objects per event, all acyclic: the cyclic
+    """Bulk decoding allocates several objects per event, all acyclic: the cyclic
     collector would rescan the growing heap again and again (half the cold-load time on a
     132k-event log) and find nothing. Reference counting still frees all of it."""
     was_enabled = gc.isenabled()
@@ -171,31 +166,45 @@ def _parse_fast(path: Path, data: bytes, start: int, end: int, into: Replayer | 
     a JSON string, and inside a value "}" is never followed by "{", so no value spans a
     newline; every line starts a value; as many values as lines leaves one per line. Any
     other log (a blank line, CRLF, padding) is read by the slow path, which accepts exactly
-    what a line-by-line decode accepts."""
+    what a line-by-line decode accepts.
+
+    With ``into``, lines are decoded to the structs its handlers read; a chunk holding a
+    line those cannot take (an unknown type, a field missing) is decoded again as dicts,
+    and the dicts' check names the line and the problem."""
     if start < end and data[end - 2] != 0x7D:  # the last line ends with "}"
         return False
     view = memoryview(data)
+    structs = events_decoder(into.handlers) if into is not None else None
     seen = 0
-    last = None
     while start < end:
         stop = data.rfind(b"\n", start, start + CHUNK_BYTES) + 1 or data.find(b"\n", start) + 1
         # from the newline before the chunk (the header's, or the previous chunk's last) to
         # the chunk's own last one, excluded: the next chunk's search looks at that one
         if _LOOSE_NEWLINE.search(data, start - 1, stop - 1) is not None:
             return False
+        chunk: list[Any] | None = None
+        if structs is not None:
+            with contextlib.suppress(msgspec.ValidationError):
+                chunk = structs.decode_lines(view[start:stop])
+        replay_structs = chunk is not None
         try:
-            chunk = _DECODER.decode_lines(view[start:stop])
+            if chunk is None:
+                chunk = _DECODER.decode_lines(view[start:stop])
         except msgspec.DecodeError:
             return False
         if len(chunk) != data.count(b"\n", start, stop):
             return False
-        _check_sequence(path, chunk, seen, [], into)
+        if replay_structs:
+            _replay_structs(path, chunk, seen, into)  # type: ignore[arg-type]
+        else:
+            _check_sequence(path, chunk, seen, [], into)
         seen += len(chunk)
-        last = chunk[-1]
         if keep is not None:
             keep += chunk
         start = stop
-    return last
+    if not seen:
+        return None
+    return _parse_line(data[data.rfind(b"\n", 0, end - 1) + 1:end - 1])  # the last event, as a dict
 
 
 def _parse_slow(path: Path, body: bytes, offset: int, torn: TornTail | None):
@@ -218,21 +227,48 @@ def _parse_slow(path: Path, body: bytes, offset: int, torn: TornTail | None):
     return events, torn, skipped
 
 
+_UNUSABLE = (KeyError, TypeError, AttributeError, ValueError)  # a handler's, or msgspec's conversion's
+
+
+def _unusable(type_: object, exc: Exception) -> str:
+    return f"a {type_} event the agent cannot use ({type(exc).__name__}: {exc})"
+
+
+def _replay_structs(path: Path, events: list[Event], before: int, into: Replayer) -> None:
+    """``_check_sequence`` for events decoded to ``into``'s structs (their type is a string
+    by construction)."""
+    handler_of = into.handlers.get
+    seq = before
+    event = Event()
+    try:
+        for event in events:
+            seq += 1
+            if event.seq != seq:
+                break
+            handler = handler_of(type(event))
+            if handler is not None:
+                handler(event)
+        else:
+            return
+    except _UNUSABLE as exc:
+        raise LogDamage(path, seq + 1, _unusable(tag_of(type(event)), exc)) from None
+    raise LogDamage(path, seq + 1, f"seq {event.seq!r} where {seq} was expected")
+
+
 def _check_sequence(path: Path, events: list[dict[str, Any]], before: int, skipped: list[int],
                     into: Replayer | None) -> None:
     """Events ``before + 1``… each have the next ``seq`` and a string ``type``; each is
     handed to ``into``'s handler for its type as soon as it passed. An event whose fields
     that handler cannot use is damage too, named like the rest."""
-    handler_of = (into.handlers if into is not None else {}).get
-    event: dict[str, Any] = {}
     if skipped:  # the accept-mid-file-damage mutant checks nothing around what it skipped
-        for event in events:
-            kind = event.get("type")
-            handler = handler_of(kind) if isinstance(kind, str) else None
-            if handler is not None:
-                handler(event)
+        if into is not None:
+            apply_all(into, (e for e in events if isinstance(e.get("type"), str)))
         return
+    handlers = into.handlers if into is not None else {}
+    kind_of = kinds_by_tag(frozenset(handlers)).get
+    convert = msgspec.convert
     seq = before
+    event: dict[str, Any] = {}
     problem = ""
     try:
         for event in events:
@@ -240,13 +276,13 @@ def _check_sequence(path: Path, events: list[dict[str, Any]], before: int, skipp
             kind = event["type"]
             if event["seq"] != seq or type(kind) is not str:
                 break
-            handler = handler_of(kind)
-            if handler is not None:
-                handler(event)
+            struct = kind_of(kind)
+            if struct is not None:
+                handlers[struct](convert(event, struct))
         else:
             return
-    except (KeyError, TypeError, AttributeError, ValueError) as exc:
-        problem = f"a {event.get('type')} event the agent cannot use ({type(exc).__name__}: {exc})"
+    except _UNUSABLE as exc:
+        problem = _unusable(event.get("type"), exc)
     if event.get("seq") != seq:
         problem = f"seq {event.get('seq')!r} where {seq} was expected"
     elif type(event.get("type")) is not str:

@@ -22,17 +22,20 @@ import bisect
 import sqlite3
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
 from . import log
+from .events import Event, apply_all, tag_of
 
 FIELD_OF = {"turn_started": "user", "inbox_queued": "user", "assistant_message": "assistant",
             "tool_call": "command", "tool_result": "output"}
 FIELDS = ("user", "assistant", "command", "output")
 SNIPPET_TOKENS = 12
+CREATE_INDEX = "CREATE VIRTUAL TABLE idx USING fts5(body, content='', columnsize=0)"
 
 
 @dataclass
@@ -40,6 +43,27 @@ class Hit:
     seq: int
     type: str
     snippet: str
+
+
+# The one field of each event type that carries its text.
+class TurnInput(Event, tag="turn_started"):
+    input: Any = None
+
+
+class InboxText(Event, tag="inbox_queued"):
+    text: Any = None
+
+
+class AssistantText(Event, tag="assistant_message"):
+    text: Any = None
+
+
+class ToolCommand(Event, tag="tool_call"):
+    arguments: Any = None
+
+
+class ToolOutput(Event, tag="tool_result"):
+    output: Any = None
 
 
 class Indexer:
@@ -51,40 +75,36 @@ class Indexer:
         self.rows: list[tuple[int, str]] = []
         self.types: list[str] = []
         wanted = frozenset(fields)
-        by_type: dict[str, Callable[[dict[str, Any]], None]] = {
-            "turn_started": self._text_of("input"), "inbox_queued": self._text_of("text"),
-            "assistant_message": self._text_of("text"), "tool_result": self._text_of("output"),
-            "tool_call": self._command,
+        by_kind: dict[type[Event], Callable[[Any], None]] = {
+            TurnInput: self._text_of(TurnInput, "input"), InboxText: self._text_of(InboxText, "text"),
+            AssistantText: self._text_of(AssistantText, "text"), ToolOutput: self._text_of(ToolOutput, "output"),
+            ToolCommand: self._command,
         }
-        self.handlers = {kind: handler for kind, handler in by_type.items() if FIELD_OF[kind] in wanted}
+        self.handlers = {kind: handler for kind, handler in by_kind.items() if FIELD_OF[tag_of(kind)] in wanted}
 
     @classmethod
     def of_events(cls, events: Iterable[dict[str, Any]], fields: Iterable[str] = FIELDS) -> Indexer:
         indexer = cls(None, fields)
-        handler_of = indexer.handlers.get
-        for event in events:
-            handler = handler_of(event["type"])
-            if handler is not None:
-                handler(event)
+        apply_all(indexer, events)
         return indexer
 
-    def _text_of(self, key: str) -> Callable[[dict[str, Any]], None]:
-        rows, types = self.rows, self.types
+    def _text_of(self, kind: type[Event], field: str) -> Callable[[Any], None]:
+        rows, types, type_, text_of = self.rows, self.types, tag_of(kind), attrgetter(field)
 
-        def collect(event: dict[str, Any]) -> None:
-            text = event.get(key)
+        def collect(event: Any) -> None:
+            text = text_of(event)
             if text and type(text) is str:
-                rows.append((event["seq"], text))
-                types.append(event["type"])
+                rows.append((event.seq, text))
+                types.append(type_)
 
         return collect
 
-    def _command(self, event: dict[str, Any]) -> None:
-        arguments = event.get("arguments")
+    def _command(self, event: ToolCommand) -> None:
+        arguments = event.arguments
         command = arguments.get("command") if isinstance(arguments, dict) else None
         text = command if isinstance(command, str) else msgspec.json.encode(arguments).decode() if arguments else ""
         if text:
-            self.rows.append((event["seq"], text))
+            self.rows.append((event.seq, text))
             self.types.append("tool_call")
 
     def find(self, seq: int) -> int:
@@ -98,7 +118,7 @@ class SearchIndex:
     def __init__(self, indexer: Indexer):
         self._indexer = indexer
         self._db = sqlite3.connect(":memory:", isolation_level=None)
-        self._db.execute("CREATE VIRTUAL TABLE idx USING fts5(body, content='', columnsize=0)")
+        self._db.execute(CREATE_INDEX)
         self._db.execute("BEGIN")
         self._db.executemany("INSERT INTO idx(rowid, body) VALUES (?, ?)", indexer.rows)
         self._db.execute("COMMIT")

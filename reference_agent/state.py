@@ -14,8 +14,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
+from msgspec import UNSET
 
 from . import failpoints
+from .events import Event, apply_all
 
 TOOL_NOT_STARTED = "TOOL_NOT_STARTED"
 TOOL_OUTCOME_UNKNOWN = "TOOL_OUTCOME_UNKNOWN"
@@ -56,6 +58,61 @@ class InboxItem:
     status: str = "queued"  # queued | delivered | canceled
 
 
+# The fields of each event the state is built from (docs/contract-log-v1.md has them all).
+class TurnStarted(Event, tag="turn_started"):
+    turn: Any
+    input: Any = None
+    inbox: Any = None
+
+
+class SessionResumed(Event, tag="session_resumed"):
+    note: Any = ""
+
+
+class AssistantMessage(Event, tag="assistant_message"):
+    text: Any = None
+    tool_calls: Any = None
+
+
+class ToolCall(Event, tag="tool_call"):
+    call_id: Any = None
+
+
+class ToolStarted(Event, tag="tool_started"):
+    call_id: Any = UNSET  # needed only with a tag
+    tag: Any = None
+
+
+class ToolResult(Event, tag="tool_result"):
+    call_id: Any = None
+    output: Any = UNSET  # needed only for a call still open
+
+
+class TurnEnded(Event, tag="turn_ended"):
+    turn: Any
+    reason: Any
+
+
+class InboxQueued(Event, tag="inbox_queued"):
+    item_id: Any
+    text: Any = ""
+
+
+class InboxDelivered(Event, tag="inbox_delivered"):
+    item_id: Any
+
+
+class InboxCanceled(Event, tag="inbox_canceled"):
+    item_id: Any
+
+
+def required(value: Any, name: str) -> Any:
+    """A field an event may lack unless this use of it needs it."""
+    if value is UNSET:
+        raise KeyError(name)
+    return value
+
+
 class History:
     """Chat Completions messages, built incrementally from events.
 
@@ -71,11 +128,11 @@ class History:
         self._open_message: dict[str, Any] | None = None
         self.repairs: list[dict[str, str]] = []
 
-    def user(self, event: dict[str, Any], inbox: dict[str, InboxItem]) -> None:
+    def user(self, event: TurnStarted, inbox: dict[str, InboxItem]) -> None:
         if self._open:
             self._close_open()
-        content = event.get("input") or ""
-        queued = event.get("inbox")
+        content = event.input or ""
+        queued = event.inbox
         if queued:  # items typed during the previous turn come first
             texts = [inbox[i].text for i in queued if i in inbox]
             if content:
@@ -83,19 +140,19 @@ class History:
             content = "\n\n".join(texts)
         self._messages.append({"role": "user", "content": content})
 
-    def resumed(self, event: dict[str, Any]) -> None:
+    def resumed(self, event: SessionResumed) -> None:
         # Written just after its turn's turn_started: the note goes before that user
         # message, so the request still ends with what the user said.
         at = len(self._messages) - 1 if self._messages[-1]["role"] == "user" else len(self._messages)
-        self._messages.insert(at, {"role": "system", "content": event.get("note", "")})
+        self._messages.insert(at, {"role": "system", "content": event.note})
 
-    def assistant(self, event: dict[str, Any]) -> None:
+    def assistant(self, event: AssistantMessage) -> None:
         # Plain loops, no comprehensions: on Python 3.11 each comprehension is a function
         # call, and a replay runs this once per step (23k times on the 132k-event log).
         if self._open:
             self._close_open()
-        calls = event.get("tool_calls")
-        text = event.get("text")
+        calls = event.tool_calls
+        text = event.text
         if not calls:
             if text:
                 self._messages.append({"role": "assistant", "content": text})
@@ -110,14 +167,15 @@ class History:
         self._open_message = message
         self._messages.append(message)
 
-    def call_started(self, event: dict[str, Any]) -> None:
-        if event.get("call_id") in self._open:
-            self._open[event["call_id"]] = True
+    def call_started(self, event: ToolCall) -> None:
+        if event.call_id in self._open:
+            self._open[event.call_id] = True
 
-    def result(self, event: dict[str, Any]) -> None:
-        call_id = event.get("call_id")
+    def result(self, event: ToolResult) -> None:
+        call_id = event.call_id
         if isinstance(call_id, str) and self._open.pop(call_id, None) is not None:
-            self._messages.append({"role": "tool", "tool_call_id": call_id, "content": event["output"]})
+            self._messages.append({"role": "tool", "tool_call_id": call_id,
+                                   "content": required(event.output, "output")})
 
     def messages(self) -> list[dict[str, Any]]:
         """The history for the next request: balanced (every tool call has a result)."""
@@ -155,10 +213,11 @@ _REASONS = {r: r for r in ("completed", "aborted", "interrupted", "error", "bloc
 class SessionState:
     """Everything the agent knows about a session, derived from its events alone.
 
-    ``handlers`` maps each event type that changes the state to the bound method that
-    applies it; types that change nothing (requests, settled steps, Stop requests) have
-    none. A replay of 132k events then costs one lookup per event and one call per event
-    that matters (``log.load`` walks the table directly while it checks the sequence).
+    ``handlers`` maps each event type that changes the state (as the struct of the fields
+    it reads) to the bound method that applies it; types that change nothing (requests,
+    settled steps, Stop requests) have none. A replay of 132k events then costs one lookup
+    per event and one call per event that matters (``log.load`` decodes the lines to those
+    structs and walks the table directly while it checks the sequence).
     """
 
     header: dict[str, Any]
@@ -169,26 +228,25 @@ class SessionState:
     endings: dict[int, str] = field(default_factory=dict)  # turn -> reason of its turn_ended (or the synthesized one)
     repaired: set[int] = field(default_factory=set)  # turns whose end was synthesized in memory
     running_tags: dict[str, str] = field(default_factory=dict)  # call_id -> tag of a started, unfinished call
-    handlers: dict[str, Callable[[dict[str, Any]], None]] = field(init=False, repr=False)
+    handlers: dict[type[Event], Callable[[Any], None]] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.handlers = {
-            "turn_started": self._turn_started,
-            "turn_ended": self._turn_ended,
-            "session_resumed": self.history.resumed,
-            "assistant_message": self.history.assistant,
-            "tool_call": self.history.call_started,
-            "tool_started": self._tool_started,
-            "tool_result": self._tool_result,
-            "inbox_queued": self._inbox_queued,
-            "inbox_delivered": self._inbox_settled,
-            "inbox_canceled": self._inbox_settled,
+            TurnStarted: self._turn_started,
+            TurnEnded: self._turn_ended,
+            SessionResumed: self.history.resumed,
+            AssistantMessage: self.history.assistant,
+            ToolCall: self.history.call_started,
+            ToolStarted: self._tool_started,
+            ToolResult: self._tool_result,
+            InboxQueued: self._inbox_queued,
+            InboxDelivered: self._inbox_delivered,
+            InboxCanceled: self._inbox_canceled,
         }
 
     def apply(self, event: dict[str, Any]) -> None:
-        handler = self.handlers.get(event["type"])
-        if handler is not None:
-            handler(event)
+        """Apply one event as written (a dict)."""
+        apply_all(self, (event,))
 
     def pending_inbox(self) -> list[InboxItem]:
         return [i for i in self.inbox.values() if i.status == "queued"]
@@ -200,40 +258,47 @@ class SessionState:
             self.repaired.add(self.open_turn)
             self.open_turn = None
 
-    def _turn_started(self, event: dict[str, Any]) -> None:
+    def _turn_started(self, event: TurnStarted) -> None:
         # A turn that was still open when a later one started was cut off by a crash
         # (the next process resumed after it): its end is synthesized too.
         if self.open_turn is not None:
             self.repair_open_turn()
-        self.last_turn = self.open_turn = event["turn"]
+        hash(event.turn)  # a turn keys its ending: one that cannot is damage here, at its line
+        self.last_turn = self.open_turn = event.turn
         self.history.user(event, self.inbox)
 
-    def _turn_ended(self, event: dict[str, Any]) -> None:
+    def _turn_ended(self, event: TurnEnded) -> None:
         # The reason only, not the event: a kept event would hold its memory (and its
         # time string) for the life of the session, 7.8k of them on the 132k-event log.
-        turn = event["turn"]
+        turn = event.turn
         if turn not in self.endings:
-            self.endings[turn] = _REASONS.get(event["reason"], event["reason"])
+            self.endings[turn] = _REASONS.get(event.reason, event.reason)
         if self.open_turn == turn:
             self.open_turn = None
 
-    def _tool_started(self, event: dict[str, Any]) -> None:
-        if event.get("tag"):
-            self.running_tags[event["call_id"]] = event["tag"]
+    def _tool_started(self, event: ToolStarted) -> None:
+        if event.tag:
+            self.running_tags[required(event.call_id, "call_id")] = event.tag
 
-    def _tool_result(self, event: dict[str, Any]) -> None:
-        call_id = event.get("call_id")
+    def _tool_result(self, event: ToolResult) -> None:
+        call_id = event.call_id
         if isinstance(call_id, str):
             self.running_tags.pop(call_id, None)
         self.history.result(event)
 
-    def _inbox_queued(self, event: dict[str, Any]) -> None:
-        self.inbox[event["item_id"]] = InboxItem(event["item_id"], event.get("text", ""))
+    def _inbox_queued(self, event: InboxQueued) -> None:
+        self.inbox[event.item_id] = InboxItem(event.item_id, event.text)
 
-    def _inbox_settled(self, event: dict[str, Any]) -> None:
-        item = self.inbox.get(event["item_id"])
+    def _inbox_delivered(self, event: InboxDelivered) -> None:
+        self._inbox_settled(event.item_id, "delivered")
+
+    def _inbox_canceled(self, event: InboxCanceled) -> None:
+        self._inbox_settled(event.item_id, "canceled")
+
+    def _inbox_settled(self, item_id: Any, status: str) -> None:
+        item = self.inbox.get(item_id)
         if item is not None:
-            item.status = "delivered" if event["type"] == "inbox_delivered" else "canceled"
+            item.status = status
 
 
 def parse_arguments(raw: str) -> Any:

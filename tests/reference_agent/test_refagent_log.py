@@ -183,6 +183,72 @@ def test_a_log_larger_than_a_chunk_replays_to_the_same_state_as_event_by_event(t
     assert state.endings == again.endings and state.last_turn == again.last_turn == 1500
 
 
+def _busy_log(tmp_path, n_turns=600, odd_turn=None, **damage):
+    """Turns with a tagged bash call, queued input and an unknown event type at
+    ``odd_turn``; ``damage`` replaces fields of turn ``n_turns // 2``'s tool_result."""
+    path = tmp_path / "s-busy.jsonl"
+    w = LogWriter.create(path, dict(HEADER, session_id="s-busy"))
+    for t in range(1, n_turns + 1):
+        if t > 1:
+            w.append("inbox_delivered", item_id=f"q{t - 1}", turn=t)
+        w.append("turn_started", turn=t, input=f"question {t}", inbox=[f"q{t - 1}"] if t > 1 else [])
+        w.append("model_request", turn=t, step=1, request={"model": "m", "stream": True})
+        call = {"id": f"c{t}", "name": "bash", "arguments": '{"command": "ls"}'}
+        w.append("assistant_message", turn=t, step=1, text=f"running {t}", tool_calls=[call],
+                 finish_reason="tool_calls", interrupted=False)
+        w.append("tool_call", turn=t, step=1, call_id=f"c{t}", name="bash", arguments={"command": "ls"})
+        w.append("tool_started", turn=t, call_id=f"c{t}", pid=1, pgid=1, tag=f"tag-{t}")
+        if t == odd_turn:
+            w.append("a_later_format_note", turn=t, text="not in v1")
+        if t < n_turns:  # the last call is left running, its result never written
+            result = dict(turn=t, call_id=f"c{t}", output=f"out {t}", exit_code=0, aborted=False)
+            if t == n_turns // 2:
+                result.update(damage)
+                result = {k: v for k, v in result.items() if v is not None}
+            w.append("tool_result", **result)
+        w.append("inbox_queued", item_id=f"q{t}", text=f"then {t}")
+        w.append("step_settled", turn=t, step=1)
+        if t < n_turns:
+            w.append("turn_ended", turn=t, reason="completed")
+    w.close()
+    assert path.stat().st_size > 4 * CHUNK_BYTES
+    return path
+
+
+@pytest.mark.parametrize("odd_turn", [None, 300])
+def test_the_resume_reads_only_its_fields_and_builds_the_same_state_as_from_whole_events(tmp_path, odd_turn):
+    """The resume decodes lines to the fields its handlers read (an unknown type sends its
+    chunk through the dict check instead); the state is the one whole events build."""
+    loaded, state = load_session(_busy_log(tmp_path, odd_turn=odd_turn))
+    again = replay(load(loaded.path))
+    assert state.history.messages() == again.history.messages()
+    assert (state.endings, state.repaired, state.running_tags) == (again.endings, again.repaired, again.running_tags)
+    assert state.running_tags == {"c600": "tag-600"} and state.repaired == {600}
+    assert [(i.item_id, i.status) for i in state.pending_inbox()] == [("q600", "queued")]
+    assert loaded.last_event == load(loaded.path).events[-1]
+
+
+def test_an_event_lacking_what_the_state_needs_is_damage_at_its_line(tmp_path):
+    path = _busy_log(tmp_path, output=None)
+    line = next(i for i, raw in enumerate(path.read_bytes().split(b"\n"), start=1)
+                if b'"call_id":"c300"' in raw and b"tool_result" in raw)
+    with pytest.raises(LogDamage) as err:
+        load_session(path)
+    assert err.value.line == line and "a tool_result event the agent cannot use" in err.value.problem
+    assert "output" in err.value.problem
+    load(path)  # the log itself is whole: only the state cannot use that event
+
+
+def test_a_turn_that_cannot_key_its_ending_is_damage_at_its_line_not_a_crash_at_repair(tmp_path):
+    path = tmp_path / "s-test.jsonl"
+    w = LogWriter.create(path, HEADER)
+    w.append("turn_started", turn=[1], input="x", inbox=[])  # left open: the resume would repair it
+    w.close()
+    with pytest.raises(LogDamage) as err:
+        load_session(path)
+    assert err.value.line == 2 and "a turn_started event the agent cannot use" in err.value.problem
+
+
 def test_resume_of_a_damaged_log_exits_2_and_leaves_it_untouched(tmp_path, capsys):
     path = make_log(tmp_path)
     lines = path.read_bytes().split(b"\n")
