@@ -264,8 +264,9 @@ def _validate_restart(step: Step, item: str, fail: Fail, state: ParseState) -> N
 
 async def _restart(run: TaskRun, step: Step) -> None:
     number = len(run.history.of(Restart)) + 1
+    async with run.member.working():
+        before = run.capture(f"before restart {number}")
     await run.member.take()  # from the restart until the agent's first request: L7 is timed alone
-    before = run.capture(f"before restart {number}")
     restart_ns = time.monotonic_ns()
     run.end_span_at_next_request(restart_ns)
     run.restarted = True
