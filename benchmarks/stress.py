@@ -1,6 +1,6 @@
 """The test suite and the conformance run under CPU contention: what only passes on an idle machine.
 
-    python benchmarks/stress.py [--repeat N] [--quick] [--tests PATH ...] [--task T] [--adapter A]
+    python benchmarks/stress.py [--repeat N] [--quick] [--jobs N] [--tests PATH ...] [--task T] [--adapter A]
                                 [--report-dir DIR] [--hogs N] [--hog-limit S]
 
 Starts CPU hogs (as many as cores + 1, each a ``while True: pass``), then runs ``make test``
@@ -76,6 +76,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--repeat", type=int, default=None, help="repeats of each task variant (default 10; 2 with --quick)")
     p.add_argument("--quick", action="store_true", help="a short run: " + QUICK_SUMMARY)
+    p.add_argument("--jobs", type=int, default=1, help="task runs at once in the run (stopbench run --jobs)")
     p.add_argument("--tests", nargs="+", default=None, help="pytest these paths instead of `make test`")
     p.add_argument("--task", action="append", default=None, help="task(s) for the run (default all)")
     p.add_argument("--adapter", action="append", default=None, help="adapter(s) for the run (default all)")
@@ -138,7 +139,7 @@ def tests_command(args: argparse.Namespace) -> list[str]:
 
 def run_command(args: argparse.Namespace) -> list[str]:
     argv = [sys.executable, "-m", "harness", "run", "--agent", "reference", "--repeat", str(args.repeat),
-            "--report-dir", str(args.report_dir)]
+            "--jobs", str(args.jobs), "--report-dir", str(args.report_dir)]
     for task in args.task or ():
         argv += ["--task", task]
     for adapter in args.adapter or ():
