@@ -13,7 +13,11 @@ both, alternating one run on each, and the table says:
   pacing, first byte to last, p50 over ``--rounds``; both servers write each chunk as it is
   made (aiohttp's ``StreamResponse.write`` per chunk, Node's ``res.write`` per chunk);
 - client disconnect → the server's own trace of it, p50/p90/p99/max over ``--trials`` stalled
-  streams. stopbench's server stamps a ``disconnect`` record (``time.monotonic_ns()``, the clock
+  streams. The client of these is a raw blocking socket for both servers: it stamps
+  ``time.monotonic_ns()`` right before ``shutdown(SHUT_RDWR)``, the syscall that sends the FIN and
+  so the first moment a server can know. (An HTTP client library's ``close`` only asks its loop to
+  close the socket on a later pass: measured from there, a figure includes the client's own
+  delay.) stopbench's server stamps a ``disconnect`` record (``time.monotonic_ns()``, the clock
   every process on the host shares), read back afterwards. aimock logs nothing when a client goes
   away and journals nothing with a time; its one trace is the ``destroyed`` outcome of its
   ``aimock_requests_total`` counter (``--metrics``), so it is timed by polling ``/metrics`` back
@@ -28,6 +32,7 @@ import asyncio
 import json
 import re
 import shutil
+import socket
 import statistics
 import subprocess
 import sys
@@ -191,16 +196,40 @@ async def fetch_records(http: aiohttp.ClientSession, base: str, after: int, wait
     return answer["records"]
 
 
+def open_stalled(base: str) -> socket.socket:
+    """A raw socket whose streamed answer to the "stall" prompt has begun (its first event is in):
+    a blocking socket, so the benchmark's stamp is taken right before the syscall that hangs up."""
+    host, _, port = base.removeprefix("http://").partition(":")
+    sock = socket.create_connection((host, int(port)))
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    payload = json.dumps(body("stall")).encode()
+    sock.sendall(f"POST /v1/chat/completions HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: application/json\r\n"
+                 f"Content-Length: {len(payload)}\r\n\r\n".encode() + payload)
+    received = b""
+    while b"\n\n" not in received.partition(b"\r\n\r\n")[2]:
+        block = sock.recv(65536)
+        if not block:
+            raise SystemExit(f"{base} closed the stalled stream before its first event")
+        received += block
+    return sock
+
+
+def hang_up(sock: socket.socket) -> int:
+    """Hang up now: the stamp, then the shutdown that sends the FIN (the moment the server can
+    first know), then the close."""
+    closed = time.monotonic_ns()
+    sock.shutdown(socket.SHUT_RDWR)
+    sock.close()
+    return closed
+
+
 async def stopbench_disconnect(http: aiohttp.ClientSession, server: Server, seen: list[int]) -> tuple[int, int]:
-    """One stalled stream closed by the client: (request number, close time)."""
-    resp = await http.post(f"{server.base}/v1/chat/completions", json=body("stall"))
-    await resp.content.readuntil(b"\n\n")  # the first chunk is in: the stream is stalled
+    """One stalled stream closed by the client: (request number, hang-up time)."""
+    sock = open_stalled(server.base)  # the first chunk is in: the stream is stalled
     records = await fetch_records(http, server.base, seen[0])
     seen[0] = records[-1]["index"] if records else seen[0]
     request = max(r["request"] for r in records if r["kind"] == "request")
-    closed = time.monotonic_ns()
-    resp.close()  # drops the connection
-    return request, closed
+    return request, hang_up(sock)
 
 
 class MetricsPoller:
@@ -238,12 +267,10 @@ class MetricsPoller:
             await self.writer.wait_closed()
 
 
-async def aimock_disconnect(http: aiohttp.ClientSession, poll: MetricsPoller, server: Server) -> None:
+async def aimock_disconnect(poll: MetricsPoller, server: Server) -> None:
     before = await poll.destroyed()
-    resp = await http.post(f"{server.base}/v1/chat/completions", json=body("stall"))
-    await resp.content.readuntil(b"\n\n")
-    closed = time.monotonic_ns()
-    resp.close()
+    sock = open_stalled(server.base)
+    closed = hang_up(sock)
     last_not_yet = closed
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
@@ -285,7 +312,7 @@ async def measure(servers: list[Server], chars: int, rounds: int, trials: int) -
         for _ in range(trials):
             for server in servers:
                 if server.name == "aimock":
-                    await aimock_disconnect(http, poll, server)
+                    await aimock_disconnect(poll, server)
                 else:
                     request, closed = await stopbench_disconnect(http, server, seen)
                     closed_at[request] = closed
