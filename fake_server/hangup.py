@@ -94,7 +94,6 @@ def watch(request: web.Request) -> Watch:
     if isinstance(protocol, Watch):
         return protocol
     watched = Watch(protocol)
-    assert isinstance(transport, asyncio.WriteTransport)
     watched.paused = transport.get_write_buffer_size() > transport.get_write_buffer_limits()[1]
     transport.set_protocol(watched)
     return watched
