@@ -192,7 +192,8 @@ class Side(Record):
 KINDS: dict[str, type[Record]] = {cls.kind: cls for cls in (
     Request, Response, Chunk, StreamEnd, Disconnect, Window, WindowDone, Error, Side)}
 R = TypeVar("R", bound=Record)
-ChunkRow = tuple[int, int, int, str, "str | None", "str | None"]  # mono_ns, request, chunk, text, tool_call_id, reasoning
+# A chunk as ``append_chunk`` keeps it: mono_ns, request, chunk, text, tool_call_id, reasoning.
+ChunkRow = tuple[int, int, int, str, "str | None", "str | None"]
 
 
 def _chunk_of(row: ChunkRow, index: int) -> Chunk:

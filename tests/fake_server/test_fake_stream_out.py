@@ -8,10 +8,10 @@ import re
 import socket
 
 import pytest
+from fake_testkit import scenario
 
 from fake_server import FakeServer, hangup, sse_out
 from fake_server.records import Chunk, Disconnect
-from fake_testkit import scenario
 
 CHUNKS = 20_000
 LONG = scenario(f'[[responses]]\nrepeat = true\nmatch = {{ contains = "long" }}\n[[responses.frames]]\n'
