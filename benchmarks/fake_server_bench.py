@@ -123,6 +123,71 @@ def start_stopbench(scenario: Path) -> Server:
     return Server("stopbench fake server", line.removesuffix("/v1"), proc)
 
 
+CEILING = r"""
+import asyncio, sys
+
+CHUNK = sys.argv[2].encode()
+FRAMED = b"%x\r\n" % len(CHUNK) + CHUNK + b"\r\n"
+HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+
+
+class Stream(asyncio.Protocol):
+    def connection_made(self, transport):
+        self.transport, self.received, self.resumed, self.task = transport, b"", None, None
+
+    def data_received(self, data):
+        self.received += data
+        head, found, rest = self.received.partition(b"\r\n\r\n")
+        sizes = [int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")]
+        if found and len(rest) >= sum(sizes) and self.task is None:
+            self.task = asyncio.get_running_loop().create_task(self.stream(int(sys.argv[1])))
+
+    def pause_writing(self):
+        self.resumed = asyncio.get_running_loop().create_future()
+
+    def resume_writing(self):
+        self.resumed.set_result(None)
+        self.resumed = None
+
+    async def stream(self, chunks):
+        write = self.transport.write
+        write(HEAD)
+        for _ in range(chunks):
+            write(FRAMED)
+            if self.resumed is not None:
+                await self.resumed
+        write(b"0\r\n\r\n")
+        self.transport.close()
+
+
+async def main():
+    server = await asyncio.get_running_loop().create_server(Stream, "127.0.0.1", 0)
+    print(f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}", flush=True)
+    await asyncio.Future()
+
+asyncio.run(main())
+"""
+# One chunk as stopbench's server sends it (the same size), for the ceiling to repeat.
+CEILING_CHUNK = ('data: {"id":"chatcmpl-000000000001","object":"chat.completion.chunk","created":1764600000,'
+                 '"model":"bench","choices":[{"index":0,"delta":{"content":"abcd"},"logprobs":null,'
+                 '"finish_reason":null}]}\n\n')
+
+
+def start_ceiling(chars: int) -> Server:
+    """The ceiling of a chunk handed to an asyncio transport as it is made: a bare protocol that
+    writes the same chunk ``chars // 4`` times, one ``transport.write`` each, waiting while the
+    transport is paused — the server's per-chunk write with nothing else around it."""
+    proc = subprocess.Popen([sys.executable, "-c", CEILING, str(chars // 4), CEILING_CHUNK],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    assert proc.stdout is not None
+    line = proc.stdout.readline().strip()
+    if not line.startswith("http://127.0.0.1:"):
+        proc.kill()
+        proc.wait()
+        raise SystemExit(f"the ceiling server did not start (first line {line!r})")
+    return Server("ceiling", line, proc)
+
+
 def install_aimock(prefix: Path) -> tuple[Path | None, str]:
     """aimock's llmock CLI under ``prefix`` (installing it there if needed), or why not."""
     cli = prefix / "node_modules" / "@copilotkit" / "aimock" / "dist" / "cli.js"
@@ -300,12 +365,12 @@ async def collect_stopbench(http: aiohttp.ClientSession, server: Server, closed_
     server.delays += [(seen[n] - closed_at[n]) / 1e6 for n in closed_at]
 
 
-async def measure(servers: list[Server], chars: int, rounds: int, trials: int) -> None:
+async def measure(servers: list[Server], ceiling: Server, chars: int, rounds: int, trials: int) -> None:
     connector = aiohttp.TCPConnector(force_close=True)
     poll = MetricsPoller(servers[-1].base)
     async with aiohttp.ClientSession(connector=connector) as http:
-        for _ in range(rounds):  # alternating, so drift in the machine's load falls on both
-            for server in servers:
+        for _ in range(rounds):  # alternating, so drift in the machine's load falls on all
+            for server in [*servers, ceiling]:
                 await throughput(http, server, chars)
         closed_at: dict[int, int] = {}
         seen = [0]
@@ -328,7 +393,8 @@ def ms(values: list[float]) -> str:
             f"{max(values):.3f} ms")
 
 
-def table(servers: list[Server], skipped: str, chars: int, rounds: int, trials: int, load: tuple[str, str]) -> str:
+def table(servers: list[Server], ceiling: Server, skipped: str, chars: int, rounds: int, trials: int,
+          load: tuple[str, str]) -> str:
     ours = servers[0]
     peer = servers[1] if len(servers) > 1 else None
     rows = [("", ours.name, f"aimock {peer.version}" if peer else "aimock", "stopbench/aimock")]
@@ -337,6 +403,10 @@ def table(servers: list[Server], skipped: str, chars: int, rounds: int, trials: 
     rows.append((f"long stream: {chars // 4} chunks of 4 chars, chunks/s (p50 of {rounds})", f"{rate:,.0f}",
                  f"{peer_rate:,.0f}" if peer_rate else "skipped",
                  f"{rate / peer_rate:.2f}× (aim ≥ {AIM_RATIO:.1f}×)" if peer_rate else "-"))
+    ceiling_rate = statistics.median(ceiling.rates)
+    rows.append(("  ceiling: the same chunks, one asyncio transport.write each, nothing else",
+                 f"{ceiling_rate:,.0f} ({rate / ceiling_rate:.2f}× of it)", "-",
+                 f"{ceiling_rate / peer_rate:.2f}×" if peer_rate else "-"))
     rows.append(("  MB/s of SSE", f"{statistics.median(ours.mbps):.1f}",
                  f"{statistics.median(peer.mbps):.1f}" if peer else "-", "-"))
     ours_p50 = percentile(ours.delays, 50)
@@ -371,6 +441,7 @@ def main() -> None:
         scenario = work / "bench.toml"
         scenario.write_text(SCENARIO.format(text="abcd" * (args.chars // 4)))
         servers = [start_stopbench(scenario)]
+        ceiling = start_ceiling(args.chars)
         skipped = ""
         try:
             if args.no_aimock:
@@ -379,11 +450,11 @@ def main() -> None:
                 cli, skipped = install_aimock(Path(args.aimock_prefix) if args.aimock_prefix else work / "npm")
                 if cli is not None:
                     servers.append(start_aimock(cli, work, args.chars))
-            asyncio.run(measure(servers, args.chars, args.rounds, args.trials))
+            asyncio.run(measure(servers, ceiling, args.chars, args.rounds, args.trials))
         finally:
-            for server in servers:
+            for server in [*servers, ceiling]:
                 server.stop()
-    print(table(servers, skipped, args.chars, args.rounds, args.trials, (load_before, loadavg())), end="")
+    print(table(servers, ceiling, skipped, args.chars, args.rounds, args.trials, (load_before, loadavg())), end="")
 
 
 if __name__ == "__main__":
