@@ -11,9 +11,9 @@ tests check byte for byte.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from json.encoder import encode_basestring  # json.dumps' own string escaping (ensure_ascii=False)
-from typing import Any
+from typing import Any, Literal
 
 TEXT = "\ue000stopbench-text\ue000"   # a private-use marker no scenario text or id is made of
 NUMBER = 987_654_321_987_654_321     # the same for a number (a sequence number)
@@ -65,16 +65,14 @@ class Template:
 
 
 class Templates:
-    """An encoder's templates by key, each made on first use by ``make`` (the events with the
-    markers in); a key whose template cannot be made is encoded whole every time."""
+    """An encoder's templates by key: ``made.get(key)`` is the template (falsy when it could not
+    be made, None when not made yet), ``make`` makes one from the events with the markers in. A
+    dict read, not a call, on the path every chunk takes."""
 
     def __init__(self) -> None:
-        self._made: dict[object, Template | None] = {}
+        self.made: dict[object, Template | Literal[False]] = {}
 
-    def get(self, key: object, make: Callable[[], list[tuple[str | None, Any]]],
-            numbered: bool = False) -> Template | None:
-        try:
-            return self._made[key]
-        except KeyError:
-            made = self._made[key] = Template.of(make(), numbered)
-            return made
+    def make(self, key: object, events: list[tuple[str | None, Any]],
+             numbered: bool = False) -> Template | Literal[False]:
+        made = self.made[key] = Template.of(events, numbered) or False
+        return made

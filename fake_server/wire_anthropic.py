@@ -165,8 +165,10 @@ class Encoder:
         block's last in its text alone."""
         if not self._opens(d):
             index = len(self.blocks) - 1
-            template = self.templates.get(index, lambda: [self._delta_event(d.kind, index, TEXT)])
-            if template is not None:
+            template = self.templates.made.get(index)
+            if template is None:
+                template = self.templates.make(index, [self._delta_event(d.kind, index, TEXT)])
+            if template:
                 self.pieces.append(d.text)
                 return template.fill(d.text)
         return sse_all(self.delta(d))

@@ -168,9 +168,11 @@ class Encoder:
         """``delta`` as SSE bytes: after the first chunk (the one with the role) every piece but a
         call's first is one chunk that differs from the last of its kind in its text alone."""
         if self.role_sent and not (d.kind == "tool" and d.first):
-            template = self.templates.get((d.kind, d.call),
-                                          lambda: [(None, self._chunk(self._piece(d.kind, d.call, TEXT)))])
-            if template is not None:
+            key = d.call if d.kind == "tool" else d.kind
+            template = self.templates.made.get(key)
+            if template is None:
+                template = self.templates.make(key, [(None, self._chunk(self._piece(d.kind, d.call, TEXT)))])
+            if template:
                 return template.fill(d.text)
         return sse_all(self.delta(d))
 

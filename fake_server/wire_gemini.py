@@ -260,8 +260,10 @@ class Encoder:
             if self._empty is None:
                 self._empty = sse_all([(None, self._frame([]))])
             return self._empty
-        template = self.templates.get(d.kind, lambda: [(None, self._frame([self._text_part(d.kind, TEXT)]))])
+        template = self.templates.made.get(d.kind)
         if template is None:
+            template = self.templates.make(d.kind, [(None, self._frame([self._text_part(d.kind, TEXT)]))])
+        if not template:
             return sse_all(self.delta(d))
         self._add_text(d)
         return template.fill(d.text)

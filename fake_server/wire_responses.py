@@ -147,10 +147,12 @@ class Encoder:
         item's last in its text and sequence number alone."""
         if not self._opens(d):
             assert self.open is not None
-            item_id, index = self.open["id"], len(self.output)
-            template = self.templates.get(item_id, lambda: [self._delta_event(d.kind, item_id, index, TEXT, NUMBER)],
-                                          numbered=True)
-            if template is not None:
+            item_id = self.open["id"]
+            template = self.templates.made.get(item_id)
+            if template is None:
+                event = self._delta_event(d.kind, item_id, len(self.output), TEXT, NUMBER)
+                template = self.templates.make(item_id, [event], numbered=True)
+            if template:
                 self.pieces.append(d.text)
                 self.sequence += 1
                 return template.fill_numbered(d.text, self.sequence - 1)
