@@ -10,8 +10,11 @@ is reachable — skipped, with the reason, otherwise). The same client (aiohttp,
 both, alternating one run on each, and the table says:
 
 - chunks/s and MB/s of one long streamed Chat Completions text in 4-character chunks with no
-  pacing, first byte to last, p50 over ``--rounds``; both servers write each chunk as it is
-  made (aiohttp's ``StreamResponse.write`` per chunk, Node's ``res.write`` per chunk);
+  pacing, first byte to last, p50 over ``--rounds``; both servers hand each chunk to their
+  transport as it is made (one asyncio ``transport.write`` per chunk, Node's ``res.write`` per
+  chunk — which Node's HTTP stream corks within one pass and buffers without bound); a third
+  row, the ceiling, is a bare asyncio protocol writing the same chunk the same way and doing
+  nothing else: what a per-chunk write reaches in Python on this machine;
 - client disconnect → the server's own trace of it, p50/p90/p99/max over ``--trials`` stalled
   streams. The client of these is a raw blocking socket for both servers: it stamps
   ``time.monotonic_ns()`` right before ``shutdown(SHUT_RDWR)``, the syscall that sends the FIN and
