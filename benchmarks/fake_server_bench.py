@@ -10,10 +10,17 @@ is reachable — skipped, with the reason, otherwise). The same client (aiohttp,
 both, alternating one run on each, and the table says:
 
 - chunks/s and MB/s of one long streamed Chat Completions text in 4-character chunks with no
-  pacing, first byte to last, p50 over ``--rounds``; both servers write each chunk as it is
-  made (aiohttp's ``StreamResponse.write`` per chunk, Node's ``res.write`` per chunk);
+  pacing, first byte to last, p50 over ``--rounds``; both servers hand each chunk to their
+  transport as it is made (one asyncio ``transport.write`` per chunk, Node's ``res.write`` per
+  chunk — which Node's HTTP stream corks within one pass and buffers without bound); a third
+  row, the ceiling, is a bare asyncio protocol writing the same chunk the same way and doing
+  nothing else: what a per-chunk write reaches in Python on this machine;
 - client disconnect → the server's own trace of it, p50/p90/p99/max over ``--trials`` stalled
-  streams. stopbench's server stamps a ``disconnect`` record (``time.monotonic_ns()``, the clock
+  streams. The client of these is a raw blocking socket for both servers: it stamps
+  ``time.monotonic_ns()`` right before ``shutdown(SHUT_RDWR)``, the syscall that sends the FIN and
+  so the first moment a server can know. (An HTTP client library's ``close`` only asks its loop to
+  close the socket on a later pass: measured from there, a figure includes the client's own
+  delay.) stopbench's server stamps a ``disconnect`` record (``time.monotonic_ns()``, the clock
   every process on the host shares), read back afterwards. aimock logs nothing when a client goes
   away and journals nothing with a time; its one trace is the ``destroyed`` outcome of its
   ``aimock_requests_total`` counter (``--metrics``), so it is timed by polling ``/metrics`` back
@@ -28,6 +35,7 @@ import asyncio
 import json
 import re
 import shutil
+import socket
 import statistics
 import subprocess
 import sys
@@ -118,6 +126,71 @@ def start_stopbench(scenario: Path) -> Server:
     return Server("stopbench fake server", line.removesuffix("/v1"), proc)
 
 
+CEILING = r"""
+import asyncio, sys
+
+CHUNK = sys.argv[2].encode()
+FRAMED = b"%x\r\n" % len(CHUNK) + CHUNK + b"\r\n"
+HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+
+
+class Stream(asyncio.Protocol):
+    def connection_made(self, transport):
+        self.transport, self.received, self.resumed, self.task = transport, b"", None, None
+
+    def data_received(self, data):
+        self.received += data
+        head, found, rest = self.received.partition(b"\r\n\r\n")
+        sizes = [int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")]
+        if found and len(rest) >= sum(sizes) and self.task is None:
+            self.task = asyncio.get_running_loop().create_task(self.stream(int(sys.argv[1])))
+
+    def pause_writing(self):
+        self.resumed = asyncio.get_running_loop().create_future()
+
+    def resume_writing(self):
+        self.resumed.set_result(None)
+        self.resumed = None
+
+    async def stream(self, chunks):
+        write = self.transport.write
+        write(HEAD)
+        for _ in range(chunks):
+            write(FRAMED)
+            if self.resumed is not None:
+                await self.resumed
+        write(b"0\r\n\r\n")
+        self.transport.close()
+
+
+async def main():
+    server = await asyncio.get_running_loop().create_server(Stream, "127.0.0.1", 0)
+    print(f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}", flush=True)
+    await asyncio.Future()
+
+asyncio.run(main())
+"""
+# One chunk as stopbench's server sends it (the same size), for the ceiling to repeat.
+CEILING_CHUNK = ('data: {"id":"chatcmpl-000000000001","object":"chat.completion.chunk","created":1764600000,'
+                 '"model":"bench","choices":[{"index":0,"delta":{"content":"abcd"},"logprobs":null,'
+                 '"finish_reason":null}]}\n\n')
+
+
+def start_ceiling(chars: int) -> Server:
+    """The ceiling of a chunk handed to an asyncio transport as it is made: a bare protocol that
+    writes the same chunk ``chars // 4`` times, one ``transport.write`` each, waiting while the
+    transport is paused — the server's per-chunk write with nothing else around it."""
+    proc = subprocess.Popen([sys.executable, "-c", CEILING, str(chars // 4), CEILING_CHUNK],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    assert proc.stdout is not None
+    line = proc.stdout.readline().strip()
+    if not line.startswith("http://127.0.0.1:"):
+        proc.kill()
+        proc.wait()
+        raise SystemExit(f"the ceiling server did not start (first line {line!r})")
+    return Server("ceiling", line, proc)
+
+
 def install_aimock(prefix: Path) -> tuple[Path | None, str]:
     """aimock's llmock CLI under ``prefix`` (installing it there if needed), or why not."""
     cli = prefix / "node_modules" / "@copilotkit" / "aimock" / "dist" / "cli.js"
@@ -191,16 +264,40 @@ async def fetch_records(http: aiohttp.ClientSession, base: str, after: int, wait
     return answer["records"]
 
 
+def open_stalled(base: str) -> socket.socket:
+    """A raw socket whose streamed answer to the "stall" prompt has begun (its first event is in):
+    a blocking socket, so the benchmark's stamp is taken right before the syscall that hangs up."""
+    host, _, port = base.removeprefix("http://").partition(":")
+    sock = socket.create_connection((host, int(port)))
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    payload = json.dumps(body("stall")).encode()
+    sock.sendall(f"POST /v1/chat/completions HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: application/json\r\n"
+                 f"Content-Length: {len(payload)}\r\n\r\n".encode() + payload)
+    received = b""
+    while b"\n\n" not in received.partition(b"\r\n\r\n")[2]:
+        block = sock.recv(65536)
+        if not block:
+            raise SystemExit(f"{base} closed the stalled stream before its first event")
+        received += block
+    return sock
+
+
+def hang_up(sock: socket.socket) -> int:
+    """Hang up now: the stamp, then the shutdown that sends the FIN (the moment the server can
+    first know), then the close."""
+    closed = time.monotonic_ns()
+    sock.shutdown(socket.SHUT_RDWR)
+    sock.close()
+    return closed
+
+
 async def stopbench_disconnect(http: aiohttp.ClientSession, server: Server, seen: list[int]) -> tuple[int, int]:
-    """One stalled stream closed by the client: (request number, close time)."""
-    resp = await http.post(f"{server.base}/v1/chat/completions", json=body("stall"))
-    await resp.content.readuntil(b"\n\n")  # the first chunk is in: the stream is stalled
+    """One stalled stream closed by the client: (request number, hang-up time)."""
+    sock = open_stalled(server.base)  # the first chunk is in: the stream is stalled
     records = await fetch_records(http, server.base, seen[0])
     seen[0] = records[-1]["index"] if records else seen[0]
     request = max(r["request"] for r in records if r["kind"] == "request")
-    closed = time.monotonic_ns()
-    resp.close()  # drops the connection
-    return request, closed
+    return request, hang_up(sock)
 
 
 class MetricsPoller:
@@ -238,12 +335,10 @@ class MetricsPoller:
             await self.writer.wait_closed()
 
 
-async def aimock_disconnect(http: aiohttp.ClientSession, poll: MetricsPoller, server: Server) -> None:
+async def aimock_disconnect(poll: MetricsPoller, server: Server) -> None:
     before = await poll.destroyed()
-    resp = await http.post(f"{server.base}/v1/chat/completions", json=body("stall"))
-    await resp.content.readuntil(b"\n\n")
-    closed = time.monotonic_ns()
-    resp.close()
+    sock = open_stalled(server.base)
+    closed = hang_up(sock)
     last_not_yet = closed
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
@@ -273,19 +368,19 @@ async def collect_stopbench(http: aiohttp.ClientSession, server: Server, closed_
     server.delays += [(seen[n] - closed_at[n]) / 1e6 for n in closed_at]
 
 
-async def measure(servers: list[Server], chars: int, rounds: int, trials: int) -> None:
+async def measure(servers: list[Server], ceiling: Server, chars: int, rounds: int, trials: int) -> None:
     connector = aiohttp.TCPConnector(force_close=True)
     poll = MetricsPoller(servers[-1].base)
     async with aiohttp.ClientSession(connector=connector) as http:
-        for _ in range(rounds):  # alternating, so drift in the machine's load falls on both
-            for server in servers:
+        for _ in range(rounds):  # alternating, so drift in the machine's load falls on all
+            for server in [*servers, ceiling]:
                 await throughput(http, server, chars)
         closed_at: dict[int, int] = {}
         seen = [0]
         for _ in range(trials):
             for server in servers:
                 if server.name == "aimock":
-                    await aimock_disconnect(http, poll, server)
+                    await aimock_disconnect(poll, server)
                 else:
                     request, closed = await stopbench_disconnect(http, server, seen)
                     closed_at[request] = closed
@@ -301,7 +396,8 @@ def ms(values: list[float]) -> str:
             f"{max(values):.3f} ms")
 
 
-def table(servers: list[Server], skipped: str, chars: int, rounds: int, trials: int, load: tuple[str, str]) -> str:
+def table(servers: list[Server], ceiling: Server, skipped: str, chars: int, rounds: int, trials: int,
+          load: tuple[str, str]) -> str:
     ours = servers[0]
     peer = servers[1] if len(servers) > 1 else None
     rows = [("", ours.name, f"aimock {peer.version}" if peer else "aimock", "stopbench/aimock")]
@@ -310,6 +406,10 @@ def table(servers: list[Server], skipped: str, chars: int, rounds: int, trials: 
     rows.append((f"long stream: {chars // 4} chunks of 4 chars, chunks/s (p50 of {rounds})", f"{rate:,.0f}",
                  f"{peer_rate:,.0f}" if peer_rate else "skipped",
                  f"{rate / peer_rate:.2f}× (aim ≥ {AIM_RATIO:.1f}×)" if peer_rate else "-"))
+    ceiling_rate = statistics.median(ceiling.rates)
+    rows.append(("  ceiling: the same chunks, one asyncio transport.write each, nothing else",
+                 f"{ceiling_rate:,.0f} ({rate / ceiling_rate:.2f}× of it)", "-",
+                 f"{ceiling_rate / peer_rate:.2f}×" if peer_rate else "-"))
     rows.append(("  MB/s of SSE", f"{statistics.median(ours.mbps):.1f}",
                  f"{statistics.median(peer.mbps):.1f}" if peer else "-", "-"))
     ours_p50 = percentile(ours.delays, 50)
@@ -344,6 +444,7 @@ def main() -> None:
         scenario = work / "bench.toml"
         scenario.write_text(SCENARIO.format(text="abcd" * (args.chars // 4)))
         servers = [start_stopbench(scenario)]
+        ceiling = start_ceiling(args.chars)
         skipped = ""
         try:
             if args.no_aimock:
@@ -352,11 +453,11 @@ def main() -> None:
                 cli, skipped = install_aimock(Path(args.aimock_prefix) if args.aimock_prefix else work / "npm")
                 if cli is not None:
                     servers.append(start_aimock(cli, work, args.chars))
-            asyncio.run(measure(servers, args.chars, args.rounds, args.trials))
+            asyncio.run(measure(servers, ceiling, args.chars, args.rounds, args.trials))
         finally:
-            for server in servers:
+            for server in [*servers, ceiling]:
                 server.stop()
-    print(table(servers, skipped, args.chars, args.rounds, args.trials, (load_before, loadavg())), end="")
+    print(table(servers, ceiling, skipped, args.chars, args.rounds, args.trials, (load_before, loadavg())), end="")
 
 
 if __name__ == "__main__":

@@ -20,8 +20,8 @@ from typing import Any, TypeVar
 import h11
 
 from .errors import ApiError
-from .playout import chunk_record, http_error_of, play, prepare
-from .records import Disconnect, Error, Record, Request, StreamEnd
+from .playout import chunk_fields, http_error_of, play, prepare
+from .records import Chunk, Disconnect, Error, Record, Request, StreamEnd
 from .scenario import Scenario, demo_scenario
 from .script import Ids, ScenarioCursor
 from .wire import wire_for
@@ -119,7 +119,7 @@ class Playback:
         if plan.side is not None:
             await self._report(plan.side_record(parsed, CHAT_PATH))
             async for emit in play(plan, encoder):
-                for _name, data in emit.events:
+                for _name, data in [*emit.events, *(e for d in emit.run for e in encoder.delta(d))]:
                     if isinstance(data, dict):
                         yield data
             return
@@ -133,9 +133,13 @@ class Playback:
         last_chunk = 0
         try:
             async for emit in play(plan, encoder):
-                if emit.delta is not None:
-                    last_chunk = emit.chunk
-                    await self._report(chunk_record(request_no, emit, plan))
+                for chunk, delta in enumerate(emit.run, emit.first):
+                    last_chunk = chunk
+                    text, tool_call_id, reasoning = chunk_fields(plan, delta)
+                    await self._report(Chunk(request=request_no, chunk=chunk, text=text, tool_call_id=tool_call_id,
+                                             reasoning=reasoning))
+                    for _name, data in encoder.delta(delta):
+                        yield data
                 if emit.final:
                     await self._report(StreamEnd(request=request_no, complete=emit.complete))
                 for _name, data in emit.events:

@@ -6,15 +6,12 @@ timing), so the decision logic lives here once and the callers only do I/O.
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any
 
 from . import scenario as sc
 from .errors import ApiError
 from .fence import fenced
-from .records import Chunk
 from .script import Delta, Exhausted, Ids, Parsed, Plan, ScenarioCursor, Sleep, build_plan, detect_shell, side_plan
 from .wire import Event, StreamEncoder, wire_for
 
@@ -63,10 +60,13 @@ def http_error_of(plan: Plan, api: str) -> ApiError | None:
 
 @dataclass
 class Emit:
-    """What to send next: ``events`` as (name, data) pairs; ``delta`` set for a numbered chunk."""
+    """What to send next: ``events`` as (name, data) pairs, or a ``run`` of chunks to send back to
+    back (no pause between them), numbered from ``first``. The consumer encodes a run's deltas
+    itself (``encoder.delta`` for dicts, ``encoder.delta_sse`` for bytes): a long unpaced stream
+    is one run, sent without a step of this generator per chunk."""
     events: list[Event] = field(default_factory=list)
-    delta: Delta | None = None
-    chunk: int = 0
+    run: list[Delta] = field(default_factory=list)
+    first: int = 1
     final: bool = False            # the stream's last write; ``complete`` says how it ended
     complete: bool = True
 
@@ -75,12 +75,18 @@ async def play(plan: Plan, encoder: StreamEncoder) -> AsyncIterator[Emit]:
     """Yield Emits in scripted time. A stall awaits forever: only cancellation ends it."""
     yield Emit(encoder.start())
     chunk = 0
+    run: list[Delta] = []
     for step in plan.steps:
         if isinstance(step, Sleep):
+            if run:
+                yield Emit(run=run, first=chunk - len(run) + 1)
+                run = []
             await asyncio.sleep(step.seconds)
             continue
         chunk += 1
-        yield Emit(encoder.delta(step), delta=step, chunk=chunk)
+        run.append(step)
+    if run:
+        yield Emit(run=run, first=chunk - len(run) + 1)
     ending = plan.ending
     if ending is None:
         yield Emit(encoder.finish(), final=True)
@@ -92,16 +98,10 @@ async def play(plan: Plan, encoder: StreamEncoder) -> AsyncIterator[Emit]:
         await asyncio.Future()     # stall: held open until the consumer goes away
 
 
-def chunk_record(request_no: int, emit: Emit, plan: Plan) -> Chunk:
-    delta = emit.delta
-    assert delta is not None, "chunk_record of an Emit that carries no chunk"
-    return Chunk(request=request_no, chunk=emit.chunk, text=delta.text if delta.kind == "text" else "",
-                 tool_call_id=plan.tool_calls[delta.call]["id"] if delta.kind == "tool" else None,
-                 reasoning=delta.text if delta.kind == "reasoning" else None)
-
-
-def sse(event: str | None, data: Any) -> bytes:
-    """One server-sent event; ``data`` is a dict (JSON) or a literal like ``[DONE]``."""
-    payload = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False, separators=(",", ":"))
-    head = f"event: {event}\n" if event else ""
-    return f"{head}data: {payload}\n\n".encode()
+def chunk_fields(plan: Plan, delta: Delta) -> tuple[str, str | None, str | None]:
+    """What a chunk record says of ``delta``: its ``text``, ``tool_call_id`` and ``reasoning``."""
+    if delta.kind == "text":
+        return delta.text, None, None
+    if delta.kind == "tool":
+        return "", plan.tool_calls[delta.call]["id"], None
+    return "", None, delta.text

@@ -192,6 +192,18 @@ class Side(Record):
 KINDS: dict[str, type[Record]] = {cls.kind: cls for cls in (
     Request, Response, Chunk, StreamEnd, Disconnect, Window, WindowDone, Error, Side)}
 R = TypeVar("R", bound=Record)
+# A chunk as ``append_chunk`` keeps it: mono_ns, request, chunk, text, tool_call_id, reasoning.
+ChunkRow = tuple[int, int, int, str, "str | None", "str | None"]
+
+
+def _chunk_of(row: ChunkRow, index: int) -> Chunk:
+    """The Chunk record of a row, built as ``Chunk(...)`` would, past the frozen dataclass's
+    per-field ``__setattr__``: a stream may have a hundred thousand."""
+    mono_ns, request, chunk, text, tool_call_id, reasoning = row
+    record = object.__new__(Chunk)
+    record.__dict__.update(mono_ns=mono_ns, source="server", index=index, request=request, chunk=chunk, text=text,
+                           tool_call_id=tool_call_id, reasoning=reasoning)
+    return record
 
 
 # --- JSON conversion ------------------------------------------------------------------------
@@ -289,7 +301,8 @@ def read_jsonl(path: str | Path) -> list[Record]:
 
 class Records:
     def __init__(self) -> None:
-        self._items: list[Record] = []
+        self._items: list[Record | ChunkRow] = []
+        self._rows = 0           # how many chunks in ``_items`` are still rows (``append_chunk``)
         self._waiters: list[tuple[Callable[[Record], bool], asyncio.Future[Record]]] = []
         self._requests = 0
 
@@ -302,6 +315,37 @@ class Records:
             changes["request"] = self.next_request_number()
         stored = dataclasses.replace(record, **changes)
         self._items.append(stored)
+        if self._waiters:
+            self._wake(stored)
+        return stored
+
+    def append_chunk(self, request: int, chunk: int, text: str, tool_call_id: str | None = None,
+                     reasoning: str | None = None) -> None:
+        """``append(Chunk(...))`` stamped now, at a fraction of its cost: a long unpaced stream
+        appends one per chunk, and building a frozen dataclass for each (then again with its
+        index) would make the store the stream's bottleneck. The chunk is kept as a row of its
+        fields and becomes its ``Chunk`` record, the same one, when it is first read (at once,
+        if someone is waiting)."""
+        row = (time.monotonic_ns(), request, chunk, text, tool_call_id, reasoning)
+        if self._waiters:
+            stored = _chunk_of(row, len(self._items) + 1)
+            self._items.append(stored)
+            self._wake(stored)
+        else:
+            self._items.append(row)
+            self._rows += 1
+
+    def _all(self) -> list[Record]:
+        """Every record, the chunks kept as rows made records (in place, once)."""
+        if self._rows:
+            items = self._items
+            for i, item in enumerate(items):
+                if type(item) is tuple:
+                    items[i] = _chunk_of(item, i + 1)
+            self._rows = 0
+        return self._items  # type: ignore[return-value]  # no rows are left in it
+
+    def _wake(self, stored: Record) -> None:
         still_waiting = []
         for predicate, future in self._waiters:
             if future.done():
@@ -311,7 +355,6 @@ class Records:
             else:
                 still_waiting.append((predicate, future))
         self._waiters = still_waiting
-        return stored
 
     def next_request_number(self) -> int:
         self._requests += 1
@@ -322,18 +365,18 @@ class Records:
         return len(self._items)
 
     def __iter__(self) -> Iterator[Record]:
-        return iter(list(self._items))
+        return iter(list(self._all()))
 
     def __getitem__(self, i: int) -> Record:
-        return self._items[i]
+        return self._all()[i]
 
     def of_kind(self, kind: str) -> list[Record]:
         if kind not in KINDS:
             raise ValueError(f"unknown record kind {kind!r} (known: {', '.join(sorted(KINDS))})")
-        return [r for r in self._items if r.kind == kind]
+        return [r for r in self._all() if r.kind == kind]
 
     def after(self, index: int) -> list[Record]:
-        return self._items[max(index, 0):]
+        return self._all()[max(index, 0):]
 
     def to_json(self, after: int = 0) -> dict[str, Any]:
         """The records after ``after`` in the versioned form the HTTP long poll answers with."""
@@ -343,12 +386,12 @@ class Records:
         """Every record as a JSON line, after a first line ``{"records_version": N}``."""
         with open(path, "w", encoding="utf-8") as f:
             f.write(json.dumps({"records_version": RECORDS_VERSION}) + "\n")
-            for record in self._items:
+            for record in self._all():
                 f.write(json.dumps(record.to_json(), ensure_ascii=False) + "\n")
 
     def summary(self) -> str:
         lines = []
-        for r in self._items[-40:]:
+        for r in self._all()[-40:]:
             data = r.to_json()
             lines.append(f"  #{r.index} {r.kind} " + " ".join(f"{k}={data[k]!r}" for k in SUMMARY_KEYS if k in data))
         skipped = len(self._items) - len(lines)
@@ -360,7 +403,7 @@ class Records:
         """The first record (existing or future) satisfying ``predicate``. Waits as long as it
         takes; a caller's deadline cancels it, and the cancellation carries a note naming
         ``what`` and the records seen so far."""
-        for record in self._items:
+        for record in self._all():
             if predicate(record):
                 return record
         future: asyncio.Future[Record] = asyncio.get_running_loop().create_future()

@@ -16,11 +16,13 @@ from aiohttp import web
 from . import hangup
 from .canonical import estimate_tokens, restore_ids
 from .errors import ApiError, api_error
-from .playout import chunk_record, http_error_of, play, prepare, sse
+from .playout import chunk_fields, http_error_of, play, prepare
 from .records import Disconnect, Error, Record, RecordError, Records, Request, Response, StreamEnd
 from .scenario import Disconnect as DisconnectFrame
 from .scenario import Scenario, StreamError, demo_scenario
 from .script import Ids, Plan, ScenarioCursor
+from .sse import sse_all
+from .sse_out import SseOut
 from .wire import StreamEncoder, Wire, wire_for, wires
 
 MAX_BODY_BYTES = 8 * 1024 * 1024
@@ -259,53 +261,63 @@ class FakeServer:
 
     async def _stream(self, request: web.Request, request_no: int | None, plan: Plan, encoder: StreamEncoder,
                       sent: list[bytes] | None) -> web.StreamResponse:
-        """Play ``plan`` as SSE. A numbered request records its chunks, its end or the client's
-        disconnect; a side request (``request_no`` None) records nothing more."""
+        """Play ``plan`` as SSE. A numbered request records its chunks (each once it is handed to
+        the transport), its end or the client's disconnect; a side request (``request_no`` None)
+        records nothing more."""
         response = web.StreamResponse(status=200, headers=SSE_HEADERS)
         last_chunk = 0
-        hangup.watch(request)
+        watch = hangup.watch(request)
         try:
             await response.prepare(request)
+            out = SseOut(request, response, watch)
             async for emit in play(plan, encoder):
-                payload = b"".join(sse(name, data) for name, data in emit.events)
-                if payload and sent is not None:
-                    sent.append(payload)
-                if payload:
-                    await response.write(payload)
-                if request_no is None:
+                if emit.events:
+                    payload = sse_all(emit.events)
+                    if sent is not None:
+                        sent.append(payload)
+                    if out.write(payload):
+                        await out.wait()
+                chunk = emit.first
+                for delta in emit.run:      # the hot loop of a long stream: no await unless the transport asks
+                    payload = encoder.delta_sse(delta)
+                    if sent is not None:
+                        sent.append(payload)
+                    wait = out.write(payload)
+                    if request_no is not None:
+                        last_chunk = chunk
+                        self.records.append_chunk(request_no, chunk, *chunk_fields(plan, delta))
+                    chunk += 1
+                    if wait:
+                        await out.wait()
+                if request_no is None or not emit.final:
                     continue
-                if emit.delta is not None:
-                    last_chunk = emit.chunk
-                    self.records.append(chunk_record(request_no, emit, plan))
-                if emit.final:
-                    self.records.append(StreamEnd(request=request_no, complete=emit.complete))
-                    if isinstance(plan.ending, DisconnectFrame):
-                        assert request.transport is not None
-                        request.transport.abort()
-                        return response
+                self.records.append(StreamEnd(request=request_no, complete=emit.complete))
+                if isinstance(plan.ending, DisconnectFrame):
+                    out.transport.abort()
+                    return response
             await response.write_eof()
         except asyncio.CancelledError:      # the client hung up (handler_cancellation) or we are closing
             if not self._closing and request_no is not None:
-                self.records.append(Disconnect(request=request_no, after_chunk=last_chunk,
-                                               mono_ns=hangup.gone_ns(request)))
+                self.records.append(Disconnect(request=request_no, after_chunk=last_chunk, mono_ns=watch.gone()))
             raise
         except ConnectionResetError:        # the hang-up surfaced in a write instead
             if request_no is not None:
-                self.records.append(Disconnect(request=request_no, after_chunk=last_chunk,
-                                               mono_ns=hangup.gone_ns(request)))
+                self.records.append(Disconnect(request=request_no, after_chunk=last_chunk, mono_ns=watch.gone()))
         return response
 
     async def _whole(self, request: web.Request, request_no: int | None, wire: Wire, plan: Plan,
                      encoder: StreamEncoder) -> web.StreamResponse:
         """Non-streamed answer: the same plan and timing, one JSON body at the end."""
         complete = True
-        hangup.watch(request)
+        watch = hangup.watch(request)
         try:
             async for emit in play(plan, encoder):
+                for delta in emit.run:      # the body is what the stream would have left
+                    encoder.delta(delta)
                 complete = emit.complete
         except asyncio.CancelledError:
             if not self._closing and request_no is not None:
-                self.records.append(Disconnect(request=request_no, after_chunk=0, mono_ns=hangup.gone_ns(request)))
+                self.records.append(Disconnect(request=request_no, after_chunk=0, mono_ns=watch.gone()))
             raise
         if request_no is not None:
             self.records.append(StreamEnd(request=request_no, complete=complete))

@@ -18,7 +18,8 @@ A module satisfies ``Wire`` structurally (mypy checks a module against a Protoco
   history) raises the provider's own ``ApiError``, so an agent that only works against a
   lenient fake is caught here;
 - ``Encoder(plan, parsed, ids)``: one response's encoder (``StreamEncoder``) — the stream as
-  SSE events frame by frame, and the non-streamed body;
+  SSE events frame by frame (each delta also as its SSE bytes, from a template: a long stream
+  is mostly one event over and over), and the non-streamed body;
 - ``error(status, message, retry_after=…)``: an error body in the provider's shape;
 - ``unknown_model(model)``: the provider's refusal of a model it does not serve.
 """
@@ -41,6 +42,11 @@ class StreamEncoder(Protocol):
     def start(self) -> list[Event]: ...
 
     def delta(self, d: Delta) -> list[Event]: ...
+
+    def delta_sse(self, d: Delta) -> bytes:
+        """``delta(d)`` as the SSE bytes ``sse`` makes of its events, the same bytes, from a
+        template where only the text differs from the last such chunk (``fake_server.sse``)."""
+        ...
 
     def finish(self) -> list[Event]: ...
 

@@ -19,6 +19,7 @@ from . import canonical as cn
 from .errors import STREAM_ERROR_STATUS, ApiError, anthropic_error
 from .script import NO_ROUTE, Delta, Ids, Parsed, Plan
 from .shell import ToolDef
+from .sse import TEXT, Templates, sse_all
 
 NAME = "anthropic"
 PATHS = ("/v1/messages", "/messages")
@@ -127,6 +128,9 @@ def check_balanced(raw: list[dict]) -> None:
                                        "have a corresponding `tool_result` block in the next message.")
 
 
+PIECES_FIELD = {"text": "text", "thinking": "thinking", "tool_use": "_json"}  # where a block's pieces end up
+
+
 class Encoder:
     def __init__(self, plan: Plan, parsed: Parsed, ids: Ids):
         self.plan, self.parsed = plan, parsed
@@ -134,6 +138,8 @@ class Encoder:
         self.blocks: list[dict] = []
         self.open_kind = ""
         self.is_open = False
+        self.pieces: list[str] = []         # the open block's text (or JSON) so far
+        self.templates = Templates()
 
     def _message(self, content: list, stop_reason, output_tokens: int) -> dict:
         return {"id": self.id, "type": "message", "role": "assistant", "model": self.parsed.model,
@@ -147,22 +153,36 @@ class Encoder:
 
     def delta(self, d: Delta) -> list:
         events = []
-        if not self.is_open or d.kind != self.open_kind or (d.kind == "tool" and d.first):
+        if self._opens(d):
             events += self._close()
             events.append(self._open(d))
-        index = len(self.blocks) - 1
-        block = self.blocks[-1]
-        if d.kind == "text":
-            block["text"] += d.text
-            delta = {"type": "text_delta", "text": d.text}
-        elif d.kind == "reasoning":
-            block["thinking"] += d.text
-            delta = {"type": "thinking_delta", "thinking": d.text}
-        else:
-            block["_json"] += d.text
-            delta = {"type": "input_json_delta", "partial_json": d.text}
-        events.append(("content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta}))
+        self.pieces.append(d.text)
+        events.append(self._delta_event(d.kind, len(self.blocks) - 1, d.text))
         return events
+
+    def delta_sse(self, d: Delta) -> bytes:
+        """``delta`` as SSE bytes: a piece of the open block is one event that differs from the
+        block's last in its text alone."""
+        if not self._opens(d):
+            index = len(self.blocks) - 1
+            template = self.templates.made.get(index)
+            if template is None:
+                template = self.templates.make(index, [self._delta_event(d.kind, index, TEXT)])
+            if template:
+                self.pieces.append(d.text)
+                return template.fill(d.text)
+        return sse_all(self.delta(d))
+
+    def _opens(self, d: Delta) -> bool:
+        """Whether ``d`` starts a block (closing the open one first)."""
+        return not self.is_open or d.kind != self.open_kind or (d.kind == "tool" and d.first)
+
+    @staticmethod
+    def _delta_event(kind: str, index: int, text: str) -> tuple[str, dict]:
+        delta = ({"type": "text_delta", "text": text} if kind == "text" else
+                 {"type": "thinking_delta", "thinking": text} if kind == "reasoning" else
+                 {"type": "input_json_delta", "partial_json": text})
+        return "content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta}
 
     def _open(self, d: Delta):
         self.open_kind, self.is_open = d.kind, True
@@ -184,6 +204,8 @@ class Encoder:
             return []
         self.is_open = False
         index, block = len(self.blocks) - 1, self.blocks[-1]
+        joined, self.pieces = "".join(self.pieces), []   # the block's text, kept in pieces while it was open
+        block[PIECES_FIELD[block["type"]]] = joined
         events = []
         if block["type"] == "thinking":
             block["signature"] = THINKING_SIGNATURE

@@ -13,6 +13,7 @@ from . import canonical as cn
 from .errors import STREAM_ERROR_STATUS, ApiError, openai_error
 from .script import NO_ROUTE, Delta, Ids, Parsed, Plan
 from .shell import ToolDef
+from .sse import TEXT, Templates, sse_all
 
 NAME = "chat"
 PATHS = ("/v1/chat/completions", "/chat/completions")
@@ -139,6 +140,7 @@ class Encoder:
         self.id = ids.new("chatcmpl", sep="-")
         self.created = int(time.time())
         self.role_sent = False
+        self.templates = Templates()
 
     def _chunk(self, delta: dict, finish_reason=None) -> dict:
         if not self.role_sent:
@@ -155,16 +157,32 @@ class Encoder:
         return []
 
     def delta(self, d: Delta) -> list:
-        if d.kind == "text":
-            return [(None, self._chunk({"content": d.text}))]
-        if d.kind == "reasoning":
-            return [(None, self._chunk({"content": None, "reasoning_content": d.text}))]
-        call = self.plan.tool_calls[d.call]
-        piece = {"index": d.call, "function": {"arguments": d.text}}
-        if d.first:
-            piece = {"index": d.call, "id": call["id"], "type": "function",
-                     "function": {"name": call["name"], "arguments": d.text}}
-        return [(None, self._chunk({"content": None, "tool_calls": [piece]}))]
+        if d.kind == "tool" and d.first:
+            call = self.plan.tool_calls[d.call]
+            return [(None, self._chunk({"content": None, "tool_calls": [
+                {"index": d.call, "id": call["id"], "type": "function",
+                 "function": {"name": call["name"], "arguments": d.text}}]}))]
+        return [(None, self._chunk(self._piece(d.kind, d.call, d.text)))]
+
+    def delta_sse(self, d: Delta) -> bytes:
+        """``delta`` as SSE bytes: after the first chunk (the one with the role) every piece but a
+        call's first is one chunk that differs from the last of its kind in its text alone."""
+        if self.role_sent and not (d.kind == "tool" and d.first):
+            key = d.call if d.kind == "tool" else d.kind
+            template = self.templates.made.get(key)
+            if template is None:
+                template = self.templates.make(key, [(None, self._chunk(self._piece(d.kind, d.call, TEXT)))])
+            if template:
+                return template.fill(d.text)
+        return sse_all(self.delta(d))
+
+    @staticmethod
+    def _piece(kind: str, call: int, text: str) -> dict:
+        if kind == "text":
+            return {"content": text}
+        if kind == "reasoning":
+            return {"content": None, "reasoning_content": text}
+        return {"content": None, "tool_calls": [{"index": call, "function": {"arguments": text}}]}
 
     def finish(self) -> list:
         events = [(None, self._chunk({}, self.plan.finish_reason))]

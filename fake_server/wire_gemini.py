@@ -25,6 +25,7 @@ from . import canonical as cn
 from .errors import STREAM_ERROR_STATUS, ApiError, google_error
 from .script import NO_ROUTE, Delta, Ids, Parsed, Plan
 from .shell import ToolDef
+from .sse import TEXT, Templates, sse_all
 
 NAME = "gemini"
 PATHS = ("/v1beta/models/{model}:{method}", "/v1/models/{model}:{method}")
@@ -221,7 +222,10 @@ class Encoder:
         self.plan, self.parsed = plan, parsed
         self.response_id = ids.new("resp")
         self.parts: list[dict] = []          # the answer so far, consecutive text merged (the body)
-        self.arguments: dict[int, str] = {}  # the pieces of each call's arguments so far
+        self.tail: list[str] = []            # the pieces of the last part's text (``_add_text``)
+        self.received: dict[int, int] = {}   # how much of each call's arguments was sent
+        self.templates = Templates()
+        self._empty: bytes | None = None     # the frame of a call's pieces before its last
 
     def _frame(self, parts: list[dict], finish: bool = False) -> dict:
         candidate: dict[str, Any] = {"content": {"role": "model", "parts": parts}, "index": 0}
@@ -242,22 +246,61 @@ class Encoder:
 
     def delta(self, d: Delta) -> list:
         if d.kind == "tool":
-            self.arguments[d.call] = self.arguments.get(d.call, "") + d.text
-            call = self.plan.tool_calls[d.call]
-            if self.arguments[d.call] != call["arguments"]:
-                return [(None, self._frame([]))]
-            part: dict[str, Any] = {"functionCall": {"id": call["id"], "name": call["name"],
-                                     "args": json.loads(call["arguments"] or "{}")},
-                    "thoughtSignature": THOUGHT_SIGNATURE}
-            self.parts.append(part)
-            return [(None, self._frame([part]))]
-        part = {"text": d.text, "thought": True} if d.kind == "reasoning" else {"text": d.text}
+            return [(None, self._frame(self._call_piece(d)))]
+        self._add_text(d)
+        return [(None, self._frame([self._text_part(d.kind, d.text)]))]
+
+    def delta_sse(self, d: Delta) -> bytes:
+        """``delta`` as SSE bytes: a text or reasoning piece is one frame that differs from the
+        last of its kind in its text alone; a call's pieces before its last are one empty frame."""
+        if d.kind == "tool":
+            parts = self._call_piece(d)
+            if parts:
+                return sse_all([(None, self._frame(parts))])
+            if self._empty is None:
+                self._empty = sse_all([(None, self._frame([]))])
+            return self._empty
+        template = self.templates.made.get(d.kind)
+        if template is None:
+            template = self.templates.make(d.kind, [(None, self._frame([self._text_part(d.kind, TEXT)]))])
+        if not template:
+            return sse_all(self.delta(d))
+        self._add_text(d)
+        return template.fill(d.text)
+
+    @staticmethod
+    def _text_part(kind: str, text: str) -> dict:
+        return {"text": text, "thought": True} if kind == "reasoning" else {"text": text}
+
+    def _call_piece(self, d: Delta) -> list[dict]:
+        """The parts a piece of a call's arguments adds: none until the call's last piece, then
+        the whole call (Gemini sends a call in one part)."""
+        self.received[d.call] = self.received.get(d.call, 0) + len(d.text)
+        call = self.plan.tool_calls[d.call]
+        if self.received[d.call] != len(call["arguments"]):
+            return []
+        self._merge_tail()
+        part: dict[str, Any] = {"functionCall": {"id": call["id"], "name": call["name"],
+                                 "args": json.loads(call["arguments"] or "{}")},
+                                "thoughtSignature": THOUGHT_SIGNATURE}
+        self.parts.append(part)
+        return [part]
+
+    def _add_text(self, d: Delta) -> None:
+        """The body's parts merge consecutive text of one kind; the last part's pieces are kept
+        in ``tail`` until it is complete (joining them once, not once per piece)."""
         last = self.parts[-1] if self.parts else None
         if last is not None and "text" in last and bool(last.get("thought")) == (d.kind == "reasoning"):
-            last["text"] += d.text
-        else:
-            self.parts.append(dict(part))
-        return [(None, self._frame([part]))]
+            self.tail.append(d.text)
+            return
+        self._merge_tail()
+        self.parts.append(self._text_part(d.kind, d.text))
+        self.tail = [d.text]
+
+    def _merge_tail(self) -> None:
+        if self.tail:
+            self.parts[-1]["text"] = "".join(self.tail)
+            self.tail = []
 
     def finish(self) -> list:
         return [(None, self._frame([{"text": ""}], finish=True))]
@@ -266,4 +309,5 @@ class Encoder:
         return [(None, google_error(STREAM_ERROR_STATUS[kind], message).body)]
 
     def body(self) -> dict:
+        self._merge_tail()
         return self._frame(self.parts, finish=True)

@@ -15,6 +15,7 @@ from . import canonical as cn
 from .errors import STREAM_ERROR_STATUS, openai_error
 from .script import NO_ROUTE, Delta, Ids, Parsed, Plan
 from .shell import ToolDef
+from .sse import NUMBER, TEXT, Templates, sse_all
 from .wire_chat import content_text, error, json_type, require, unknown_model
 
 NAME = "responses"
@@ -101,6 +102,8 @@ class Encoder:
         self.open: dict | None = None       # the item being streamed
         self.open_kind = ""
         self.open_call = -1
+        self.pieces: list[str] = []         # the open item's text (or arguments) so far
+        self.templates = Templates()
 
     def _event(self, kind: str, **fields) -> tuple[str, dict]:
         event = {"type": kind, **fields, "sequence_number": self.sequence}
@@ -130,26 +133,48 @@ class Encoder:
 
     def delta(self, d: Delta) -> list:
         events = []
-        if self.open is None or d.kind != self.open_kind or (d.kind == "tool" and d.first):
+        if self._opens(d):
             events += self._close()
             events += self._open(d)
-        item = self.open
-        assert item is not None
-        index = len(self.output)
-        item_id = item["id"]
-        if d.kind == "text":
-            item["content"][0]["text"] += d.text
-            events.append(self._event("response.output_text.delta", item_id=item_id, output_index=index,
-                                      content_index=0, delta=d.text, logprobs=[]))
-        elif d.kind == "reasoning":
-            item["summary"][0]["text"] += d.text
-            events.append(self._event("response.reasoning_summary_text.delta", item_id=item_id,
-                                      output_index=index, summary_index=0, delta=d.text))
-        else:
-            item["arguments"] += d.text
-            events.append(self._event("response.function_call_arguments.delta", item_id=item_id,
-                                      output_index=index, delta=d.text))
+        assert self.open is not None
+        self.pieces.append(d.text)
+        events.append(self._delta_event(d.kind, self.open["id"], len(self.output), d.text, self.sequence))
+        self.sequence += 1
         return events
+
+    def delta_sse(self, d: Delta) -> bytes:
+        """``delta`` as SSE bytes: a piece of the open item is one event that differs from the
+        item's last in its text and sequence number alone."""
+        if not self._opens(d):
+            assert self.open is not None
+            item_id = self.open["id"]
+            template = self.templates.made.get(item_id)
+            if template is None:
+                event = self._delta_event(d.kind, item_id, len(self.output), TEXT, NUMBER)
+                template = self.templates.make(item_id, [event], numbered=True)
+            if template:
+                self.pieces.append(d.text)
+                self.sequence += 1
+                return template.fill_numbered(d.text, self.sequence - 1)
+        return sse_all(self.delta(d))
+
+    def _opens(self, d: Delta) -> bool:
+        """Whether ``d`` starts an item (closing the open one first)."""
+        return self.open is None or d.kind != self.open_kind or (d.kind == "tool" and d.first)
+
+    @staticmethod
+    def _delta_event(kind: str, item_id: str, index: int, text: str, sequence: int) -> tuple[str, dict]:
+        fields: dict[str, Any]
+        if kind == "text":
+            name, fields = "response.output_text.delta", {"item_id": item_id, "output_index": index,
+                                                          "content_index": 0, "delta": text, "logprobs": []}
+        elif kind == "reasoning":
+            name, fields = "response.reasoning_summary_text.delta", {"item_id": item_id, "output_index": index,
+                                                                     "summary_index": 0, "delta": text}
+        else:
+            name, fields = "response.function_call_arguments.delta", {"item_id": item_id, "output_index": index,
+                                                                      "delta": text}
+        return name, {"type": name, **fields, "sequence_number": sequence}
 
     def _open(self, d: Delta) -> list:
         index = len(self.output)
@@ -180,6 +205,13 @@ class Encoder:
             return []
         item, index = self.open, len(self.output)
         self.open = None
+        joined, self.pieces = "".join(self.pieces), []   # the item's text, kept in pieces while it was open
+        if item["type"] == "message":
+            item["content"][0]["text"] = joined
+        elif item["type"] == "reasoning":
+            item["summary"][0]["text"] = joined
+        else:
+            item["arguments"] = joined
         events = []
         if item["type"] == "message":
             part = item["content"][0]
