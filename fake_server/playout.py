@@ -6,7 +6,7 @@ timing), so the decision logic lives here once and the callers only do I/O.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 
 from . import scenario as sc
@@ -71,8 +71,10 @@ class Emit:
     complete: bool = True
 
 
-async def play(plan: Plan, encoder: StreamEncoder) -> AsyncIterator[Emit]:
-    """Yield Emits in scripted time. A stall awaits forever: only cancellation ends it."""
+async def play(plan: Plan, encoder: StreamEncoder,
+               flowing: Callable[[], Awaitable[object]] | None = None) -> AsyncIterator[Emit]:
+    """Yield Emits in scripted time. A stall awaits forever: only cancellation ends it.
+    ``flowing`` is awaited after each scripted pause: while it waits, scripted time stands."""
     yield Emit(encoder.start())
     chunk = 0
     run: list[Delta] = []
@@ -82,6 +84,8 @@ async def play(plan: Plan, encoder: StreamEncoder) -> AsyncIterator[Emit]:
                 yield Emit(run=run, first=chunk - len(run) + 1)
                 run = []
             await asyncio.sleep(step.seconds)
+            if flowing is not None:
+                await flowing()
             continue
         chunk += 1
         run.append(step)

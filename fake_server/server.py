@@ -62,8 +62,18 @@ class FakeServer:
         self.side_wire: list[dict[str, Any]] = []
         self._runner: web.AppRunner | None = None
         self._closing = False
+        self._flowing = asyncio.Event()  # scripted time goes on (cleared while held)
+        self._flowing.set()
 
     # --- lifecycle ------------------------------------------------------------------------
+    def hold(self) -> None:
+        """Stop the scripted clock: each stream, at its next scripted pause, waits for
+        ``release`` before it goes on (a task run paused while another times something)."""
+        self._flowing.clear()
+
+    def release(self) -> None:
+        self._flowing.set()
+
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
@@ -270,7 +280,7 @@ class FakeServer:
         try:
             await response.prepare(request)
             out = SseOut(request, response, watch)
-            async for emit in play(plan, encoder):
+            async for emit in play(plan, encoder, self._flowing.wait):
                 if emit.events:
                     payload = sse_all(emit.events)
                     if sent is not None:
@@ -311,7 +321,7 @@ class FakeServer:
         complete = True
         watch = hangup.watch(request)
         try:
-            async for emit in play(plan, encoder):
+            async for emit in play(plan, encoder, self._flowing.wait):
                 for delta in emit.run:      # the body is what the stream would have left
                     encoder.delta(delta)
                 complete = emit.complete

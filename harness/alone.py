@@ -40,8 +40,9 @@ class Stopwatch:
         self._busy: list[list[int | None]] = []  # [start, end] while two or more were working
 
     def join(self, pause: Callable[[float], bool], resume: Callable[[], None]) -> Member:
-        """A new task run. ``pause(deadline)`` freezes its processes (False when it cannot);
-        ``resume()`` thaws them. A run that joins during a span starts paused."""
+        """A new task run. ``pause(deadline)`` freezes its processes and holds its fake
+        server's scripted time (False when its processes cannot be frozen); ``resume()``
+        undoes both. A run that joins during a span starts paused."""
         member = Member(self, pause, resume)
         self._members.append(member)
         if self._holder is None:
@@ -51,6 +52,8 @@ class Stopwatch:
         return member
 
     def _mark_working(self, member: Member) -> None:
+        if member in self._working:
+            return
         self._working.add(member)
         if len(self._working) == 2:
             self._busy.append([time.monotonic_ns(), None])
@@ -104,8 +107,8 @@ class Member:
         self.holding = True
         others = [m for m in sw._members if m is not self and m.paused_since is None]
         deadline = time.monotonic() + PAUSE_BUDGET_S
-        for m in others:
-            frozen = await asyncio.to_thread(m._pause, deadline)
+        for m in others:  # in the loop: a freeze takes microseconds, and the span has not begun
+            frozen = m._pause(deadline)
             m.paused_since = time.monotonic_ns()
             if frozen:
                 sw._mark_paused(m)

@@ -111,20 +111,41 @@ async def run_once(profile: Profile, item: WorkItem, *, run_root: Path | None = 
     """One try of ``item``; its run folder is removed afterwards unless it is ``run_root``.
     Beside other task runs (``stopwatch`` shared with them) its harness work and its spans
     take turns with theirs (``harness.alone``)."""
-    opened: list[Containment] = []
-    member = (stopwatch or Stopwatch()).join(lambda deadline: bool(opened) and opened[0].pause(deadline),
-                                             lambda: opened[0].resume() if opened else None)
+    pausable = _Pausable()
+    member = (stopwatch or Stopwatch()).join(pausable.pause, pausable.resume)
     try:
         async with member.working():
             dirs = RunDirs.create(run_root)
-            opened.append(await asyncio.to_thread(Containment.open, dirs.root, os.urandom(8).hex()))
-        return await _run_contained(profile, item, dirs, opened[0], member, run_root, timeout_factor)
+            containment = await asyncio.to_thread(Containment.open, dirs.root, os.urandom(8).hex())
+        pausable.containment = containment
+        return await _run_contained(profile, item, dirs, containment, member, pausable, run_root, timeout_factor)
     finally:
         await member.leave()
 
 
+class _Pausable:
+    """What of a task run another run's span pauses (harness.alone): the processes in its
+    containment (frozen) and its fake server's scripted time (held)."""
+
+    def __init__(self) -> None:
+        self.containment: Containment | None = None
+        self.server: FakeServer | None = None
+
+    def pause(self, deadline: float) -> bool:
+        if self.server is not None:
+            self.server.hold()
+        return self.containment is not None and self.containment.pause(deadline)
+
+    def resume(self) -> None:
+        if self.containment is not None:
+            self.containment.resume()
+        if self.server is not None:
+            self.server.release()
+
+
 async def _run_contained(profile: Profile, item: WorkItem, dirs: RunDirs, containment: Containment,
-                         member: Member, run_root: Path | None, timeout_factor: float) -> ItemOutcome:
+                         member: Member, pausable: _Pausable, run_root: Path | None,
+                         timeout_factor: float) -> ItemOutcome:
     started = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     t0_ns = time.monotonic_ns()
     api_key = canary_key()
@@ -135,6 +156,7 @@ async def _run_contained(profile: Profile, item: WorkItem, dirs: RunDirs, contai
     window_refs: list[ProcRef] = []
     try:
         async with FakeServer(scenario=profile.scenario_for(item.task.scenario), port=0) as server:
+            pausable.server = server
             ctx = agent_context(profile, item, dirs, server.url, server.base_url, api_key,
                                 env_extra=containment.env, preexec=containment.preexec())
             driver = make_driver(item.driver, ctx, history)

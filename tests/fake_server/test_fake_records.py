@@ -2,6 +2,7 @@
 import asyncio
 import json
 import re
+import time
 
 import aiohttp
 import openai
@@ -171,3 +172,27 @@ async def test_load_restarts_the_scenario_and_numbering_goes_on(server):
             assert answer.choices[0].message.content == expected
     assert [r.request for r in server.records.of_kind("request")] == [1, 2]
     assert [r.response_index for r in server.records.of_kind("response")] == [0, 0]
+
+
+async def test_a_held_server_stops_scripted_time_until_released():
+    """While held (its task run paused for another's timing), a paced stream waits at its
+    next scripted pause: no chunk is flushed until the release."""
+    paced = '[[responses]]\n[[responses.frames]]\ntext = "abcdefgh"\nchunk = 2\ninterval_s = 0.001\n'
+    async with FakeServer(scenario(paced)) as srv:
+        srv.hold()
+        async with openai.AsyncOpenAI(base_url=srv.base_url, api_key="k", max_retries=0) as client:
+            stream = await client.chat.completions.create(model="m", messages=USER, stream=True)
+            reading = asyncio.ensure_future(stream.__anext__())
+            async with asyncio.timeout(30):  # until the stream waits at a scripted pause
+                while not srv._flowing._waiters:  # type: ignore[attr-defined]
+                    await asyncio.sleep(0.001)
+            held = [r.chunk for r in srv.records if isinstance(r, Chunk)]
+            await asyncio.sleep(0.05)  # scripted time would flush four chunks in this while; held, none
+            assert [r.chunk for r in srv.records if isinstance(r, Chunk)] == held
+            released_ns = time.monotonic_ns()
+            srv.release()
+            after = await asyncio.wait_for(srv.records.wait_chunk(request=1, chunk=len(held) + 1), 30)
+            assert after.mono_ns > released_ns
+            reading.cancel()
+            await asyncio.gather(reading, return_exceptions=True)
+            await stream.close()
