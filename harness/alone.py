@@ -85,7 +85,8 @@ class Member:
         another run holds the stopwatch, and a span waits until it is done."""
         sw = self._sw
         async with sw._changed:
-            await sw._changed.wait_for(lambda: sw._holder in (None, self))
+            if not _ending():  # a run being cancelled ends its processes at once, whoever times
+                await sw._changed.wait_for(lambda: sw._holder in (None, self))
             self.leases += 1
         try:
             yield
@@ -103,8 +104,8 @@ class Member:
         async with sw._changed:
             await sw._changed.wait_for(lambda: sw._holder is None)
             sw._holder = self
+            self.holding = True  # from here on ``give`` undoes it, even if this wait is cancelled
             await sw._changed.wait_for(lambda: all(m.leases == 0 for m in sw._members if m is not self))
-        self.holding = True
         others = [m for m in sw._members if m is not self and m.paused_since is None]
         deadline = time.monotonic() + PAUSE_BUDGET_S
         for m in others:  # in the loop: a freeze takes microseconds, and the span has not begun
@@ -149,3 +150,10 @@ class Member:
         sw._members.remove(self)
         async with sw._changed:
             sw._changed.notify_all()
+
+
+def _ending() -> bool:
+    """Whether the current task is being cancelled (an interrupted run, a harness error in
+    another run): its clean-up must not wait on the stopwatch."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0

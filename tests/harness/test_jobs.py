@@ -161,3 +161,32 @@ async def test_two_jobs_time_every_latency_alone_where_runs_can_be_frozen():
         pytest.skip("this machine's containment cannot freeze a run (env-tag): samples beside another run "
                     f"are marked concurrent ({len(apart)} of {len(timed) + len(apart)} here)")
     assert apart == [], f"samples timed beside another run: {apart}"
+
+
+async def test_a_span_given_up_while_it_waits_leaves_the_stopwatch_free():
+    """A span cancelled while it waits for another run's harness work (a turn's timeout span,
+    when the turn settles first) must not keep the stopwatch: the other run works on."""
+    sw = Stopwatch()
+    a, b = join(sw, Freezer()), join(sw, Freezer())
+    release = asyncio.Event()
+
+    async def b_works() -> None:
+        async with b.working():
+            await release.wait()
+
+    worker = asyncio.create_task(b_works())
+    await asyncio.sleep(0)
+    taking = asyncio.create_task(a.take())
+    await asyncio.sleep(0.01)
+    taking.cancel()
+    await asyncio.gather(taking, return_exceptions=True)
+    await a.give()
+    release.set()
+    await worker
+    async with asyncio.timeout(10):  # the failsafe of a test that would hang
+        async with b.working():
+            pass
+    await a.leave()
+    async with asyncio.timeout(10):
+        await b.take()
+    await b.give()
