@@ -26,7 +26,7 @@ browser:
 	  else echo "no chromium (and cannot install it here): the browser test will be skipped"; fi; }
 
 eval: $(STAMP)
-	$(VENV)/bin/stopbench run --agent reference --report-dir reports
+	$(VENV)/bin/stopbench run --agent reference --jobs 2 --report-dir reports
 
 test: lint typecheck $(STAMP)
 	$(PY) -m pytest -q
