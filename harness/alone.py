@@ -27,6 +27,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 PAUSE_BUDGET_S = 5.0  # failsafe: the freezer stops a run's processes within milliseconds
+DEADLINE_GUARD_S = 1.0  # no span begins this close before another run's turn deadline
 
 
 class Stopwatch:
@@ -64,6 +65,13 @@ class Stopwatch:
                 self._busy[-1][1] = time.monotonic_ns()
             self._working.discard(member)
 
+    def deadline_near(self, member: Member) -> bool:
+        """Whether another run's turn deadline is less than ``DEADLINE_GUARD_S`` away, or past
+        with its span not yet over: ``member`` may begin no span then."""
+        now = time.monotonic_ns()
+        return any(m is not member and m.deadline_ns is not None and m.deadline_ns - DEADLINE_GUARD_S * 1e9 <= now
+                   for m in self._members)
+
     def busy_between(self, start_ns: int, end_ns: int) -> bool:
         return any(s is not None and s <= end_ns and (e is None or e >= start_ns) for s, e in self._busy)
 
@@ -77,6 +85,7 @@ class Member:
         self.leases = 0
         self.holding = False
         self.paused_since: int | None = None
+        self.deadline_ns: int | None = None
         self.paused: list[tuple[int, int]] = []  # spans of others this run was paused for
 
     @asynccontextmanager
@@ -95,14 +104,29 @@ class Member:
                 self.leases -= 1
                 sw._changed.notify_all()
 
-    async def take(self) -> None:
+    def expect_deadline(self, due_ns: int) -> None:
+        """A turn of this run times out at ``due_ns``: from ``DEADLINE_GUARD_S`` before it,
+        other runs begin no span, which could still hold the stopwatch — and keep this run
+        frozen — when its deadline falls. Until ``deadline_over``."""
+        self.deadline_ns = due_ns
+
+    async def deadline_over(self) -> None:
+        if self.deadline_ns is not None:
+            self.deadline_ns = None
+            async with self._sw._changed:
+                self._sw._changed.notify_all()
+
+    async def take(self, *, for_deadline: bool = False) -> None:
         """Begin a span: once no other run holds the stopwatch or works in the loop, pause
-        every other run. Taking it again while held changes nothing."""
+        every other run. A span for another run's coming deadline waits until that deadline's
+        span is over, unless it is one itself. Taking it again while held changes nothing."""
         sw = self._sw
         if self.holding:
             return
         async with sw._changed:
-            await sw._changed.wait_for(lambda: sw._holder is None)
+            # Time only brings another run's deadline nearer: once near, it stays so until that
+            # run's span is over, which notifies.
+            await sw._changed.wait_for(lambda: sw._holder is None and (for_deadline or not sw.deadline_near(self)))
             sw._holder = self
             self.holding = True  # from here on ``give`` undoes it, even if this wait is cancelled
             await sw._changed.wait_for(lambda: all(m.leases == 0 for m in sw._members if m is not self))

@@ -28,8 +28,8 @@ from harness.steps import IDLE_GRACE_S, AgentFailed, NotExercised, Step
 T = TypeVar("T")
 WINDOW_WATCH_S = 600.0  # windows hold at most 600 s; the watch is finished at the task's end
 RECORDS_IN_FAILURE = 8
-TIMEOUT_SPAN_LEAD_S = 1.0  # a turn's timeout span begins this long before its deadline: longer than
-# most spans of other runs, so it is held when the deadline falls (else its L4 is kept apart)
+TIMEOUT_SPAN_LEAD_S = 0.2  # a turn's timeout span begins this long before its deadline (and other
+# runs begin none from harness.alone.DEADLINE_GUARD_S before it: the stopwatch is free then)
 
 
 class TaskRun:
@@ -75,6 +75,7 @@ class TaskRun:
         self.timeout_by_agent = not watchdog
         loop = asyncio.get_running_loop()
         delay = max(0.0, (self._timeout_due_ns - time.monotonic_ns()) / 1e9)
+        self.member.expect_deadline(self._timeout_due_ns)
         self._spawn_span(self._take_after(max(0.0, delay - TIMEOUT_SPAN_LEAD_S)))
         if watchdog:
             self._watchdog = loop.call_later(delay, self._fire_watchdog)
@@ -82,7 +83,7 @@ class TaskRun:
     # -- spans: where something is timed (harness.alone) ----------------------------------------
     async def _take_after(self, delay_s: float) -> None:
         await asyncio.sleep(delay_s)  # a deadline known in advance, not a wait for an effect
-        await self.member.take()
+        await self.member.take(for_deadline=True)
 
     def end_span_at_next_request(self, after_ns: int) -> None:
         """The span of a restart ends with the agent's first request after it (L7)."""
@@ -102,6 +103,7 @@ class TaskRun:
         for task in list(self._span_tasks):
             task.cancel()
         await asyncio.gather(*self._span_tasks, return_exceptions=True)
+        await self.member.deadline_over()
         await self.member.give()
 
     def _fire_watchdog(self) -> None:

@@ -190,3 +190,23 @@ async def test_a_span_given_up_while_it_waits_leaves_the_stopwatch_free():
     async with asyncio.timeout(10):
         await b.take()
     await b.give()
+
+
+async def test_no_span_begins_just_before_another_runs_deadline():
+    """A run whose turn times out soon must hold the stopwatch when its deadline falls: no
+    other span begins in the guard before it, and the deadline's own span is not held back."""
+    sw = Stopwatch()
+    a, b = join(sw, Freezer()), join(sw, Freezer())
+    b.expect_deadline(time.monotonic_ns() + int(0.5e9))  # inside the guard already
+    taking = asyncio.create_task(a.take())
+    await asyncio.sleep(0.01)
+    assert not taking.done()
+    async with asyncio.timeout(10):
+        await b.take(for_deadline=True)
+    assert b.holding and not taking.done()
+    await b.deadline_over()
+    await b.give()
+    async with asyncio.timeout(10):
+        await taking
+    assert a.holding
+    await a.give()
