@@ -27,7 +27,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 PAUSE_BUDGET_S = 5.0  # failsafe: the freezer stops a run's processes within milliseconds
-DEADLINE_GUARD_S = 1.0  # no span begins this close before another run's turn deadline
+DEADLINE_GUARD_S = 0.5  # no span begins this close before another run's turn deadline
 
 
 class Stopwatch:
@@ -68,9 +68,7 @@ class Stopwatch:
     def deadline_near(self, member: Member) -> bool:
         """Whether another run's turn deadline is less than ``DEADLINE_GUARD_S`` away, or past
         with its span not yet over: ``member`` may begin no span then."""
-        now = time.monotonic_ns()
-        return any(m is not member and m.deadline_ns is not None and m.deadline_ns - DEADLINE_GUARD_S * 1e9 <= now
-                   for m in self._members)
+        return any(m is not member and m.deadline_due() for m in self._members)
 
     def busy_between(self, start_ns: int, end_ns: int) -> bool:
         return any(s is not None and s <= end_ns and (e is None or e >= start_ns) for s, e in self._busy)
@@ -110,6 +108,21 @@ class Member:
         frozen — when its deadline falls. Until ``deadline_over``."""
         self.deadline_ns = due_ns
 
+    def deadline_due(self) -> bool:
+        """Whether this run's turn deadline is less than ``DEADLINE_GUARD_S`` away (or past,
+        its span not yet over): it is not paused then — frozen across its own deadline, an
+        agent would act on it late, which is the harness's doing, not the agent's."""
+        return self.deadline_ns is not None and self.deadline_ns - DEADLINE_GUARD_S * 1e9 <= time.monotonic_ns()
+
+    def wake_for_deadline(self) -> None:
+        """At ``DEADLINE_GUARD_S`` before this run's deadline: if it is paused, it goes on
+        now (the span that paused it is then no longer timed alone)."""
+        if self.paused_since is not None:
+            self._resume()
+            self.paused.append((self.paused_since, time.monotonic_ns()))
+            self.paused_since = None
+            self._sw._mark_working(self)
+
     async def deadline_over(self) -> None:
         if self.deadline_ns is not None:
             self.deadline_ns = None
@@ -130,7 +143,7 @@ class Member:
             sw._holder = self
             self.holding = True  # from here on ``give`` undoes it, even if this wait is cancelled
             await sw._changed.wait_for(lambda: all(m.leases == 0 for m in sw._members if m is not self))
-        others = [m for m in sw._members if m is not self and m.paused_since is None]
+        others = [m for m in sw._members if m is not self and m.paused_since is None and not m.deadline_due()]
         deadline = time.monotonic() + PAUSE_BUDGET_S
         for m in others:  # in the loop: a freeze takes microseconds, and the span has not begun
             frozen = m._pause(deadline)

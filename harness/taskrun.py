@@ -15,7 +15,7 @@ from collections.abc import Awaitable
 from typing import Any, TypeVar
 
 from fake_server import records
-from harness.alone import Member, Stopwatch
+from harness.alone import DEADLINE_GUARD_S, Member, Stopwatch
 from harness.drivers import Driver, DriverError
 from harness.history import History
 from harness.model import AgentFailure, LogCapture, ProcessExit, StopDelivery, WindowObservation
@@ -76,11 +76,16 @@ class TaskRun:
         loop = asyncio.get_running_loop()
         delay = max(0.0, (self._timeout_due_ns - time.monotonic_ns()) / 1e9)
         self.member.expect_deadline(self._timeout_due_ns)
+        self._spawn_span(self._wake_after(max(0.0, delay - DEADLINE_GUARD_S)))
         self._spawn_span(self._take_after(max(0.0, delay - TIMEOUT_SPAN_LEAD_S)))
         if watchdog:
             self._watchdog = loop.call_later(delay, self._fire_watchdog)
 
     # -- spans: where something is timed (harness.alone) ----------------------------------------
+    async def _wake_after(self, delay_s: float) -> None:
+        await asyncio.sleep(delay_s)  # a deadline known in advance, not a wait for an effect
+        self.member.wake_for_deadline()
+
     async def _take_after(self, delay_s: float) -> None:
         await asyncio.sleep(delay_s)  # a deadline known in advance, not a wait for an effect
         await self.member.take(for_deadline=True)

@@ -210,3 +210,26 @@ async def test_no_span_begins_just_before_another_runs_deadline():
         await taking
     assert a.holding
     await a.give()
+
+
+async def test_a_run_near_its_deadline_is_not_paused_and_a_paused_one_wakes_for_it():
+    """Frozen across its own deadline, an agent would act on it late — the harness's doing.
+    So a run whose deadline is near is not paused (and the span beside it is not alone)."""
+    sw, fb = Stopwatch(), Freezer()
+    a, b = join(sw, Freezer()), join(sw, fb)
+    await a.take()
+    assert fb.calls == ["pause"]
+    b.expect_deadline(time.monotonic_ns() + int(0.1e9))
+    start = time.monotonic_ns()
+    b.wake_for_deadline()
+    assert fb.calls == ["pause", "resume"] and b.paused_since is None
+    assert not a.alone_between(start, time.monotonic_ns())
+    await a.give()
+    assert fb.calls == ["pause", "resume"]  # not resumed twice
+    async with asyncio.timeout(10):
+        await b.take(for_deadline=True)
+    await b.deadline_over()
+    await b.give()
+    await a.take()  # b's deadline is over: it is paused again
+    assert fb.calls[-1] == "pause"
+    await a.give()
