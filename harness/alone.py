@@ -27,7 +27,9 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 PAUSE_BUDGET_S = 5.0  # failsafe: the freezer stops a run's processes within milliseconds
-DEADLINE_GUARD_S = 0.5  # no span begins this close before another run's turn deadline
+DEADLINE_GUARD_S = 0.5  # a run this close to its turn deadline is not paused
+SPAN_GUARD_S = 1.0  # no span begins this close before another run's turn deadline (a span lasts up
+# to about a second: an agent's start-up until its first request)
 
 
 class Stopwatch:
@@ -66,9 +68,9 @@ class Stopwatch:
             self._working.discard(member)
 
     def deadline_near(self, member: Member) -> bool:
-        """Whether another run's turn deadline is less than ``DEADLINE_GUARD_S`` away, or past
+        """Whether another run's turn deadline is less than ``SPAN_GUARD_S`` away, or past
         with its span not yet over: ``member`` may begin no span then."""
-        return any(m is not member and m.deadline_due() for m in self._members)
+        return any(m is not member and m.deadline_due(SPAN_GUARD_S) for m in self._members)
 
     def busy_between(self, start_ns: int, end_ns: int) -> bool:
         return any(s is not None and s <= end_ns and (e is None or e >= start_ns) for s, e in self._busy)
@@ -103,16 +105,16 @@ class Member:
                 sw._changed.notify_all()
 
     def expect_deadline(self, due_ns: int) -> None:
-        """A turn of this run times out at ``due_ns``: from ``DEADLINE_GUARD_S`` before it,
+        """A turn of this run times out at ``due_ns``: from ``SPAN_GUARD_S`` before it,
         other runs begin no span, which could still hold the stopwatch — and keep this run
         frozen — when its deadline falls. Until ``deadline_over``."""
         self.deadline_ns = due_ns
 
-    def deadline_due(self) -> bool:
-        """Whether this run's turn deadline is less than ``DEADLINE_GUARD_S`` away (or past,
-        its span not yet over): it is not paused then — frozen across its own deadline, an
-        agent would act on it late, which is the harness's doing, not the agent's."""
-        return self.deadline_ns is not None and self.deadline_ns - DEADLINE_GUARD_S * 1e9 <= time.monotonic_ns()
+    def deadline_due(self, within_s: float = DEADLINE_GUARD_S) -> bool:
+        """Whether this run's turn deadline is less than ``within_s`` away (or past, its span
+        not yet over). Within ``DEADLINE_GUARD_S`` it is not paused: frozen across its own
+        deadline, an agent would act on it late, which is the harness's doing, not the agent's."""
+        return self.deadline_ns is not None and self.deadline_ns - within_s * 1e9 <= time.monotonic_ns()
 
     def wake_for_deadline(self) -> None:
         """At ``DEADLINE_GUARD_S`` before this run's deadline: if it is paused, it goes on

@@ -3,8 +3,9 @@
 Task runs start in plan order, up to ``jobs`` at a time, sharing one ``Stopwatch``: each
 times its latencies alone (``harness.alone``). A run on the in-process driver starts only
 when no other runs and nothing else starts beside it: its agent lives in the harness's own
-process, where it can be neither frozen nor kept apart. Results are reported as each run
-ends; their order in the reports is the plan's, whatever order they ended in.
+process, where it can be neither frozen nor kept apart; and two runs whose turns time out
+do not run side by side. Results are reported as each run ends; their order in the reports
+is the plan's, whatever order they ended in.
 """
 
 from __future__ import annotations
@@ -29,9 +30,14 @@ async def run_all(profile: Profile, items: Sequence[WorkItem], *, jobs: int = 1,
     stopwatch = Stopwatch()
     changed = asyncio.Condition()
     active: dict[int, bool] = {}  # running item → whether it runs alone
+    running: dict[int, WorkItem] = {}
 
-    def may_start(alone: bool) -> bool:
-        return not active if alone else len(active) < jobs and not any(active.values())
+    def may_start(item: WorkItem, alone: bool) -> bool:
+        if alone:
+            return not active
+        if len(active) >= jobs or any(active.values()):
+            return False
+        return not (has_deadline(item) and any(has_deadline(running[n]) for n in active))
 
     async def one(n: int, item: WorkItem) -> None:
         try:
@@ -40,15 +46,22 @@ async def run_all(profile: Profile, items: Sequence[WorkItem], *, jobs: int = 1,
                 on_done(n, item, outcome)
         finally:
             async with changed:
-                del active[n]
+                del active[n], running[n]
                 changed.notify_all()
 
     async with asyncio.TaskGroup() as group:
         for n, item in enumerate(items, 1):
             alone = item.driver == "inproc" and jobs > 1
             async with changed:
-                await changed.wait_for(functools.partial(may_start, alone))
+                await changed.wait_for(functools.partial(may_start, item, alone))
                 active[n] = alone
+                running[n] = item
             if on_start:
                 on_start(n, item)
             group.create_task(one(n, item))
+
+
+def has_deadline(item: WorkItem) -> bool:
+    """Whether the item's task gives a turn a timeout: two such runs side by side would each
+    be near its deadline while the other times its own (harness.alone pauses neither then)."""
+    return any(step.do == "send" and "timeout" in step.args for step in item.task.steps)

@@ -28,8 +28,8 @@ from harness.steps import IDLE_GRACE_S, AgentFailed, NotExercised, Step
 T = TypeVar("T")
 WINDOW_WATCH_S = 600.0  # windows hold at most 600 s; the watch is finished at the task's end
 RECORDS_IN_FAILURE = 8
-TIMEOUT_SPAN_LEAD_S = 0.2  # a turn's timeout span begins this long before its deadline (and other
-# runs begin none from harness.alone.DEADLINE_GUARD_S before it: the stopwatch is free then)
+TIMEOUT_SPAN_LEAD_S = 0.2  # a turn's timeout span begins this long before its deadline (other runs
+# begin none from harness.alone.SPAN_GUARD_S before it, and pause it not from DEADLINE_GUARD_S)
 
 
 class TaskRun:

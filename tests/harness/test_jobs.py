@@ -140,6 +140,8 @@ async def test_the_schedule_keeps_to_jobs_and_runs_in_process_items_alone(monkey
     for s in seen:
         if any(by_key[k].driver == "inproc" for k in s):
             assert len(s) == 1, f"an in-process run had company: {s}"
+        assert sum(schedule.has_deadline(by_key[k]) for k in s) <= 1, f"two runs with turn timeouts: {s}"
+    assert sum(map(schedule.has_deadline, items)) >= 2
 
 
 @pytest.mark.timeout(300)
