@@ -27,9 +27,6 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 PAUSE_BUDGET_S = 5.0  # failsafe: the freezer stops a run's processes within milliseconds
-DEADLINE_GUARD_S = 0.5  # a run this close to its turn deadline is not paused
-SPAN_GUARD_S = 1.0  # no span begins this close before another run's turn deadline (a span lasts up
-# to about a second: an agent's start-up until its first request)
 
 
 class Stopwatch:
@@ -68,9 +65,8 @@ class Stopwatch:
             self._working.discard(member)
 
     def deadline_near(self, member: Member) -> bool:
-        """Whether another run's turn deadline is less than ``SPAN_GUARD_S`` away, or past
-        with its span not yet over: ``member`` may begin no span then."""
-        return any(m is not member and m.deadline_due(SPAN_GUARD_S) for m in self._members)
+        """Whether another run is in a turn with a timeout: ``member`` may begin no span then."""
+        return any(m is not member and m.deadline_ns is not None for m in self._members)
 
     def busy_between(self, start_ns: int, end_ns: int) -> bool:
         return any(s is not None and s <= end_ns and (e is None or e >= start_ns) for s, e in self._busy)
@@ -105,25 +101,14 @@ class Member:
                 sw._changed.notify_all()
 
     def expect_deadline(self, due_ns: int) -> None:
-        """A turn of this run times out at ``due_ns``: from ``SPAN_GUARD_S`` before it,
-        other runs begin no span, which could still hold the stopwatch — and keep this run
-        frozen — when its deadline falls. Until ``deadline_over``."""
+        """This run is in a turn that times out at ``due_ns``, until ``deadline_over``. It is
+        not paused meanwhile: an agent frozen in a timed turn would reach its deadline having
+        done less, or act on it late (start a tool after it, say) — the harness's doing, not
+        the agent's. Nor does another run begin a span meanwhile: it could not be alone."""
         self.deadline_ns = due_ns
 
-    def deadline_due(self, within_s: float = DEADLINE_GUARD_S) -> bool:
-        """Whether this run's turn deadline is less than ``within_s`` away (or past, its span
-        not yet over). Within ``DEADLINE_GUARD_S`` it is not paused: frozen across its own
-        deadline, an agent would act on it late, which is the harness's doing, not the agent's."""
-        return self.deadline_ns is not None and self.deadline_ns - within_s * 1e9 <= time.monotonic_ns()
-
-    def wake_for_deadline(self) -> None:
-        """At ``DEADLINE_GUARD_S`` before this run's deadline: if it is paused, it goes on
-        now (the span that paused it is then no longer timed alone)."""
-        if self.paused_since is not None:
-            self._resume()
-            self.paused.append((self.paused_since, time.monotonic_ns()))
-            self.paused_since = None
-            self._sw._mark_working(self)
+    def deadline_due(self) -> bool:
+        return self.deadline_ns is not None
 
     async def deadline_over(self) -> None:
         if self.deadline_ns is not None:
@@ -133,14 +118,12 @@ class Member:
 
     async def take(self, *, for_deadline: bool = False) -> None:
         """Begin a span: once no other run holds the stopwatch or works in the loop, pause
-        every other run. A span for another run's coming deadline waits until that deadline's
-        span is over, unless it is one itself. Taking it again while held changes nothing."""
+        every other run. While another run is in a timed turn, a span waits until that turn is
+        over, unless it is that turn's own. Taking it again while held changes nothing."""
         sw = self._sw
         if self.holding:
             return
         async with sw._changed:
-            # Time only brings another run's deadline nearer: once near, it stays so until that
-            # run's span is over, which notifies.
             await sw._changed.wait_for(lambda: sw._holder is None and (for_deadline or not sw.deadline_near(self)))
             sw._holder = self
             self.holding = True  # from here on ``give`` undoes it, even if this wait is cancelled

@@ -63,5 +63,5 @@ async def run_all(profile: Profile, items: Sequence[WorkItem], *, jobs: int = 1,
 
 def has_deadline(item: WorkItem) -> bool:
     """Whether the item's task gives a turn a timeout: two such runs side by side would each
-    be near its deadline while the other times its own (harness.alone pauses neither then)."""
+    be in its timed turn while the other times its deadline (harness.alone pauses neither)."""
     return any(step.do == "send" and "timeout" in step.args for step in item.task.steps)

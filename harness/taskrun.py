@@ -15,7 +15,7 @@ from collections.abc import Awaitable
 from typing import Any, TypeVar
 
 from fake_server import records
-from harness.alone import DEADLINE_GUARD_S, Member, Stopwatch
+from harness.alone import Member, Stopwatch
 from harness.drivers import Driver, DriverError
 from harness.history import History
 from harness.model import AgentFailure, LogCapture, ProcessExit, StopDelivery, WindowObservation
@@ -28,8 +28,7 @@ from harness.steps import IDLE_GRACE_S, AgentFailed, NotExercised, Step
 T = TypeVar("T")
 WINDOW_WATCH_S = 600.0  # windows hold at most 600 s; the watch is finished at the task's end
 RECORDS_IN_FAILURE = 8
-TIMEOUT_SPAN_LEAD_S = 0.2  # a turn's timeout span begins this long before its deadline (other runs
-# begin none from harness.alone.SPAN_GUARD_S before it, and pause it not from DEADLINE_GUARD_S)
+TIMEOUT_SPAN_LEAD_S = 0.2  # a turn's timeout span begins this long before its deadline
 
 
 class TaskRun:
@@ -76,16 +75,11 @@ class TaskRun:
         loop = asyncio.get_running_loop()
         delay = max(0.0, (self._timeout_due_ns - time.monotonic_ns()) / 1e9)
         self.member.expect_deadline(self._timeout_due_ns)
-        self._spawn_span(self._wake_after(max(0.0, delay - DEADLINE_GUARD_S)))
         self._spawn_span(self._take_after(max(0.0, delay - TIMEOUT_SPAN_LEAD_S)))
         if watchdog:
             self._watchdog = loop.call_later(delay, self._fire_watchdog)
 
     # -- spans: where something is timed (harness.alone) ----------------------------------------
-    async def _wake_after(self, delay_s: float) -> None:
-        await asyncio.sleep(delay_s)  # a deadline known in advance, not a wait for an effect
-        self.member.wake_for_deadline()
-
     async def _take_after(self, delay_s: float) -> None:
         await asyncio.sleep(delay_s)  # a deadline known in advance, not a wait for an effect
         await self.member.take(for_deadline=True)
