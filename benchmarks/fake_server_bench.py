@@ -114,16 +114,21 @@ class Server:
 # --- starting the servers ---------------------------------------------------------------------
 
 
-def start_stopbench(scenario: Path) -> Server:
-    proc = subprocess.Popen([sys.executable, "-m", "fake_server", "--scenario", str(scenario)],
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+def start_python_server(argv: list[str], what: str) -> tuple[subprocess.Popen, str]:
+    """A server process that prints its URL as its first line: the process and that URL."""
+    proc = subprocess.Popen([sys.executable, *argv], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     assert proc.stdout is not None
     line = proc.stdout.readline().strip()
     if not line.startswith("http://127.0.0.1:"):
         proc.kill()
         proc.wait()
-        raise SystemExit(f"the fake server did not start (first line {line!r})")
-    return Server("stopbench fake server", line.removesuffix("/v1"), proc)
+        raise SystemExit(f"the {what} did not start (first line {line!r})")
+    return proc, line
+
+
+def start_stopbench(scenario: Path) -> Server:
+    proc, url = start_python_server(["-m", "fake_server", "--scenario", str(scenario)], "fake server")
+    return Server("stopbench fake server", url.removesuffix("/v1"), proc)
 
 
 CEILING = r"""
@@ -180,15 +185,8 @@ def start_ceiling(chars: int) -> Server:
     """The ceiling of a chunk handed to an asyncio transport as it is made: a bare protocol that
     writes the same chunk ``chars // 4`` times, one ``transport.write`` each, waiting while the
     transport is paused — the server's per-chunk write with nothing else around it."""
-    proc = subprocess.Popen([sys.executable, "-c", CEILING, str(chars // 4), CEILING_CHUNK],
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    assert proc.stdout is not None
-    line = proc.stdout.readline().strip()
-    if not line.startswith("http://127.0.0.1:"):
-        proc.kill()
-        proc.wait()
-        raise SystemExit(f"the ceiling server did not start (first line {line!r})")
-    return Server("ceiling", line, proc)
+    proc, url = start_python_server(["-c", CEILING, str(chars // 4), CEILING_CHUNK], "ceiling server")
+    return Server("ceiling", url, proc)
 
 
 def install_aimock(prefix: Path) -> tuple[Path | None, str]:
