@@ -44,7 +44,7 @@ from harness.model import (
     SessionLog,
     Snapshot,
 )
-from harness.readers.base import LogDamaged
+from harness.readers.base import LogDamaged, newest
 from harness.readers.jsonl import Events, JsonlStore, Line, project_folder, text_of
 
 SUPPORTED_VERSIONS = ("2.1.",)
@@ -64,8 +64,7 @@ class ClaudeCodeReader(JsonlStore):
     def find(self, home: str, session_id: str | None = None, cwd: str | None = None) -> str | None:
         root = Path(home, ".claude", "projects")
         folder = project_folder(cwd) if cwd else "*"
-        files = sorted(root.glob(f"{folder}/{session_id or '*'}.jsonl"), key=lambda p: p.stat().st_mtime)
-        return str(files[-1]) if files else None
+        return newest(root, f"{folder}/{session_id or '*'}.jsonl")
 
     def parse(self, snapshot: Snapshot) -> SessionLog:
         lines, torn = self.lines(snapshot)

@@ -43,6 +43,7 @@ from harness.readers.base import (
     LogDamaged,
     file_snapshot,
     first_byte_difference,
+    newest,
     unanswered_results,
 )
 from harness.readers.jsonl import Events, text_of
@@ -59,8 +60,7 @@ class ContinueReader:
 
     def find(self, home: str, session_id: str | None = None) -> str | None:
         root = Path(home, ".continue", "sessions")
-        files = sorted(root.glob(f"{session_id or '*-*-*-*-*'}.json"), key=lambda p: p.stat().st_mtime)
-        return str(files[-1]) if files else None
+        return newest(root, f"{session_id or '*-*-*-*-*'}.json")
 
     def snapshot(self, path: str) -> Snapshot | None:
         return file_snapshot(self.name, path)

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.model import Capability, FormatProblem, SessionHeader, SessionLog, Snapshot
-from harness.readers.base import LogDamaged, chain_problems, unanswered_results
+from harness.readers.base import LogDamaged, chain_problems, newest, unanswered_results
 from harness.readers.jsonl import Events, JsonlStore, Line
 
 SUPPORTED_VERSIONS = ("1.0.",)
@@ -61,8 +61,7 @@ class CopilotReader(JsonlStore):
 
     def find(self, home: str, session_id: str | None = None) -> str | None:
         root = Path(home, ".copilot", "session-state")
-        files = sorted(root.glob(f"{session_id or '*'}/events.jsonl"), key=lambda p: p.stat().st_mtime)
-        return str(files[-1]) if files else None
+        return newest(root, f"{session_id or '*'}/events.jsonl")
 
     def parse(self, snapshot: Snapshot) -> SessionLog:
         lines, torn = self.lines(snapshot)

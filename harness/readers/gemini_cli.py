@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.model import Capability, FormatProblem, SessionHeader, SessionLog, Snapshot
-from harness.readers.base import LogDamaged
+from harness.readers.base import LogDamaged, newest
 from harness.readers.jsonl import Events, JsonlStore, Line
 
 MESSAGE_TYPES = frozenset({"user", "gemini", "info", "warning", "error"})
@@ -73,8 +73,7 @@ class GeminiCliReader(JsonlStore):
 
     def find(self, home: str, session_id: str | None = None, cwd: str | None = None) -> str | None:
         name = f"session-*-{session_id[:8]}.jsonl" if session_id else "session-*.jsonl"
-        files = sorted(Path(home, ".gemini", "tmp").glob(f"*/chats/{name}"), key=lambda p: p.stat().st_mtime)
-        return str(files[-1]) if files else None
+        return newest(Path(home, ".gemini", "tmp"), f"*/chats/{name}")
 
     def parse(self, snapshot: Snapshot) -> SessionLog:
         lines, torn = self.lines(snapshot)

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.model import Capability, FormatProblem, SessionHeader, SessionLog, Snapshot
-from harness.readers.base import LogDamaged, unanswered_results
+from harness.readers.base import LogDamaged, newest, unanswered_results
 from harness.readers.jsonl import Events, JsonlStore, Line, local_stamp
 
 SUPPORTED_VERSIONS = ("0.35.",)
@@ -61,8 +61,7 @@ class GptmeReader(JsonlStore):
 
     def find(self, home: str, session_id: str | None = None) -> str | None:
         root = Path(home, ".local", "share", "gptme", "logs")
-        files = sorted(root.glob(f"{session_id or '*'}/conversation.jsonl"), key=lambda p: p.stat().st_mtime)
-        return str(files[-1]) if files else None
+        return newest(root, f"{session_id or '*'}/conversation.jsonl")
 
     def parse(self, snapshot: Snapshot) -> SessionLog:
         lines, torn = self.lines(snapshot)

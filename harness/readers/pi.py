@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.model import Capability, FormatProblem, SessionHeader, SessionLog, Snapshot
-from harness.readers.base import LogDamaged, chain_problems, unanswered_results
+from harness.readers.base import LogDamaged, chain_problems, newest, unanswered_results
 from harness.readers.jsonl import Events, JsonlStore, Line, text_of
 
 SUPPORTED_VERSIONS = (3,)
@@ -57,8 +57,7 @@ class PiReader(JsonlStore):
 
     def find(self, home: str, session_id: str | None = None) -> str | None:
         root = Path(home, ".pi", "agent", "sessions")
-        files = sorted(root.glob(f"*/*_{session_id or '*'}.jsonl"), key=lambda p: p.stat().st_mtime)
-        return str(files[-1]) if files else None
+        return newest(root, f"*/*_{session_id or '*'}.jsonl")
 
     def parse(self, snapshot: Snapshot) -> SessionLog:
         lines, torn = self.lines(snapshot)

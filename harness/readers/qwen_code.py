@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.model import Capability, FormatProblem, SessionHeader, SessionLog, Snapshot
-from harness.readers.base import LogDamaged, chain_problems, unanswered_results
+from harness.readers.base import LogDamaged, chain_problems, newest, unanswered_results
 from harness.readers.jsonl import Events, JsonlStore, Line, project_folder
 
 SUPPORTED_VERSIONS = ("0.15.",)
@@ -51,8 +51,7 @@ class QwenCodeReader(JsonlStore):
     def find(self, home: str, session_id: str | None = None, cwd: str | None = None) -> str | None:
         root = Path(home, ".qwen", "projects")
         folder = project_folder(cwd) if cwd else "*"
-        files = sorted(root.glob(f"{folder}/chats/{session_id or '*'}.jsonl"), key=lambda p: p.stat().st_mtime)
-        return str(files[-1]) if files else None
+        return newest(root, f"{folder}/chats/{session_id or '*'}.jsonl")
 
     def parse(self, snapshot: Snapshot) -> SessionLog:
         lines, torn = self.lines(snapshot)
