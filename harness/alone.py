@@ -64,9 +64,9 @@ class Stopwatch:
                 self._busy[-1][1] = time.monotonic_ns()
             self._working.discard(member)
 
-    def deadline_near(self, member: Member) -> bool:
+    def other_in_timed_turn(self, member: Member) -> bool:
         """Whether another run is in a turn with a timeout: ``member`` may begin no span then."""
-        return any(m is not member and m.deadline_ns is not None for m in self._members)
+        return any(m is not member and m.in_timed_turn() for m in self._members)
 
     def busy_between(self, start_ns: int, end_ns: int) -> bool:
         return any(s is not None and s <= end_ns and (e is None or e >= start_ns) for s, e in self._busy)
@@ -107,7 +107,7 @@ class Member:
         the agent's. Nor does another run begin a span meanwhile: it could not be alone."""
         self.deadline_ns = due_ns
 
-    def deadline_due(self) -> bool:
+    def in_timed_turn(self) -> bool:
         return self.deadline_ns is not None
 
     async def deadline_over(self) -> None:
@@ -124,11 +124,12 @@ class Member:
         if self.holding:
             return
         async with sw._changed:
-            await sw._changed.wait_for(lambda: sw._holder is None and (for_deadline or not sw.deadline_near(self)))
+            await sw._changed.wait_for(
+                lambda: sw._holder is None and (for_deadline or not sw.other_in_timed_turn(self)))
             sw._holder = self
             self.holding = True  # from here on ``give`` undoes it, even if this wait is cancelled
             await sw._changed.wait_for(lambda: all(m.leases == 0 for m in sw._members if m is not self))
-        others = [m for m in sw._members if m is not self and m.paused_since is None and not m.deadline_due()]
+        others = [m for m in sw._members if m is not self and m.paused_since is None and not m.in_timed_turn()]
         deadline = time.monotonic() + PAUSE_BUDGET_S
         for m in others:  # in the loop: a freeze takes microseconds, and the span has not begun
             frozen = m._pause(deadline)

@@ -29,15 +29,14 @@ async def run_all(profile: Profile, items: Sequence[WorkItem], *, jobs: int = 1,
         raise ValueError(f"jobs must be at least 1, got {jobs}")
     stopwatch = Stopwatch()
     changed = asyncio.Condition()
-    active: dict[int, bool] = {}  # running item → whether it runs alone
     running: dict[int, WorkItem] = {}
 
-    def may_start(item: WorkItem, alone: bool) -> bool:
-        if alone:
-            return not active
-        if len(active) >= jobs or any(active.values()):
+    def may_start(item: WorkItem) -> bool:
+        if runs_alone(item):
+            return not running
+        if len(running) >= jobs or any(map(runs_alone, running.values())):
             return False
-        return not (has_deadline(item) and any(has_deadline(running[n]) for n in active))
+        return not (has_deadline(item) and any(map(has_deadline, running.values())))
 
     async def one(n: int, item: WorkItem) -> None:
         try:
@@ -46,19 +45,23 @@ async def run_all(profile: Profile, items: Sequence[WorkItem], *, jobs: int = 1,
                 on_done(n, item, outcome)
         finally:
             async with changed:
-                del active[n], running[n]
+                del running[n]
                 changed.notify_all()
 
     async with asyncio.TaskGroup() as group:
         for n, item in enumerate(items, 1):
-            alone = item.driver == "inproc" and jobs > 1
             async with changed:
-                await changed.wait_for(functools.partial(may_start, item, alone))
-                active[n] = alone
+                await changed.wait_for(functools.partial(may_start, item))
                 running[n] = item
             if on_start:
                 on_start(n, item)
             group.create_task(one(n, item))
+
+
+def runs_alone(item: WorkItem) -> bool:
+    """An in-process agent lives in the harness's own process: it can be neither frozen nor
+    kept apart, so its run has no company."""
+    return item.driver == "inproc"
 
 
 def has_deadline(item: WorkItem) -> bool:
