@@ -12,10 +12,6 @@ from harness.model import LatencySample, Observation
 from harness.planning import WorkItem
 
 
-def latencies(item: WorkItem, agent: str, obs: Observation) -> list[LatencySample]:
-    return [sample for sample, _ in timed_latencies(item, agent, obs)]
-
-
 def timed_latencies(item: WorkItem, agent: str, obs: Observation) -> list[tuple[LatencySample, int]]:
     """Each sample with the ``monotonic_ns`` its interval began at (it ends ``value_ns``
     later): whether it was timed alone is decided on that interval (``harness.alone``)."""

@@ -3,7 +3,7 @@
 from types import SimpleNamespace
 
 from harness.checks.testing import Clock
-from harness.measure import latencies
+from harness.measure import timed_latencies
 from harness.model import Observation, ProcessExit, Restart, Settlement, StopDelivery, UserInput, WindowObservation
 from harness.observe import visible_prefix
 from harness.planning import WorkItem
@@ -13,6 +13,10 @@ KEY = "sk-stopbench-0123456789abcdef"
 
 def _observation(**fields) -> Observation:
     return Observation(**{**dict(task="t", agent="a", adapter="http", driver="inproc", api_key=KEY), **fields})
+
+
+def latencies(item: WorkItem, agent: str, obs: Observation):
+    return [sample for sample, _ in timed_latencies(item, agent, obs)]
 
 
 def _item(driver: str) -> WorkItem:
