@@ -10,11 +10,13 @@ is reachable — skipped, with the reason, otherwise). The same client (aiohttp,
 both, alternating one run on each, and the table says:
 
 - chunks/s and MB/s of one long streamed Chat Completions text in 4-character chunks with no
-  pacing, first byte to last, p50 over ``--rounds``; both servers hand each chunk to their
-  transport as it is made (one asyncio ``transport.write`` per chunk, Node's ``res.write`` per
-  chunk — which Node's HTTP stream corks within one pass and buffers without bound); a third
-  row, the ceiling, is a bare asyncio protocol writing the same chunk the same way and doing
-  nothing else: what a per-chunk write reaches in Python on this machine;
+  pacing, first byte to last, p50 over ``--rounds``. Both servers flush a chunk in the pass of
+  their event loop that made it: Node's HTTP stream corks the ``res.write`` calls of one tick
+  into one socket write (and buffers without bound), and stopbench's server makes up to
+  ``fake_server.sse_out.BURST`` chunks and hands them to its transport in one write, with a loop
+  pass after them and waiting while the transport is paused. A third row, the ceiling, is a bare
+  asyncio protocol writing the same chunk the same way and doing nothing else: what this way of
+  writing reaches in Python on this machine;
 - client disconnect → the server's own trace of it, p50/p90/p99/max over ``--trials`` stalled
   streams. The client of these is a raw blocking socket for both servers: it stamps
   ``time.monotonic_ns()`` right before ``shutdown(SHUT_RDWR)``, the syscall that sends the FIN and
@@ -47,6 +49,7 @@ from pathlib import Path
 import aiohttp
 
 from fake_server.records import RECORDS_VERSION
+from fake_server.sse_out import BURST
 
 SCENARIO = """
 name = "bench"
@@ -135,7 +138,7 @@ CEILING = r"""
 import asyncio, sys
 
 CHUNK = sys.argv[2].encode()
-FRAMED = b"%x\r\n" % len(CHUNK) + CHUNK + b"\r\n"
+BURST = int(sys.argv[3])
 HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
 
 
@@ -160,10 +163,13 @@ class Stream(asyncio.Protocol):
     async def stream(self, chunks):
         write = self.transport.write
         write(HEAD)
-        for _ in range(chunks):
-            write(FRAMED)
+        for start in range(0, chunks, BURST):
+            burst = CHUNK * min(BURST, chunks - start)
+            write(b"%x\r\n%b\r\n" % (len(burst), burst))
             if self.resumed is not None:
                 await self.resumed
+            else:
+                await asyncio.sleep(0)
         write(b"0\r\n\r\n")
         self.transport.close()
 
@@ -182,10 +188,10 @@ CEILING_CHUNK = ('data: {"id":"chatcmpl-000000000001","object":"chat.completion.
 
 
 def start_ceiling(chars: int) -> Server:
-    """The ceiling of a chunk handed to an asyncio transport as it is made: a bare protocol that
-    writes the same chunk ``chars // 4`` times, one ``transport.write`` each, waiting while the
-    transport is paused — the server's per-chunk write with nothing else around it."""
-    proc, url = start_python_server(["-c", CEILING, str(chars // 4), CEILING_CHUNK], "ceiling server")
+    """The ceiling of writing chunks as the server does: a bare protocol that writes the same
+    chunk ``chars // 4`` times, ``BURST`` to a write with a loop pass after each, waiting while
+    the transport is paused — the server's writing with nothing else around it."""
+    proc, url = start_python_server(["-c", CEILING, str(chars // 4), CEILING_CHUNK, str(BURST)], "ceiling server")
     return Server("ceiling", url, proc)
 
 
@@ -405,7 +411,7 @@ def table(servers: list[Server], ceiling: Server, skipped: str, chars: int, roun
                  f"{peer_rate:,.0f}" if peer_rate else "skipped",
                  f"{rate / peer_rate:.2f}× (aim ≥ {AIM_RATIO:.1f}×)" if peer_rate else "-"))
     ceiling_rate = statistics.median(ceiling.rates)
-    rows.append(("  ceiling: the same chunks, one asyncio transport.write each, nothing else",
+    rows.append((f"  ceiling: the same chunks, {BURST} to a transport.write, nothing else",
                  f"{ceiling_rate:,.0f} ({rate / ceiling_rate:.2f}× of it)", "-",
                  f"{ceiling_rate / peer_rate:.2f}×" if peer_rate else "-"))
     rows.append(("  MB/s of SSE", f"{statistics.median(ours.mbps):.1f}",

@@ -192,14 +192,16 @@ class Side(Record):
 KINDS: dict[str, type[Record]] = {cls.kind: cls for cls in (
     Request, Response, Chunk, StreamEnd, Disconnect, Window, WindowDone, Error, Side)}
 R = TypeVar("R", bound=Record)
-# A chunk as ``append_chunk`` keeps it: mono_ns, request, chunk, text, tool_call_id, reasoning.
-ChunkRow = tuple[int, int, int, str, "str | None", "str | None"]
+# What a chunk record says of its piece: text, tool_call_id, reasoning.
+ChunkFields = tuple[str, "str | None", "str | None"]
+# A chunk as ``append_chunks`` keeps it: mono_ns, request, chunk, and its fields.
+ChunkRow = tuple[int, int, int, ChunkFields]
 
 
 def _chunk_of(row: ChunkRow, index: int) -> Chunk:
     """The Chunk record of a row, built as ``Chunk(...)`` would, past the frozen dataclass's
     per-field ``__setattr__``: a stream may have a hundred thousand."""
-    mono_ns, request, chunk, text, tool_call_id, reasoning = row
+    mono_ns, request, chunk, (text, tool_call_id, reasoning) = row
     record = object.__new__(Chunk)
     record.__dict__.update(mono_ns=mono_ns, source="server", index=index, request=request, chunk=chunk, text=text,
                            tool_call_id=tool_call_id, reasoning=reasoning)
@@ -302,7 +304,7 @@ def read_jsonl(path: str | Path) -> list[Record]:
 class Records:
     def __init__(self) -> None:
         self._items: list[Record | ChunkRow] = []
-        self._rows = 0           # how many chunks in ``_items`` are still rows (``append_chunk``)
+        self._rows = 0           # how many chunks in ``_items`` are still rows (``append_chunks``)
         self._waiters: list[tuple[Callable[[Record], bool], asyncio.Future[Record]]] = []
         self._requests = 0
 
@@ -319,21 +321,23 @@ class Records:
             self._wake(stored)
         return stored
 
-    def append_chunk(self, request: int, chunk: int, text: str, tool_call_id: str | None = None,
-                     reasoning: str | None = None) -> None:
-        """``append(Chunk(...))`` stamped now, at a fraction of its cost: a long unpaced stream
-        appends one per chunk, and building a frozen dataclass for each (then again with its
-        index) would make the store the stream's bottleneck. The chunk is kept as a row of its
-        fields and becomes its ``Chunk`` record, the same one, when it is first read (at once,
-        if someone is waiting)."""
-        row = (time.monotonic_ns(), request, chunk, text, tool_call_id, reasoning)
+    def append_chunks(self, request: int, first: int, fields: list[ChunkFields]) -> None:
+        """``append(Chunk(...))`` for chunks ``first``, ``first + 1``, … of ``request`` (their
+        ``text``, ``tool_call_id`` and ``reasoning``), all stamped now — the moment they were handed
+        to the transport together — at a fraction of the cost: a long unpaced stream appends a
+        hundred thousand, and building a frozen dataclass for each (then again with its index)
+        would make the store the stream's bottleneck. Each is kept as a row of its fields and
+        becomes its ``Chunk`` record, the same one, when it is first read (at once, if someone
+        is waiting)."""
+        now = time.monotonic_ns()
         if self._waiters:
-            stored = _chunk_of(row, len(self._items) + 1)
-            self._items.append(stored)
-            self._wake(stored)
+            for chunk, piece in enumerate(fields, first):
+                stored = _chunk_of((now, request, chunk, piece), len(self._items) + 1)
+                self._items.append(stored)
+                self._wake(stored)
         else:
-            self._items.append(row)
-            self._rows += 1
+            self._items.extend([(now, request, chunk, piece) for chunk, piece in enumerate(fields, first)])
+            self._rows += len(fields)
 
     def _all(self) -> list[Record]:
         """Every record, the chunks kept as rows made records (in place, once)."""
@@ -373,7 +377,11 @@ class Records:
     def of_kind(self, kind: str) -> list[Record]:
         if kind not in KINDS:
             raise ValueError(f"unknown record kind {kind!r} (known: {', '.join(sorted(KINDS))})")
-        return [r for r in self._all() if r.kind == kind]
+        if kind == "chunk":
+            return [r for r in self._all() if r.kind == kind]
+        # The chunks still kept as rows are none of these: a request after a long stream does not
+        # make its hundred thousand records to find the responses.
+        return [r for r in self._items if isinstance(r, Record) and r.kind == kind]
 
     def after(self, index: int) -> list[Record]:
         return self._all()[max(index, 0):]

@@ -22,7 +22,7 @@ from .scenario import Disconnect as DisconnectFrame
 from .scenario import Scenario, StreamError, demo_scenario
 from .script import Ids, Plan, ScenarioCursor
 from .sse import sse_all
-from .sse_out import SseOut
+from .sse_out import BURST, SseOut
 from .wire import StreamEncoder, Wire, wire_for, wires
 
 MAX_BODY_BYTES = 8 * 1024 * 1024
@@ -206,7 +206,8 @@ class FakeServer:
         try:
             body = await self._read_json(request, wire, seen)
             parsed = wire.parse(body, request.match_info)
-            restore_ids(parsed.canonical, (c for r in self.records if isinstance(r, Response) for c in r.tool_calls))
+            restore_ids(parsed.canonical, (c for r in self.records.of_kind("response") if isinstance(r, Response)
+                                           for c in r.tool_calls))
             seen["canonical"] = parsed.canonical
             plan = prepare(parsed, self.cursor, self.ids, self.url)
         except ApiError as exc:
@@ -272,8 +273,8 @@ class FakeServer:
     async def _stream(self, request: web.Request, request_no: int | None, plan: Plan, encoder: StreamEncoder,
                       sent: list[bytes] | None) -> web.StreamResponse:
         """Play ``plan`` as SSE. A numbered request records its chunks (each once it is handed to
-        the transport), its end or the client's disconnect; a side request (``request_no`` None)
-        records nothing more."""
+        the transport, a burst of them at a time: ``fake_server.sse_out``), its end or the
+        client's disconnect; a side request (``request_no`` None) records nothing more."""
         response = web.StreamResponse(status=200, headers=SSE_HEADERS)
         last_chunk = 0
         watch = hangup.watch(request)
@@ -287,17 +288,18 @@ class FakeServer:
                         sent.append(payload)
                     if out.write(payload):
                         await out.wait()
-                chunk = emit.first
-                for delta in emit.run:      # the hot loop of a long stream: no await unless the transport asks
-                    payload = encoder.delta_sse(delta)
+                run, delta_sse = emit.run, encoder.delta_sse
+                for start in range(0, len(run), BURST):     # the hot loop of a long stream
+                    burst = run[start:start + BURST]
+                    payloads = [delta_sse(delta) for delta in burst]
                     if sent is not None:
-                        sent.append(payload)
-                    wait = out.write(payload)
+                        sent.extend(payloads)
+                    wait = out.write(b"".join(payloads))
                     if request_no is not None:
-                        last_chunk = chunk
-                        self.records.append_chunk(request_no, chunk, *chunk_fields(plan, delta))
-                    chunk += 1
-                    if wait:
+                        first = emit.first + start
+                        self.records.append_chunks(request_no, first, [chunk_fields(plan, d) for d in burst])
+                        last_chunk = first + len(burst) - 1
+                    if wait or len(burst) == BURST:
                         await out.wait()
                 if request_no is None or not emit.final:
                     continue

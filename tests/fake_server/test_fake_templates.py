@@ -51,13 +51,12 @@ def test_a_marker_found_twice_makes_no_template():
     assert template.fill_numbered(odd, 7) == f"event: e\ndata: {expected}\n\n".encode()
 
 
-def test_a_chunk_appended_as_a_row_is_the_record_append_would_store():
+def test_chunks_appended_as_rows_are_the_records_append_would_store():
     fast, slow = Records(), Records()
     for store in (fast, slow):
         store.append(Chunk(request=9, chunk=0, text="before"))
-    fast.append_chunk(1, 1, "ab")
-    fast.append_chunk(1, 2, "", tool_call_id="call_1")
-    fast.append_chunk(1, 3, "", reasoning="hm")
+    fast.append_chunks(1, 1, [("ab", None, None), ("", "call_1", None)])
+    fast.append_chunks(1, 3, [("", None, "hm")])
     slow.append(Chunk(request=1, chunk=1, text="ab"))
     slow.append(Chunk(request=1, chunk=2, text="", tool_call_id="call_1"))
     slow.append(Chunk(request=1, chunk=3, text="", reasoning="hm"))
@@ -70,12 +69,11 @@ def test_a_chunk_appended_as_a_row_is_the_record_append_would_store():
     assert fast[-1].mono_ns >= fast[1].mono_ns
 
 
-async def test_a_waiter_is_woken_by_a_chunk_appended_as_a_row():
+async def test_a_waiter_is_woken_by_a_chunk_appended_in_a_burst_of_rows():
     store = Records()
     task = asyncio.ensure_future(store.wait_chunk(1, 2))
     await asyncio.sleep(0)          # one loop pass: the waiter is registered
-    store.append_chunk(1, 1, "a")
-    store.append_chunk(1, 2, "b")
+    store.append_chunks(1, 1, [("a", None, None), ("b", None, None)])
     async with asyncio.timeout(5):
         record = await task
     assert (record.index, record.text) == (2, "b")
