@@ -105,6 +105,13 @@ class Delta(NamedTuple):
     first: bool = False            # first piece of its tool call (carries id and name)
 
 
+def continuing(burst: list[Delta]) -> bool:
+    """Whether every delta of ``burst`` is one more piece of the same kind (and call) as the one
+    before it — none starts a call: an encoder can then make the whole burst's bytes at once."""
+    kind, call = burst[0].kind, burst[0].call
+    return not any(d.first or d.kind != kind or d.call != call for d in burst)
+
+
 @dataclass(frozen=True)
 class Sleep:
     seconds: float

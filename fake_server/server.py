@@ -288,13 +288,13 @@ class FakeServer:
                         sent.append(payload)
                     if out.write(payload):
                         await out.wait()
-                run, delta_sse = emit.run, encoder.delta_sse
+                run = emit.run
                 for start in range(0, len(run), BURST):     # the hot loop of a long stream
                     burst = run[start:start + BURST]
-                    payloads = [delta_sse(delta) for delta in burst]
+                    payload = encoder.burst_sse(burst)
                     if sent is not None:
-                        sent.extend(payloads)
-                    wait = out.write(b"".join(payloads))
+                        sent.append(payload)
+                    wait = out.write(payload)
                     if request_no is not None:
                         first = emit.first + start
                         self.records.append_chunks(request_no, first, [chunk_fields(plan, d) for d in burst])

@@ -36,10 +36,13 @@ class Template:
     """The bytes of events that differ only in one string (``fill``), or in one string and then
     one number (``fill_numbered``)."""
 
-    __slots__ = ("head", "middle", "tail")
+    __slots__ = ("head", "middle", "tail", "strings")
 
     def __init__(self, head: bytes, middle: bytes, tail: bytes):
         self.head, self.middle, self.tail = head, middle, tail
+        # The same parts as text (SSE is UTF-8): a burst's events are put together as one string
+        # and encoded once.
+        self.strings = head.decode(), middle.decode(), tail.decode()
 
     @classmethod
     def of(cls, events: list[tuple[str | None, Any]], numbered: bool = False) -> Template | None:
@@ -62,6 +65,17 @@ class Template:
 
     def fill_numbered(self, text: str, number: int) -> bytes:
         return self.head + encode_basestring(text).encode() + self.middle + str(number).encode() + self.tail
+
+    def fill_all(self, texts: list[str]) -> bytes:
+        """``fill`` of each of ``texts``, joined."""
+        head, _, tail = self.strings
+        return (head + (tail + head).join(map(encode_basestring, texts)) + tail).encode()
+
+    def fill_all_numbered(self, texts: list[str], first: int) -> bytes:
+        """``fill_numbered`` of each of ``texts``, joined, numbered from ``first``."""
+        head, middle, tail = self.strings
+        return "".join([f"{head}{encode_basestring(text)}{middle}{number}{tail}"
+                        for number, text in enumerate(texts, first)]).encode()
 
 
 class Templates:

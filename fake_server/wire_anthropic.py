@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 from . import canonical as cn
 from .errors import STREAM_ERROR_STATUS, ApiError, anthropic_error
-from .script import NO_ROUTE, Delta, Ids, Parsed, Plan
+from .script import NO_ROUTE, Delta, Ids, Parsed, Plan, continuing
 from .shell import ToolDef
-from .sse import TEXT, Templates, sse_all
+from .sse import TEXT, Template, Templates, sse_all
 
 NAME = "anthropic"
 PATHS = ("/v1/messages", "/messages")
@@ -164,14 +164,28 @@ class Encoder:
         """``delta`` as SSE bytes: a piece of the open block is one event that differs from the
         block's last in its text alone."""
         if not self._opens(d):
-            index = len(self.blocks) - 1
-            template = self.templates.made.get(index)
-            if template is None:
-                template = self.templates.make(index, [self._delta_event(d.kind, index, TEXT)])
+            template = self._template(d)
             if template:
                 self.pieces.append(d.text)
                 return template.fill(d.text)
         return sse_all(self.delta(d))
+
+    def burst_sse(self, burst: list[Delta]) -> bytes:
+        if not self._opens(burst[0]) and continuing(burst):
+            template = self._template(burst[0])
+            if template:
+                texts = [d.text for d in burst]
+                self.pieces.extend(texts)
+                return template.fill_all(texts)
+        return b"".join([self.delta_sse(d) for d in burst])
+
+    def _template(self, d: Delta) -> Template | Literal[False]:
+        """The template of a further piece of the open block."""
+        index = len(self.blocks) - 1
+        template = self.templates.made.get(index)
+        if template is None:
+            template = self.templates.make(index, [self._delta_event(d.kind, index, TEXT)])
+        return template
 
     def _opens(self, d: Delta) -> bool:
         """Whether ``d`` starts a block (closing the open one first)."""

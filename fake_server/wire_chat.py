@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 from . import canonical as cn
 from .errors import STREAM_ERROR_STATUS, ApiError, openai_error
-from .script import NO_ROUTE, Delta, Ids, Parsed, Plan
+from .script import NO_ROUTE, Delta, Ids, Parsed, Plan, continuing
 from .shell import ToolDef
-from .sse import TEXT, Templates, sse_all
+from .sse import TEXT, Template, Templates, sse_all
 
 NAME = "chat"
 PATHS = ("/v1/chat/completions", "/chat/completions")
@@ -168,13 +168,24 @@ class Encoder:
         """``delta`` as SSE bytes: after the first chunk (the one with the role) every piece but a
         call's first is one chunk that differs from the last of its kind in its text alone."""
         if self.role_sent and not (d.kind == "tool" and d.first):
-            key = d.call if d.kind == "tool" else d.kind
-            template = self.templates.made.get(key)
-            if template is None:
-                template = self.templates.make(key, [(None, self._chunk(self._piece(d.kind, d.call, TEXT)))])
+            template = self._template(d)
             if template:
                 return template.fill(d.text)
         return sse_all(self.delta(d))
+
+    def burst_sse(self, burst: list[Delta]) -> bytes:
+        if self.role_sent and continuing(burst):
+            template = self._template(burst[0])
+            if template:
+                return template.fill_all([d.text for d in burst])
+        return b"".join([self.delta_sse(d) for d in burst])
+
+    def _template(self, d: Delta) -> Template | Literal[False]:
+        key = d.call if d.kind == "tool" else d.kind
+        template = self.templates.made.get(key)
+        if template is None:
+            template = self.templates.make(key, [(None, self._chunk(self._piece(d.kind, d.call, TEXT)))])
+        return template
 
     @staticmethod
     def _piece(kind: str, call: int, text: str) -> dict:

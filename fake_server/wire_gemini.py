@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 from . import canonical as cn
 from .errors import STREAM_ERROR_STATUS, ApiError, google_error
-from .script import NO_ROUTE, Delta, Ids, Parsed, Plan
+from .script import NO_ROUTE, Delta, Ids, Parsed, Plan, continuing
 from .shell import ToolDef
-from .sse import TEXT, Templates, sse_all
+from .sse import TEXT, Template, Templates, sse_all
 
 NAME = "gemini"
 PATHS = ("/v1beta/models/{model}:{method}", "/v1/models/{model}:{method}")
@@ -260,13 +260,28 @@ class Encoder:
             if self._empty is None:
                 self._empty = sse_all([(None, self._frame([]))])
             return self._empty
-        template = self.templates.made.get(d.kind)
-        if template is None:
-            template = self.templates.make(d.kind, [(None, self._frame([self._text_part(d.kind, TEXT)]))])
+        template = self._template(d)
         if not template:
             return sse_all(self.delta(d))
         self._add_text(d)
         return template.fill(d.text)
+
+    def burst_sse(self, burst: list[Delta]) -> bytes:
+        first = burst[0]
+        if first.kind != "tool" and self._continues_part(first) and continuing(burst):
+            template = self._template(first)
+            if template:
+                texts = [d.text for d in burst]
+                self.tail.extend(texts)
+                return template.fill_all(texts)
+        return b"".join([self.delta_sse(d) for d in burst])
+
+    def _template(self, d: Delta) -> Template | Literal[False]:
+        """The template of a text or reasoning piece."""
+        template = self.templates.made.get(d.kind)
+        if template is None:
+            template = self.templates.make(d.kind, [(None, self._frame([self._text_part(d.kind, TEXT)]))])
+        return template
 
     @staticmethod
     def _text_part(kind: str, text: str) -> dict:
@@ -289,13 +304,17 @@ class Encoder:
     def _add_text(self, d: Delta) -> None:
         """The body's parts merge consecutive text of one kind; the last part's pieces are kept
         in ``tail`` until it is complete (joining them once, not once per piece)."""
-        last = self.parts[-1] if self.parts else None
-        if last is not None and "text" in last and bool(last.get("thought")) == (d.kind == "reasoning"):
+        if self._continues_part(d):
             self.tail.append(d.text)
             return
         self._merge_tail()
         self.parts.append(self._text_part(d.kind, d.text))
         self.tail = [d.text]
+
+    def _continues_part(self, d: Delta) -> bool:
+        """Whether text piece ``d`` goes on the body's last part (one of its kind)."""
+        last = self.parts[-1] if self.parts else None
+        return last is not None and "text" in last and bool(last.get("thought")) == (d.kind == "reasoning")
 
     def _merge_tail(self) -> None:
         if self.tail:

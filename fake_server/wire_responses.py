@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 from . import canonical as cn
 from .errors import STREAM_ERROR_STATUS, openai_error
-from .script import NO_ROUTE, Delta, Ids, Parsed, Plan
+from .script import NO_ROUTE, Delta, Ids, Parsed, Plan, continuing
 from .shell import ToolDef
-from .sse import NUMBER, TEXT, Templates, sse_all
+from .sse import NUMBER, TEXT, Template, Templates, sse_all
 from .wire_chat import content_text, error, json_type, require, unknown_model
 
 NAME = "responses"
@@ -146,17 +146,32 @@ class Encoder:
         """``delta`` as SSE bytes: a piece of the open item is one event that differs from the
         item's last in its text and sequence number alone."""
         if not self._opens(d):
-            assert self.open is not None
-            item_id = self.open["id"]
-            template = self.templates.made.get(item_id)
-            if template is None:
-                event = self._delta_event(d.kind, item_id, len(self.output), TEXT, NUMBER)
-                template = self.templates.make(item_id, [event], numbered=True)
+            template = self._template(d)
             if template:
                 self.pieces.append(d.text)
                 self.sequence += 1
                 return template.fill_numbered(d.text, self.sequence - 1)
         return sse_all(self.delta(d))
+
+    def burst_sse(self, burst: list[Delta]) -> bytes:
+        if not self._opens(burst[0]) and continuing(burst):
+            template = self._template(burst[0])
+            if template:
+                texts = [d.text for d in burst]
+                self.pieces.extend(texts)
+                first, self.sequence = self.sequence, self.sequence + len(texts)
+                return template.fill_all_numbered(texts, first)
+        return b"".join([self.delta_sse(d) for d in burst])
+
+    def _template(self, d: Delta) -> Template | Literal[False]:
+        """The template of a further piece of the open item."""
+        assert self.open is not None
+        item_id = self.open["id"]
+        template = self.templates.made.get(item_id)
+        if template is None:
+            event = self._delta_event(d.kind, item_id, len(self.output), TEXT, NUMBER)
+            template = self.templates.make(item_id, [event], numbered=True)
+        return template
 
     def _opens(self, d: Delta) -> bool:
         """Whether ``d`` starts an item (closing the open one first)."""

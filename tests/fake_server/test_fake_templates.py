@@ -1,7 +1,8 @@
-"""Property: each wire encoder's ``delta_sse`` (a template with only the text escaped in) gives
-byte for byte what ``sse`` makes of its ``delta`` events, and leaves the encoder in the same
-state (the same closing events, the same non-streamed body) — whatever the text, its chunking,
-reasoning and calls between texts, and a model name that contains the template's marker."""
+"""Property: each wire encoder's ``delta_sse`` (a template with only the text escaped in) and
+``burst_sse`` (a run of them at once) give byte for byte what ``sse`` makes of their ``delta``
+events, and leave the encoder in the same state (the same closing events, the same non-streamed
+body) — whatever the text, its chunking, reasoning and calls between texts, and a model name
+that contains the template's marker."""
 import asyncio
 import json
 
@@ -39,6 +40,20 @@ def test_templated_deltas_are_the_encoded_events(wire, model, text, chunk, usage
             assert templated.delta_sse(step) == sse_all(whole.delta(step)), step
     assert sse_all(templated.finish()) == sse_all(whole.finish())
     assert templated.body() == whole.body()
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.sampled_from(WIRES), models, texts, sizes, st.booleans(), st.integers(min_value=1, max_value=70))
+def test_a_burst_of_deltas_is_their_encoded_events_joined(wire, model, text, chunk, usage, burst):
+    plan, parsed = plan_for(wire.NAME, model, text, chunk, usage)
+    whole, bursts = wire.Encoder(plan, parsed, Ids("e")), wire.Encoder(plan, parsed, Ids("e"))
+    assert sse_all(whole.start()) == sse_all(bursts.start())
+    deltas = [step for step in plan.steps if isinstance(step, Delta)]
+    for start in range(0, len(deltas), burst):
+        part = deltas[start:start + burst]
+        assert bursts.burst_sse(part) == b"".join(sse_all(whole.delta(d)) for d in part), part
+    assert sse_all(bursts.finish()) == sse_all(whole.finish())
+    assert bursts.body() == whole.body()
 
 
 def test_a_marker_found_twice_makes_no_template():
