@@ -62,8 +62,8 @@ def http_error_of(plan: Plan, api: str) -> ApiError | None:
 class Emit:
     """What to send next: ``events`` as (name, data) pairs, or a ``run`` of chunks to send back to
     back (no pause between them), numbered from ``first``. The consumer encodes a run's deltas
-    itself (``encoder.delta`` for dicts, ``encoder.delta_sse`` for bytes): a long unpaced stream
-    is one run, sent without a step of this generator per chunk."""
+    itself (``encoder.delta`` for dicts, ``encoder.burst_sse`` for the bytes of a burst of them):
+    a long unpaced stream is one run, sent without a step of this generator per chunk."""
     events: list[Event] = field(default_factory=list)
     run: list[Delta] = field(default_factory=list)
     first: int = 1
