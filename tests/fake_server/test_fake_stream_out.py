@@ -1,7 +1,8 @@
-"""A long unpaced stream goes to the transport chunk by chunk without outrunning it: the server
-waits while the transport is paused (its buffer stays under the high-water mark plus one chunk),
-records every chunk it handed over, and a hang-up at any point is recorded with the last chunk
-sent and the moment the loop first saw it go."""
+"""A long unpaced stream goes to the transport a burst of chunks at a time without outrunning it:
+the server waits while the transport is paused (its buffer stays under the high-water mark plus
+one write), records every chunk it handed over, and a hang-up at any point is recorded with the
+last chunk sent and the moment the loop first saw it go. Chunks the script paces are each
+written alone."""
 import asyncio
 import json
 import re
@@ -127,3 +128,33 @@ async def test_the_disconnect_record_carries_the_moment_the_loop_saw_the_hang_up
     assert isinstance(gone, Disconnect) and gone.after_chunk == 1
     assert stamps and stamps[0] is not None
     assert gone.mono_ns == stamps[0]   # the stamp taken where the hang-up was first seen, not a later one
+
+
+BURSTS = scenario('[[responses]]\nrepeat = true\nmatch = { contains = "unpaced" }\n[[responses.frames]]\n'
+                  f'text = "{"abcd" * 200}"\nchunk = 4\n'
+                  '[[responses]]\nrepeat = true\nmatch = { contains = "paced" }\n[[responses.frames]]\n'
+                  'text = "abcdefghijkl"\nchunk = 4\ninterval_s = 0.001\n')
+
+
+@pytest.mark.parametrize("prompt, chunks, burst", [("unpaced", 200, sse_out.BURST), ("paced", 3, 1)])
+async def test_back_to_back_chunks_share_a_write_and_paced_ones_are_written_alone(monkeypatch, prompt, chunks, burst):
+    written: list[bytes] = []
+    write = sse_out.SseOut.write
+
+    def watched_write(self, payload):
+        written.append(payload)
+        return write(self, payload)
+
+    monkeypatch.setattr(sse_out.SseOut, "write", watched_write)
+    async with FakeServer(BURSTS, seed="t") as server:
+        sock = await open_stream(server.port, prompt)
+        try:
+            async with asyncio.timeout(30):
+                received = await read_until_closed(sock)
+        finally:
+            sock.close()
+    # Text chunks per write (the closing events are a write of their own, with none).
+    per_write = [n for n in (payload.count(b'"content":"') for payload in written) if n]
+    assert per_write == [min(burst, chunks - start) for start in range(0, chunks, burst)]
+    assert len(re.findall(rb'"content":"[a-l]{4}"', received)) == chunks
+    assert [c.chunk for c in chunks_of(server.records, 1)] == list(range(1, chunks + 1))
