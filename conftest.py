@@ -185,8 +185,29 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     _SESSION_TMP = Path(tempfile.mkdtemp(prefix="stopbench-tests-"))
     tempfile.tempdir = str(_SESSION_TMP)
     os.environ["TMPDIR"] = str(_SESSION_TMP)
+    _isolate_from_the_user(_SESSION_TMP)
     _SESSION_RUN = Containment.open(_SESSION_TMP, f"tests-{secrets.token_hex(6)}", kinds=("env-tag",))
     os.environ.update(_SESSION_RUN.env)
+
+
+# What a test sees of the machine's user is nothing: an empty HOME, an empty agent cache and
+# no XDG folders of theirs, the way a fresh machine (or CI) sees it. A suite that passed only
+# because a developer had a real agent installed under ~/.cache/stopbench would fail on a
+# fresh clone; a test that needs an installed agent installs it (or a stand-in program) into
+# this cache itself, or skips saying why.
+_USER_FOLDERS = ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME", "XDG_RUNTIME_DIR")
+
+
+def _isolate_from_the_user(root: Path) -> None:
+    import os
+
+    home, cache = root / "user-home", root / "user-cache"
+    home.mkdir()
+    cache.mkdir()
+    for name in _USER_FOLDERS:
+        os.environ.pop(name, None)
+    os.environ["HOME"] = str(home)
+    os.environ["STOPBENCH_CACHE"] = str(cache)
 
 
 def _leftovers(root: Path, run: Containment) -> tuple[list[str], list[ProcRef]]:

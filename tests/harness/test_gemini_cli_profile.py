@@ -13,6 +13,7 @@ import pytest
 
 from fake_server import wire_gemini
 from harness.agents.catalog import AGENTS
+from harness.agents.install import MARKER, install_dir
 from harness.planning import WorkItem
 from harness.profiles import ProfileError, load_profile, parse_profile
 from harness.readers import READERS
@@ -24,7 +25,18 @@ RECORDED = Path(__file__).resolve().parents[1] / "fixtures" / "agents" / "gemini
 
 
 @pytest.fixture
-def context():
+def context(tmp_path, monkeypatch):
+    """The profile's context with Gemini CLI "installed" into a private cache as a stand-in
+    program: the profile renders ``{agent_bin}``, which exists only for an installed agent,
+    and nothing here may depend on what the machine's user has installed."""
+    monkeypatch.setenv("STOPBENCH_CACHE", str(tmp_path / "cache"))
+    folder = install_dir("gemini-cli")
+    program = folder / "node_modules" / ".bin" / "gemini"
+    program.parent.mkdir(parents=True)
+    program.write_text("#!/bin/sh\n", encoding="utf-8")
+    program.chmod(0o755)
+    (folder / MARKER).write_text(json.dumps({"name": "gemini-cli", "binary": str(program.relative_to(folder))}),
+                                 encoding="utf-8")
     profile = load_profile("gemini-cli")
     dirs = RunDirs.create()
     try:
@@ -49,6 +61,7 @@ def test_the_key_stays_out_of_argv_and_files(context):
     assert profile.headless is not None
     argv = profile.headless.render({**ctx.values, "prompt": "hi", "session_id": "s-1"}, resume=True)
     assert "sk-stopbench-canary" not in " ".join(argv)
+    assert argv[0] == str(install_dir("gemini-cli") / "node_modules" / ".bin" / "gemini")
     assert argv[-2:] == ["--resume", "s-1"] and argv[argv.index("-o") + 1] == "stream-json"
     [settings] = [f for f in profile.files if f["path"].endswith("/.gemini/settings.json")]
     assert "{api_key}" not in settings["content"]
