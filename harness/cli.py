@@ -13,12 +13,13 @@ and the reports are rendered from what it has; ``--resume RESULTS`` continues it
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import os
 import sys
 import textwrap
 import traceback
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TypeVar
 
@@ -33,9 +34,17 @@ from harness.planning import ShardError, WorkItem, parse_shard, plan, shard_item
 from harness.profiles import Profile, ProfileError, agent_binary, builtin_names, load_profile
 from harness.provenance import run_header
 from harness.report import format_written, gate_main, load_results, merge_main, report_main, write_reports
+from harness.report.folder_lock import FolderLocked, hold_folder
 from harness.report.load import ResultsError
 from harness.report.progress import Progress, item_label, latency_table, mutation_table, scoreboard
-from harness.report.writer import ResultsCheckpoint, write_leaderboard, write_text
+from harness.report.writer import (
+    LEADERBOARD_FILES,
+    RUN_FILES,
+    ResultsCheckpoint,
+    report_dir_problem,
+    write_leaderboard,
+    write_text,
+)
 from harness.runner import DEFAULT_RETRIES, HarnessError, ItemOutcome
 from harness.schedule import run_all
 from harness.signals import Interrupted, run_until_signalled
@@ -158,14 +167,29 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.resume:
         raise UsageError("--resume continues one agent's run; name one --agent")
     codes, runs = [], []
-    for name in names:
-        folder = Path(args.report_dir) / _folder_name(name)
-        codes.append(run_agent(args, name, folder))
-        runs.append(load_results(folder / "results.json"))
-        if codes[-1] == EXIT_USAGE and runs[-1].run.get("incomplete", "").startswith(("SIGINT", "SIGTERM")):
-            break  # the person asked the whole run to stop
-    print(format_written(write_leaderboard(runs, Path(args.report_dir))))
+    with _report_dir_held(args, Path(args.report_dir), LEADERBOARD_FILES):
+        for name in names:
+            folder = Path(args.report_dir) / _folder_name(name)
+            codes.append(run_agent(args, name, folder))
+            runs.append(load_results(folder / "results.json"))
+            if codes[-1] == EXIT_USAGE and runs[-1].run.get("incomplete", "").startswith(("SIGINT", "SIGTERM")):
+                break  # the person asked the whole run to stop
+        print(format_written(write_leaderboard(runs, Path(args.report_dir))))
     return max(codes)
+
+
+@contextlib.contextmanager
+def _report_dir_held(args: argparse.Namespace, report_dir: Path, files: Sequence[str] = RUN_FILES) -> Iterator[None]:
+    """The report folder checked (its files can be written) and held against another run,
+    before any task runs: a bad path or a busy folder costs nothing and loses nothing."""
+    problem = report_dir_problem(report_dir, files)
+    if problem:
+        raise UsageError(f"--report-dir {problem}")
+    try:
+        with hold_folder(report_dir, args.argv, lambda notice: print(f"stopbench: {notice}", file=sys.stderr)):
+            yield
+    except FolderLocked as exc:
+        raise UsageError(str(exc)) from None
 
 
 def installed_profiles() -> list[str]:
@@ -214,6 +238,13 @@ def run_agent(args: argparse.Namespace, agent: str, report_dir: Path) -> int:
             raise UsageError(str(exc)) from None
     if not items:
         raise UsageError("nothing to run: no task applies to the chosen adapters")
+    with _report_dir_held(args, report_dir):
+        return _run_items(args, profile, items, failpoints, report_dir)
+
+
+def _run_items(args: argparse.Namespace, profile: Profile, items: list[WorkItem],
+               failpoints: dict[str, tuple[str, ...]], report_dir: Path) -> int:
+    """The planned task runs of one agent into ``report_dir`` (held), then its reports."""
     done: list[TaskResult] = []
     earlier = RunResult(run={}, tasks=(), latencies=())
     if args.resume:
