@@ -21,7 +21,7 @@ import textwrap
 import traceback
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from harness.agents.install import NotInstalled
 from harness.calibrate import quick_floor
@@ -32,7 +32,7 @@ from harness.model import LatencySample, RunResult, RunStatus, TaskResult
 from harness.mutants import FailpointsError, list_failpoints, mutation_summary
 from harness.planning import ShardError, WorkItem, parse_shard, plan, shard_items
 from harness.profiles import Profile, ProfileError, agent_binary, builtin_names, load_profile
-from harness.provenance import run_header
+from harness.provenance import digests, run_header
 from harness.report import format_written, gate_main, load_results, merge_main, report_main, write_reports
 from harness.report.folder_lock import FolderLocked, hold_folder
 from harness.report.load import ResultsError
@@ -231,6 +231,7 @@ def run_agent(args: argparse.Namespace, agent: str, report_dir: Path) -> int:
         raise UsageError(f"unknown driver {unknown_drivers[0]!r} (drivers: {', '.join(DRIVERS)})")
     if drivers:
         items = [i for i in items if i.driver in drivers]
+    planned = items  # the whole run, before any --shard
     if args.shard:
         try:
             items = shard_items(items, *parse_shard(args.shard))
@@ -239,16 +240,16 @@ def run_agent(args: argparse.Namespace, agent: str, report_dir: Path) -> int:
     if not items:
         raise UsageError("nothing to run: no task applies to the chosen adapters")
     with _report_dir_held(args, report_dir):
-        return _run_items(args, profile, items, failpoints, report_dir)
+        return _run_items(args, profile, items, planned, failpoints, report_dir)
 
 
-def _run_items(args: argparse.Namespace, profile: Profile, items: list[WorkItem],
+def _run_items(args: argparse.Namespace, profile: Profile, items: list[WorkItem], planned: list[WorkItem],
                failpoints: dict[str, tuple[str, ...]], report_dir: Path) -> int:
     """The planned task runs of one agent into ``report_dir`` (held), then its reports."""
     done: list[TaskResult] = []
     earlier = RunResult(run={}, tasks=(), latencies=())
     if args.resume:
-        done, earlier = _resumed(args.resume, profile, items)
+        done, earlier = _resumed(args.resume, profile, items, digests(profile, planned))
     started = _now()
     machine = {**null_agent_costs(), "floor": quick_floor()}  # what this machine costs, and the stopwatch's floor
     todo = [i for i in items if i.key not in {_key(t) for t in done}]
@@ -258,7 +259,7 @@ def _run_items(args: argparse.Namespace, profile: Profile, items: list[WorkItem]
 
     # Provenance once (the version command is a process start); only the end moves.
     fixed = run_header(profile, items, argv=args.argv, repeat=args.repeat, shard=args.shard, started=started,
-                       ended=started)
+                       ended=started, planned=planned)
 
     def snapshot(incomplete: str | None) -> RunResult:
         header = {**fixed, "ended": _now()}
@@ -340,14 +341,20 @@ def _failpoints(args: argparse.Namespace, profile: Profile) -> dict[str, tuple[s
     return {f: failpoints[f] for f in chosen} if chosen else failpoints
 
 
-def _resumed(path: str, profile: Profile, items: list[WorkItem]) -> tuple[list[TaskResult], RunResult]:
-    """The finished task runs of an earlier, incomplete run of the same work."""
+def _resumed(path: str, profile: Profile, items: list[WorkItem],
+             now: dict[str, Any]) -> tuple[list[TaskResult], RunResult]:
+    """The finished task runs of an earlier, incomplete run of the same work: the same agent,
+    profile, tasks and scenarios (``now`` holds their digests), or nothing is inherited."""
     try:
         earlier = load_results(path)
     except ResultsError as exc:
         raise UsageError(str(exc)) from None
     if earlier.run.get("agent") != profile.name:
         raise UsageError(f"{path}: results of agent {earlier.run.get('agent')!r}, not {profile.name!r}")
+    changed = _changed_since(earlier.run.get("digests"), now)
+    if changed:
+        raise UsageError(f"{path}: cannot resume: {changed}; its verdicts are not this run's — "
+                         "run again without --resume")
     wanted = {i.key for i in items}
     kept = [t for t in earlier.tasks if _key(t) in wanted and t.status is not RunStatus.ERRORED]
     keys = {(t.task, t.adapter, t.repeat) for t in kept}
@@ -355,6 +362,20 @@ def _resumed(path: str, profile: Profile, items: list[WorkItem]) -> tuple[list[T
         return tuple(s for s in samples if (s.task, s.adapter, s.repeat) in keys)
 
     return kept, RunResult(run={}, tasks=(), latencies=ours(earlier.latencies), concurrent=ours(earlier.concurrent))
+
+
+def _changed_since(then: Any, now: dict[str, Any]) -> str | None:
+    """What differs between the digests an earlier run recorded and today's, for the tasks
+    both know; None when nothing does."""
+    if not isinstance(then, dict):
+        return "the results record no digests of the profile, tasks and scenarios they ran with"
+    changes = ["the profile changed"] if then.get("profile") != now["profile"] else []
+    for kind, what in (("tasks", "task"), ("scenarios", "scenario of task")):
+        recorded = then.get(kind)
+        before: dict[str, Any] = recorded if isinstance(recorded, dict) else {}
+        changes += [f"{what} {name} changed" for name, digest in now[kind].items()
+                    if name in before and before[name] != digest]
+    return ", ".join(changes) or None
 
 
 def _key(t: TaskResult) -> str:
