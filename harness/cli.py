@@ -267,7 +267,7 @@ def _run_items(args: argparse.Namespace, profile: Profile, items: list[WorkItem]
         tasks_so_far = tuple(done) + tuple(o.result for o in ended)
         if failpoints:
             header["mutation"] = mutation_summary(tasks_so_far, failpoints)
-        header["machine"] = machine
+        header["machine"] = {**machine, "loadavg_end": list(os.getloadavg())}  # a load that came mid-run
         if incomplete:
             header["incomplete"] = incomplete
         return RunResult(run=header, tasks=tasks_so_far,
