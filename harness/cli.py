@@ -45,6 +45,7 @@ from harness.report.writer import (
     write_leaderboard,
     write_text,
 )
+from harness.rundir import make_private
 from harness.runner import DEFAULT_RETRIES, HarnessError, ItemOutcome
 from harness.schedule import run_all
 from harness.signals import Interrupted, run_until_signalled
@@ -116,7 +117,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--agents", choices=["installed"],
                      help="'installed': every built-in profile whose real agent is installed, in turn, one leaderboard")
     run.add_argument("--keep", action="store_true",
-                     help="keep each task run's folder (HOME, working folder, sessions) under REPORT_DIR/runs")
+                     help="keep each task run's folder (HOME, working folder, sessions) under REPORT_DIR/runs, "
+                          "its owner's alone (0700)")
     run.add_argument("--adapter", action="append", default=[], help="adapter(s) to run (default: all the agent has)")
     run.add_argument("--task", action="append", default=[], help="task name(s) (default: all)")
     run.add_argument("--driver", action="append", default=[],
@@ -127,7 +129,8 @@ def build_parser() -> argparse.ArgumentParser:
                           "(docs/parallel.md)")
     run.add_argument("--retries", type=int, default=DEFAULT_RETRIES,
                      help=f"tries again when a race did not happen, i.e. not exercised (default {DEFAULT_RETRIES})")
-    run.add_argument("--report-dir", default="reports", help="where results go (default reports/)")
+    run.add_argument("--report-dir", default="reports",
+                     help="where results go (default reports/); one run at a time writes a folder")
     run.add_argument("--resume", metavar="RESULTS", help="continue an incomplete run: skip its finished task runs")
     run.add_argument("--shard", help="run only share i of n (e.g. 2/4); merge with 'stopbench report merge'")
     run.add_argument("--mutants", action="store_true",
@@ -256,6 +259,9 @@ def _run_items(args: argparse.Namespace, profile: Profile, items: list[WorkItem]
     outcomes: dict[int, ItemOutcome] = {}  # by position in the plan: reports keep its order
     progress = Progress(len(todo))
     keep = (report_dir / "runs").resolve() if args.keep else None
+    if keep is not None:
+        keep.mkdir(parents=True, exist_ok=True)
+        make_private(keep)  # made, or kept from an earlier run: the owner's alone before any run writes in it
 
     # Provenance once (the version command is a process start); only the end moves.
     fixed = run_header(profile, items, argv=args.argv, repeat=args.repeat, shard=args.shard, started=started,
@@ -292,6 +298,8 @@ def _run_items(args: argparse.Namespace, profile: Profile, items: list[WorkItem]
     except Exception as exc:  # a harness bug: keep what was measured, say so, never read as "not conformant"
         traceback.print_exc()
         interrupted = f"internal error: {type(exc).__name__}: {exc}"
+    if keep is not None:
+        make_private(keep)
     run = snapshot(interrupted)
     written = write_reports(run, report_dir)
     try:
