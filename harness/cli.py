@@ -41,6 +41,7 @@ from harness.report.writer import (
     LEADERBOARD_FILES,
     RUN_FILES,
     ResultsCheckpoint,
+    folder_problem,
     report_dir_problem,
     write_leaderboard,
     write_text,
@@ -260,6 +261,8 @@ def _run_items(args: argparse.Namespace, profile: Profile, items: list[WorkItem]
     progress = Progress(len(todo))
     keep = (report_dir / "runs").resolve() if args.keep else None
     if keep is not None:
+        if problem := folder_problem(keep):
+            raise UsageError(f"--keep {problem}")
         keep.mkdir(parents=True, exist_ok=True)
         make_private(keep)  # made, or kept from an earlier run: the owner's alone before any run writes in it
 

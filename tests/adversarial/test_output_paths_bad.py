@@ -49,6 +49,15 @@ def test_run_whose_results_file_would_be_a_folder_refuses_before_any_task_run(tm
     assert started == [] and listing(tmp_path) == ["results.json"]
 
 
+def test_run_keeping_run_folders_where_a_file_is_refuses_before_any_task_run(tmp_path, monkeypatch, capsys):
+    (tmp_path / "runs").write_text("a file\n")
+    started: list[object] = []
+    monkeypatch.setattr(cli, "run_all", lambda *a, **k: started.append(a))
+    code = cli.main(["run", "--keep", "--task", "exit-codes", "--adapter", "http", "--report-dir", str(tmp_path)])
+    assert code == 2 and f"--keep {(tmp_path / 'runs').resolve()}: is a file, not a folder" in capsys.readouterr().err
+    assert started == [] and listing(tmp_path) == ["runs"]
+
+
 @pytest.mark.parametrize("option", ["--html", "--md", "--junit"])
 def test_report_into_a_folder_refuses_and_leaves_nothing(tmp_path, results, option, capsys):
     folder = tmp_path / "out"
