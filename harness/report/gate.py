@@ -37,6 +37,7 @@ from harness.contract import check_order
 from harness.model import Outcome, RunResult, RunStatus
 from harness.report.aggregate import fold, latency_order
 from harness.report.latency import format_ns
+from harness.report.load import finite_number
 from harness.report.stats import RatioInterval, bootstrap_median_ratio, mann_whitney_greater, median_ratio
 from harness.report.text import md_cell
 
@@ -66,7 +67,7 @@ class MachineLoad:
             return None
         loads = [load for m in records for load in _loads(m)]
         cpus = {c for m in records if isinstance(c := m.get("cpus"), int)}
-        spawns = [m["null_spawn_exit_ms"] for m in records if _number(m.get("null_spawn_exit_ms"))]
+        spawns = [m["null_spawn_exit_ms"] for m in records if finite_number(m.get("null_spawn_exit_ms"))]
         return cls(load_per_cpu=max(loads) if loads else None, cpus=max(cpus) if cpus else None,
                    spawn_ms=max(spawns) if spawns else None)
 
@@ -75,17 +76,13 @@ class MachineLoad:
         return "-" if self.load_per_cpu is None else f"{self.load_per_cpu:.2f}"
 
 
-def _number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-
-
 def _loads(machine: dict) -> list[float]:
     """The 1-minute load per CPU when the run began and when it ended, as far as recorded."""
     cpus = machine.get("cpus")
     if not isinstance(cpus, int) or cpus < 1:
         return []
     averages = [machine.get("loadavg"), machine.get("loadavg_end")]
-    return [a[0] / cpus for a in averages if isinstance(a, list) and a and _number(a[0])]
+    return [a[0] / cpus for a in averages if isinstance(a, list) and a and finite_number(a[0])]
 
 
 def machines_differ(before: MachineLoad | None, after: MachineLoad | None) -> str | None:

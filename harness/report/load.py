@@ -74,13 +74,13 @@ def parse_results(data: Any, source: str | Path = "<results>") -> RunResult:
             parsed = _check_item(source, f"tasks[{i}].timeline[{j}]", mark, TimelineMark.from_json)
             for key in ("at_ms", "end_ms"):
                 value = getattr(parsed, key)
-                if value is not None and not _finite(value):
+                if value is not None and not finite_number(value):
                     raise ResultsError(source, f"{key} must be a number, found {value!r}", f"tasks[{i}].timeline[{j}]")
         parsed_task = _check_item(source, f"tasks[{i}]", task, TaskResult.from_json)
         _check_count(source, f"tasks[{i}]", "repeat", parsed_task.repeat)
         attempts = [(f"tasks[{i}].attempts[{j}]", a.duration_s) for j, a in enumerate(parsed_task.attempts)]
         for where, duration in [(f"tasks[{i}]", parsed_task.duration_s), *attempts]:
-            if not _finite(duration) or duration < 0:
+            if not finite_number(duration) or duration < 0:
                 raise ResultsError(source, f"duration_s must be a number of seconds >= 0, found {duration!r}", where)
         tasks.append(parsed_task)
     concurrent = data.get("concurrent_latencies", [])
@@ -102,7 +102,7 @@ def _samples(source: str | Path, key: str, items: list[Any]) -> tuple[LatencySam
     return tuple(samples)
 
 
-def _finite(value: Any) -> bool:
+def finite_number(value: Any) -> bool:
     """A JSON number that is one (Python's JSON reader also takes NaN and Infinity)."""
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
