@@ -17,6 +17,7 @@ import contextlib
 import datetime as dt
 import os
 import sys
+import tempfile
 import textwrap
 import traceback
 from collections.abc import Iterator, Sequence
@@ -285,12 +286,20 @@ def _run_items(args: argparse.Namespace, profile: Profile, items: list[WorkItem]
 
     checkpoint = ResultsCheckpoint()
 
+    unwritable: list[str] = []  # why the checkpoint could not be written, once said
+
     def finished(n: int, item: WorkItem, outcome: ItemOutcome) -> None:
         outcomes[n] = outcome
         progress.done(n, _label(item), outcome.result)
         # A checkpoint after every task run: a killed harness leaves a readable file.
-        write_text(report_dir / "results.json",
-                   checkpoint.text(snapshot(f"in progress: {len(outcomes)} of {len(todo)} done")))
+        try:
+            write_text(report_dir / "results.json",
+                       checkpoint.text(snapshot(f"in progress: {len(outcomes)} of {len(todo)} done")))
+        except OSError as exc:  # the run goes on; what it measured is in memory, written at the end
+            if not unwritable:
+                unwritable.append(str(exc))
+                print(f"stopbench: cannot write the checkpoint into {report_dir} ({exc}); the run goes on",
+                      file=sys.stderr)
 
     interrupted: str | None = None
     try:
@@ -304,7 +313,7 @@ def _run_items(args: argparse.Namespace, profile: Profile, items: list[WorkItem]
     if keep is not None:
         make_private(keep)
     run = snapshot(interrupted)
-    written = write_reports(run, report_dir)
+    written, rescued = _write_reports_somewhere(run, report_dir)
     try:
         _summary(run, failpoints, written)
         if keep is not None:
@@ -313,11 +322,26 @@ def _run_items(args: argparse.Namespace, profile: Profile, items: list[WorkItem]
         _quiet_stdout()
     if interrupted:
         print(f"stopbench: run incomplete ({interrupted}); {len(run.tasks)} task run(s) kept in "
-              f"{report_dir / 'results.json'} — continue with --resume", file=sys.stderr)
+              f"{written[0]} — continue with --resume", file=sys.stderr)
+        return EXIT_USAGE
+    if rescued:
         return EXIT_USAGE
     mutation = run.run.get("mutation")
     survived = mutation is not None and mutation["caught"] < mutation["total"]
     return EXIT_OK if run.verdict.ok and not survived else EXIT_NOT_CONFORMANT
+
+
+def _write_reports_somewhere(run: RunResult, report_dir: Path) -> tuple[list[Path], bool]:
+    """The reports in ``report_dir`` or, should that fail now (the folder went away, the disk
+    filled up), in a new temporary folder named on stderr: a run's results are never lost to
+    its folder. Whether they had to go elsewhere."""
+    try:
+        return write_reports(run, report_dir), False
+    except OSError as exc:
+        rescue = Path(tempfile.mkdtemp(prefix="stopbench-reports-"))
+        print(f"stopbench: cannot write the reports into {report_dir} ({exc}); they are in {rescue}",
+              file=sys.stderr)
+        return write_reports(run, rescue), True
 
 
 def _summary(run: RunResult, failpoints: dict[str, tuple[str, ...]], written: list[Path]) -> None:

@@ -13,6 +13,7 @@ it over and says whose it was.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import fcntl
 import json
@@ -46,7 +47,8 @@ def hold_folder(folder: Path, argv: list[str], notice: Callable[[str], None]) ->
         os.pwrite(fd, (json.dumps(me) + "\n").encode("utf-8"), 0)
         yield
     finally:
-        path.unlink(missing_ok=True)  # still held: nobody can take the file between unlink and close
+        with contextlib.suppress(OSError):  # the folder itself may have gone: then so has the file
+            path.unlink(missing_ok=True)  # still held: nobody can take the file between unlink and close
         os.close(fd)
 
 
