@@ -286,9 +286,10 @@ def _run_items(args: argparse.Namespace, profile: Profile, items: list[WorkItem]
 
     checkpoint = ResultsCheckpoint()
 
-    unwritable: list[str] = []  # why the checkpoint could not be written, once said
+    checkpoint_failed = False  # said once
 
     def finished(n: int, item: WorkItem, outcome: ItemOutcome) -> None:
+        nonlocal checkpoint_failed
         outcomes[n] = outcome
         progress.done(n, _label(item), outcome.result)
         # A checkpoint after every task run: a killed harness leaves a readable file.
@@ -296,8 +297,8 @@ def _run_items(args: argparse.Namespace, profile: Profile, items: list[WorkItem]
             write_text(report_dir / "results.json",
                        checkpoint.text(snapshot(f"in progress: {len(outcomes)} of {len(todo)} done")))
         except OSError as exc:  # the run goes on; what it measured is in memory, written at the end
-            if not unwritable:
-                unwritable.append(str(exc))
+            if not checkpoint_failed:
+                checkpoint_failed = True
                 print(f"stopbench: cannot write the checkpoint into {report_dir} ({exc}); the run goes on",
                       file=sys.stderr)
 
