@@ -7,21 +7,67 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import signal
 import sys
+import tempfile
+from pathlib import Path
 
 from .scenario import ScenarioError, load_scenario
 
 
+def port(text: str) -> int:
+    """A TCP port number, 0 (any free port) to 65535; argparse names the option otherwise."""
+    try:
+        number = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 0 <= number <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is 0 (any free port) to 65535, not {number}")
+    return number
+
+
 def add_arguments(parser: argparse.ArgumentParser):
-    parser.add_argument("--port", type=int, default=0, help="TCP port on 127.0.0.1 (default: any free port)")
+    parser.add_argument("--port", type=port, default=0, help="TCP port on 127.0.0.1 (default: any free port)")
     parser.add_argument("--scenario", metavar="FILE", help="scenario TOML (default: the built-in demo)")
     parser.add_argument("--seed", help="id seed, for byte-identical runs (default: random per run)")
     parser.add_argument("--records", metavar="FILE", help="write every record as JSONL here on exit")
 
 
+def records_problem(path: Path) -> str | None:
+    """Why the records could not be written at ``path`` on exit, or None: asked before
+    serving, so a bad path is known before any request is recorded."""
+    if path.is_dir():
+        return f"{path}: is a folder; name a file"
+    folder = path.parent
+    if not folder.is_dir():
+        return f"{path}: {folder} is not a folder"
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return f"{path}: cannot write in {folder}"
+    return None
+
+
+def write_records(records, path: str) -> int:
+    """The records to ``path``; if that fails after all (the folder went away), to a new file
+    of their own, named on stderr — served records are never lost. The exit code."""
+    try:
+        records.to_jsonl(path)
+        return 0
+    except OSError as exc:
+        fd, kept = tempfile.mkstemp(prefix="stopbench-records-", suffix=".jsonl")
+        os.close(fd)
+        records.to_jsonl(kept)
+        print(f"stopbench serve: cannot write the records to {path} ({exc.strerror}); they are kept in {kept}",
+              file=sys.stderr)
+        return 2
+
+
 async def serve(args) -> int:
     from .server import FakeServer
+    problem = records_problem(Path(args.records)) if args.records else None
+    if problem:
+        print(f"stopbench serve: --records {problem}", file=sys.stderr)
+        return 2
     try:
         scenario = load_scenario(args.scenario) if args.scenario else None
     except ScenarioError as exc:
@@ -38,7 +84,7 @@ async def serve(args) -> int:
                   "SIGINT or SIGTERM stops", file=sys.stderr, flush=True)
             await stop.wait()
             if args.records:
-                server.records.to_jsonl(args.records)
+                return write_records(server.records, args.records)
     except OSError as exc:
         print(f"stopbench serve: cannot listen on 127.0.0.1:{args.port} ({exc.strerror})", file=sys.stderr)
         return 2

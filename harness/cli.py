@@ -13,14 +13,16 @@ and the reports are rendered from what it has; ``--resume RESULTS`` continues it
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import os
 import sys
+import tempfile
 import textwrap
 import traceback
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from harness.agents.install import NotInstalled
 from harness.calibrate import quick_floor
@@ -31,11 +33,21 @@ from harness.model import LatencySample, RunResult, RunStatus, TaskResult
 from harness.mutants import FailpointsError, list_failpoints, mutation_summary
 from harness.planning import ShardError, WorkItem, parse_shard, plan, shard_items
 from harness.profiles import Profile, ProfileError, agent_binary, builtin_names, load_profile
-from harness.provenance import run_header
+from harness.provenance import digests, run_header
 from harness.report import format_written, gate_main, load_results, merge_main, report_main, write_reports
+from harness.report.folder_lock import FolderLocked, hold_folder
 from harness.report.load import ResultsError
 from harness.report.progress import Progress, item_label, latency_table, mutation_table, scoreboard
-from harness.report.writer import ResultsCheckpoint, write_leaderboard, write_text
+from harness.report.writer import (
+    LEADERBOARD_FILES,
+    RUN_FILES,
+    ResultsCheckpoint,
+    folder_problem,
+    report_dir_problem,
+    write_leaderboard,
+    write_text,
+)
+from harness.rundir import make_private
 from harness.runner import DEFAULT_RETRIES, HarnessError, ItemOutcome
 from harness.schedule import run_all
 from harness.signals import Interrupted, run_until_signalled
@@ -107,7 +119,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--agents", choices=["installed"],
                      help="'installed': every built-in profile whose real agent is installed, in turn, one leaderboard")
     run.add_argument("--keep", action="store_true",
-                     help="keep each task run's folder (HOME, working folder, sessions) under REPORT_DIR/runs")
+                     help="keep each task run's folder (HOME, working folder, sessions) under REPORT_DIR/runs, "
+                          "its owner's alone (0700)")
     run.add_argument("--adapter", action="append", default=[], help="adapter(s) to run (default: all the agent has)")
     run.add_argument("--task", action="append", default=[], help="task name(s) (default: all)")
     run.add_argument("--driver", action="append", default=[],
@@ -118,7 +131,8 @@ def build_parser() -> argparse.ArgumentParser:
                           "(docs/parallel.md)")
     run.add_argument("--retries", type=int, default=DEFAULT_RETRIES,
                      help=f"tries again when a race did not happen, i.e. not exercised (default {DEFAULT_RETRIES})")
-    run.add_argument("--report-dir", default="reports", help="where results go (default reports/)")
+    run.add_argument("--report-dir", default="reports",
+                     help="where results go (default reports/); one run at a time writes a folder")
     run.add_argument("--resume", metavar="RESULTS", help="continue an incomplete run: skip its finished task runs")
     run.add_argument("--shard", help="run only share i of n (e.g. 2/4); merge with 'stopbench report merge'")
     run.add_argument("--mutants", action="store_true",
@@ -158,14 +172,29 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.resume:
         raise UsageError("--resume continues one agent's run; name one --agent")
     codes, runs = [], []
-    for name in names:
-        folder = Path(args.report_dir) / _folder_name(name)
-        codes.append(run_agent(args, name, folder))
-        runs.append(load_results(folder / "results.json"))
-        if codes[-1] == EXIT_USAGE and runs[-1].run.get("incomplete", "").startswith(("SIGINT", "SIGTERM")):
-            break  # the person asked the whole run to stop
-    print(format_written(write_leaderboard(runs, Path(args.report_dir))))
+    with _report_dir_held(args, Path(args.report_dir), LEADERBOARD_FILES):
+        for name in names:
+            folder = Path(args.report_dir) / _folder_name(name)
+            codes.append(run_agent(args, name, folder))
+            runs.append(load_results(folder / "results.json"))
+            if codes[-1] == EXIT_USAGE and runs[-1].run.get("incomplete", "").startswith(("SIGINT", "SIGTERM")):
+                break  # the person asked the whole run to stop
+        print(format_written(write_leaderboard(runs, Path(args.report_dir))))
     return max(codes)
+
+
+@contextlib.contextmanager
+def _report_dir_held(args: argparse.Namespace, report_dir: Path, files: Sequence[str] = RUN_FILES) -> Iterator[None]:
+    """The report folder checked (its files can be written) and held against another run,
+    before any task runs: a bad path or a busy folder costs nothing and loses nothing."""
+    problem = report_dir_problem(report_dir, files)
+    if problem:
+        raise UsageError(f"--report-dir {problem}")
+    try:
+        with hold_folder(report_dir, args.argv, lambda notice: print(f"stopbench: {notice}", file=sys.stderr)):
+            yield
+    except FolderLocked as exc:
+        raise UsageError(str(exc)) from None
 
 
 def installed_profiles() -> list[str]:
@@ -207,6 +236,7 @@ def run_agent(args: argparse.Namespace, agent: str, report_dir: Path) -> int:
         raise UsageError(f"unknown driver {unknown_drivers[0]!r} (drivers: {', '.join(DRIVERS)})")
     if drivers:
         items = [i for i in items if i.driver in drivers]
+    planned = items  # the whole run, before any --shard
     if args.shard:
         try:
             items = shard_items(items, *parse_shard(args.shard))
@@ -214,20 +244,32 @@ def run_agent(args: argparse.Namespace, agent: str, report_dir: Path) -> int:
             raise UsageError(str(exc)) from None
     if not items:
         raise UsageError("nothing to run: no task applies to the chosen adapters")
+    with _report_dir_held(args, report_dir):
+        return _run_items(args, profile, items, planned, failpoints, report_dir)
+
+
+def _run_items(args: argparse.Namespace, profile: Profile, items: list[WorkItem], planned: list[WorkItem],
+               failpoints: dict[str, tuple[str, ...]], report_dir: Path) -> int:
+    """The planned task runs of one agent into ``report_dir`` (held), then its reports."""
     done: list[TaskResult] = []
     earlier = RunResult(run={}, tasks=(), latencies=())
     if args.resume:
-        done, earlier = _resumed(args.resume, profile, items)
+        done, earlier = _resumed(args.resume, profile, items, digests(profile, planned))
     started = _now()
     machine = {**null_agent_costs(), "floor": quick_floor()}  # what this machine costs, and the stopwatch's floor
     todo = [i for i in items if i.key not in {_key(t) for t in done}]
     outcomes: dict[int, ItemOutcome] = {}  # by position in the plan: reports keep its order
     progress = Progress(len(todo))
     keep = (report_dir / "runs").resolve() if args.keep else None
+    if keep is not None:
+        if problem := folder_problem(keep):
+            raise UsageError(f"--keep {problem}")
+        keep.mkdir(parents=True, exist_ok=True)
+        make_private(keep)  # made, or kept from an earlier run: the owner's alone before any run writes in it
 
     # Provenance once (the version command is a process start); only the end moves.
     fixed = run_header(profile, items, argv=args.argv, repeat=args.repeat, shard=args.shard, started=started,
-                       ended=started)
+                       ended=started, planned=planned)
 
     def snapshot(incomplete: str | None) -> RunResult:
         header = {**fixed, "ended": _now()}
@@ -235,7 +277,7 @@ def run_agent(args: argparse.Namespace, agent: str, report_dir: Path) -> int:
         tasks_so_far = tuple(done) + tuple(o.result for o in ended)
         if failpoints:
             header["mutation"] = mutation_summary(tasks_so_far, failpoints)
-        header["machine"] = machine
+        header["machine"] = {**machine, "loadavg_end": list(os.getloadavg())}  # a load that came mid-run
         if incomplete:
             header["incomplete"] = incomplete
         return RunResult(run=header, tasks=tasks_so_far,
@@ -244,12 +286,21 @@ def run_agent(args: argparse.Namespace, agent: str, report_dir: Path) -> int:
 
     checkpoint = ResultsCheckpoint()
 
+    checkpoint_failed = False  # said once
+
     def finished(n: int, item: WorkItem, outcome: ItemOutcome) -> None:
+        nonlocal checkpoint_failed
         outcomes[n] = outcome
         progress.done(n, _label(item), outcome.result)
         # A checkpoint after every task run: a killed harness leaves a readable file.
-        write_text(report_dir / "results.json",
-                   checkpoint.text(snapshot(f"in progress: {len(outcomes)} of {len(todo)} done")))
+        try:
+            write_text(report_dir / "results.json",
+                       checkpoint.text(snapshot(f"in progress: {len(outcomes)} of {len(todo)} done")))
+        except OSError as exc:  # the run goes on; what it measured is in memory, written at the end
+            if not checkpoint_failed:
+                checkpoint_failed = True
+                print(f"stopbench: cannot write the checkpoint into {report_dir} ({exc}); the run goes on",
+                      file=sys.stderr)
 
     interrupted: str | None = None
     try:
@@ -260,8 +311,10 @@ def run_agent(args: argparse.Namespace, agent: str, report_dir: Path) -> int:
     except Exception as exc:  # a harness bug: keep what was measured, say so, never read as "not conformant"
         traceback.print_exc()
         interrupted = f"internal error: {type(exc).__name__}: {exc}"
+    if keep is not None:
+        make_private(keep)
     run = snapshot(interrupted)
-    written = write_reports(run, report_dir)
+    written, rescued = _write_reports_somewhere(run, report_dir)
     try:
         _summary(run, failpoints, written)
         if keep is not None:
@@ -270,11 +323,26 @@ def run_agent(args: argparse.Namespace, agent: str, report_dir: Path) -> int:
         _quiet_stdout()
     if interrupted:
         print(f"stopbench: run incomplete ({interrupted}); {len(run.tasks)} task run(s) kept in "
-              f"{report_dir / 'results.json'} — continue with --resume", file=sys.stderr)
+              f"{written[0]} — continue with --resume", file=sys.stderr)
+        return EXIT_USAGE
+    if rescued:
         return EXIT_USAGE
     mutation = run.run.get("mutation")
     survived = mutation is not None and mutation["caught"] < mutation["total"]
     return EXIT_OK if run.verdict.ok and not survived else EXIT_NOT_CONFORMANT
+
+
+def _write_reports_somewhere(run: RunResult, report_dir: Path) -> tuple[list[Path], bool]:
+    """The reports in ``report_dir`` or, should that fail now (the folder went away, the disk
+    filled up), in a new temporary folder named on stderr: a run's results are never lost to
+    its folder. Whether they had to go elsewhere."""
+    try:
+        return write_reports(run, report_dir), False
+    except OSError as exc:
+        rescue = Path(tempfile.mkdtemp(prefix="stopbench-reports-"))
+        print(f"stopbench: cannot write the reports into {report_dir} ({exc}); they are in {rescue}",
+              file=sys.stderr)
+        return write_reports(run, rescue), True
 
 
 def _summary(run: RunResult, failpoints: dict[str, tuple[str, ...]], written: list[Path]) -> None:
@@ -309,14 +377,20 @@ def _failpoints(args: argparse.Namespace, profile: Profile) -> dict[str, tuple[s
     return {f: failpoints[f] for f in chosen} if chosen else failpoints
 
 
-def _resumed(path: str, profile: Profile, items: list[WorkItem]) -> tuple[list[TaskResult], RunResult]:
-    """The finished task runs of an earlier, incomplete run of the same work."""
+def _resumed(path: str, profile: Profile, items: list[WorkItem],
+             now: dict[str, Any]) -> tuple[list[TaskResult], RunResult]:
+    """The finished task runs of an earlier, incomplete run of the same work: the same agent,
+    profile, tasks and scenarios (``now`` holds their digests), or nothing is inherited."""
     try:
         earlier = load_results(path)
     except ResultsError as exc:
         raise UsageError(str(exc)) from None
     if earlier.run.get("agent") != profile.name:
         raise UsageError(f"{path}: results of agent {earlier.run.get('agent')!r}, not {profile.name!r}")
+    changed = _changed_since(earlier.run.get("digests"), now)
+    if changed:
+        raise UsageError(f"{path}: cannot resume: {changed}; its verdicts are not this run's — "
+                         "run again without --resume")
     wanted = {i.key for i in items}
     kept = [t for t in earlier.tasks if _key(t) in wanted and t.status is not RunStatus.ERRORED]
     keys = {(t.task, t.adapter, t.repeat) for t in kept}
@@ -324,6 +398,20 @@ def _resumed(path: str, profile: Profile, items: list[WorkItem]) -> tuple[list[T
         return tuple(s for s in samples if (s.task, s.adapter, s.repeat) in keys)
 
     return kept, RunResult(run={}, tasks=(), latencies=ours(earlier.latencies), concurrent=ours(earlier.concurrent))
+
+
+def _changed_since(then: Any, now: dict[str, Any]) -> str | None:
+    """What differs between the digests an earlier run recorded and today's, for the tasks
+    both know; None when nothing does."""
+    if not isinstance(then, dict):
+        return "the results record no digests of the profile, tasks and scenarios they ran with"
+    changes = ["the profile changed"] if then.get("profile") != now["profile"] else []
+    for kind, what in (("tasks", "task"), ("scenarios", "scenario of task")):
+        recorded = then.get(kind)
+        before: dict[str, Any] = recorded if isinstance(recorded, dict) else {}
+        changes += [f"{what} {name} changed" for name, digest in now[kind].items()
+                    if name in before and before[name] != digest]
+    return ", ".join(changes) or None
 
 
 def _key(t: TaskResult) -> str:

@@ -1,5 +1,7 @@
 """Where a run's results came from: agent and exact version, the profile and its hash,
-stopbench's version, host and Python, when, what was asked (argv, shard, repeat)."""
+stopbench's version, host and Python, when, what was asked (argv, shard, repeat, the
+selection of the whole run) and the digests of the profile, tasks and scenarios it ran
+with — what ``--resume`` and ``report merge`` compare before joining results."""
 
 from __future__ import annotations
 
@@ -18,7 +20,11 @@ VERSION_TIMEOUT_S = 30.0  # failsafe for a version command that hangs
 
 
 def run_header(profile: Profile, items: Sequence[WorkItem], *, argv: list[str], repeat: int,
-               shard: str | None, started: str, ended: str) -> dict[str, Any]:
+               shard: str | None, started: str, ended: str,
+               planned: Sequence[WorkItem] | None = None) -> dict[str, Any]:
+    """The run info of ``items``; ``planned`` is the whole run's plan when ``items`` is one
+    shard of it (its selection and digests are then the whole run's, alike in every shard)."""
+    planned = items if planned is None else planned
     try:
         stopbench_version = version("stopbench")
     except PackageNotFoundError:
@@ -39,12 +45,34 @@ def run_header(profile: Profile, items: Sequence[WorkItem], *, argv: list[str], 
         "shard": shard,
         "argv": argv,
         "mutants": sorted({i.mutant for i in items if i.mutant}),
+        "selection": selection(planned),
+        "digests": digests(profile, planned),
     }
 
 
+def selection(items: Sequence[WorkItem]) -> dict[str, list[str]]:
+    """What the whole run set out to do (before any ``--shard``): its tasks, adapters,
+    drivers and failpoints. Shards of one run share it."""
+    return {"tasks": sorted({i.task.name for i in items}), "adapters": sorted({i.adapter for i in items}),
+            "drivers": sorted({i.driver for i in items}), "mutants": sorted({i.mutant for i in items if i.mutant})}
+
+
+def digests(profile: Profile, items: Sequence[WorkItem]) -> dict[str, Any]:
+    """SHA-256 of the profile file and of each task's file and scenario file: results made
+    with other contents are not this run's to continue."""
+    tasks = {i.task.name: i.task for i in items}
+    return {"profile": profile_hash(profile),
+            "tasks": {name: _file_hash(t.path) for name, t in sorted(tasks.items())},
+            "scenarios": {name: _file_hash(t.scenario_path) for name, t in sorted(tasks.items())}}
+
+
 def profile_hash(profile: Profile) -> str | None:
+    return _file_hash(Path(profile.path))
+
+
+def _file_hash(path: Path) -> str | None:
     try:
-        return hashlib.sha256(Path(profile.path).read_bytes()).hexdigest()
+        return hashlib.sha256(path.read_bytes()).hexdigest()
     except OSError:
         return None
 

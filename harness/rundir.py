@@ -34,15 +34,26 @@ class RunDirs:
 
     @classmethod
     def create(cls, root: Path | None = None) -> RunDirs:
-        """The folders under ``root`` (made now, with its parents), or under a new temporary folder."""
+        """The folders under ``root`` (made now, with its parents), or under a new temporary
+        folder; either is its owner's alone (0700): what is in it holds the run's key."""
         if root is None:
             root = Path(tempfile.mkdtemp(prefix="stopbench-"))
         else:
-            root.mkdir(parents=True)
+            root.mkdir(parents=True, mode=0o700)
         dirs = cls(root, root / "home", root / "sessions", root / "work")
         for d in (dirs.home, dirs.sessions, dirs.cwd):
             d.mkdir()
         return dirs
+
+
+def make_private(folder: Path) -> None:
+    """Kept run folders hold the run's key (the profile's files, the agent's sessions and
+    logs): every folder below ``folder`` becomes 0700 and every file its owner's alone
+    (0600, or 0700 when executable), whatever the agent's umask made them."""
+    folder.chmod(0o700)
+    for path in folder.rglob("*"):
+        if not path.is_symlink():
+            path.chmod(0o700 if path.is_dir() else path.stat().st_mode & 0o700)
 
 
 def canary_key() -> str:

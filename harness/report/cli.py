@@ -17,12 +17,19 @@ from harness.report.junit import render_junit
 from harness.report.load import ResultsError, load_results
 from harness.report.markdown import render_markdown
 from harness.report.shard import ShardError, merge
-from harness.report.writer import format_written, results_text, write_text
+from harness.report.writer import format_written, output_file_problem, results_text, write_text
 
 
 def _fail(prog: str, message: str) -> int:
     print(f"{prog}: error: {message}", file=sys.stderr)
     return 2
+
+
+def _output_problem(outputs: Sequence[tuple[str, Path | None]]) -> str | None:
+    """The first output option whose path cannot be written, named with its option: asked
+    before any file is read or written, so a bad path costs nothing and leaves nothing."""
+    return next((f"{option} {problem}" for option, path in outputs
+                 if path is not None and (problem := output_file_problem(path))), None)
 
 
 def report_main(argv: Sequence[str]) -> int:
@@ -40,6 +47,9 @@ def report_main(argv: Sequence[str]) -> int:
     parser.add_argument("--md", type=Path, help="write the Markdown summary here")
     parser.add_argument("--junit", type=Path, help="write JUnit XML here")
     args = parser.parse_args(argv)
+    problem = _output_problem([("--html", args.html), ("--md", args.md), ("--junit", args.junit)])
+    if problem:
+        return _fail(prog, problem)
     try:
         runs = [load_results(p) for p in args.results]
     except ResultsError as exc:
@@ -59,6 +69,9 @@ def merge_main(argv: Sequence[str]) -> int:
     parser.add_argument("shards", nargs="+", type=Path, help="results.json of each shard (any order)")
     parser.add_argument("-o", "--output", type=Path, required=True, help="merged results file to write")
     args = parser.parse_args(list(argv))
+    problem = _output_problem([("-o", args.output)])
+    if problem:
+        return _fail(prog, problem)
     try:
         shards = [load_results(p) for p in args.shards]
         merged = merge(shards)
@@ -93,6 +106,9 @@ def gate_main(argv: Sequence[str]) -> int:
         return _fail(prog, f"--tolerance must be >= 0, got {args.tolerance}")
     if not 0 < args.alpha < 0.5:
         return _fail(prog, f"--alpha must be between 0 and 0.5, got {args.alpha}")
+    problem = _output_problem([("--md", args.md)])
+    if problem:
+        return _fail(prog, problem)
     try:
         baseline, current = load_results(args.baseline), load_results(args.current)
     except ResultsError as exc:

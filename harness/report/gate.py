@@ -19,6 +19,11 @@ gate's false-alarm rate is at most k × alpha.
 
 Rows are matched on adapter × task × check (or latency ID), and also on the agent when a
 file holds more than one agent. Failpoint (mutant) tasks are not gated.
+
+Latencies are only comparable on comparable machines. Every run records what its machine
+cost and how loaded it was (``run.machine``); the gate shows both runs' load beside every
+latency verdict, and when the machines differ (``machines_differ``) it judges no latency:
+each row says "not comparable: machine differs", never "regression" nor "faster".
 """
 
 from __future__ import annotations
@@ -32,11 +37,67 @@ from harness.contract import check_order
 from harness.model import Outcome, RunResult, RunStatus
 from harness.report.aggregate import fold, latency_order
 from harness.report.latency import format_ns
+from harness.report.load import finite_number
 from harness.report.stats import RatioInterval, bootstrap_median_ratio, mann_whitney_greater, median_ratio
 from harness.report.text import md_cell
 
 FLOOR_NS = 1_000  # below a microsecond, differences are compared against this instead of the median
 TASK_ROW = "(task)"  # the pseudo-check that stands for "the task ran without a harness error"
+# Two runs' machines differ when their CPU counts differ, when their busiest 1-minute load
+# per CPU (at the run's start or end) is further apart than this, or when spawning a null
+# agent cost one of them this many times what it cost the other.
+LOAD_PER_CPU_APART = 0.5
+NULL_SPAWN_APART = 2.0
+NOT_COMPARABLE = "not comparable: machine differs"
+
+
+@dataclass(frozen=True)
+class MachineLoad:
+    """What a run recorded of its machine (for a merge, its busiest shard's)."""
+
+    load_per_cpu: float | None
+    cpus: int | None
+    spawn_ms: float | None
+
+    @classmethod
+    def of(cls, run: RunResult) -> MachineLoad | None:
+        shards = [m.get("machine") for m in run.run.get("merged_from") or () if isinstance(m, dict)]
+        records = [m for m in (shards or [run.run.get("machine")]) if isinstance(m, dict)]
+        if not records:
+            return None
+        loads = [load for m in records for load in _loads(m)]
+        cpus = {c for m in records if isinstance(c := m.get("cpus"), int)}
+        spawns = [m["null_spawn_exit_ms"] for m in records if finite_number(m.get("null_spawn_exit_ms"))]
+        return cls(load_per_cpu=max(loads) if loads else None, cpus=max(cpus) if cpus else None,
+                   spawn_ms=max(spawns) if spawns else None)
+
+    @property
+    def text(self) -> str:
+        return "-" if self.load_per_cpu is None else f"{self.load_per_cpu:.2f}"
+
+
+def _loads(machine: dict) -> list[float]:
+    """The 1-minute load per CPU when the run began and when it ended, as far as recorded."""
+    cpus = machine.get("cpus")
+    if not isinstance(cpus, int) or cpus < 1:
+        return []
+    averages = [machine.get("loadavg"), machine.get("loadavg_end")]
+    return [a[0] / cpus for a in averages if isinstance(a, list) and a and finite_number(a[0])]
+
+
+def machines_differ(before: MachineLoad | None, after: MachineLoad | None) -> str | None:
+    """How the two runs' machines differ, or None when they compare (or either is unknown)."""
+    if before is None or after is None:
+        return None
+    if before.cpus is not None and after.cpus is not None and before.cpus != after.cpus:
+        return f"{before.cpus} vs {after.cpus} CPUs"
+    if before.load_per_cpu is not None and after.load_per_cpu is not None \
+            and abs(before.load_per_cpu - after.load_per_cpu) > LOAD_PER_CPU_APART:
+        return f"load per CPU {before.text} vs {after.text}"
+    if before.spawn_ms and after.spawn_ms \
+            and max(before.spawn_ms, after.spawn_ms) / min(before.spawn_ms, after.spawn_ms) >= NULL_SPAWN_APART:
+        return f"a null agent's spawn to exit {before.spawn_ms:g} ms vs {after.spawn_ms:g} ms"
+    return None
 
 
 @dataclass(frozen=True)
@@ -69,6 +130,9 @@ class GateResult:
     latencies: tuple[LatencyRow, ...]
     tolerance: float
     alpha: float
+    machine_before: MachineLoad | None = None
+    machine_after: MachineLoad | None = None
+    machine_differs: str | None = None  # how, when the latencies are not comparable
 
     @property
     def failed(self) -> bool:
@@ -110,11 +174,13 @@ def compare(baseline: RunResult, current: RunResult, tolerance: float = 0.10, al
         checks.append(_check_row(key, tiers_c.get(key) or tiers_b[key], before.get(key), after.get(key),
                                  key[:3] in checked_now))
     samples_b, samples_c = _samples(baseline, agent_key), _samples(current, agent_key)
+    machine_b, machine_c = MachineLoad.of(baseline), MachineLoad.of(current)
+    differs = machines_differ(machine_b, machine_c)
     latencies = [
-        _latency_row(key, samples_b.get(key, []), samples_c.get(key, []), tolerance, alpha)
+        _latency_row(key, samples_b.get(key, []), samples_c.get(key, []), tolerance, alpha, differs is not None)
         for key in sorted(samples_b.keys() | samples_c.keys(), key=_latency_row_order)
     ]
-    return GateResult(tuple(checks), tuple(latencies), tolerance, alpha)
+    return GateResult(tuple(checks), tuple(latencies), tolerance, alpha, machine_b, machine_c, differs)
 
 
 def _row_order(key: tuple[str, str, str, str]) -> tuple:
@@ -151,7 +217,8 @@ def _samples(run: RunResult, agent_key) -> dict[tuple, list[int]]:
     return out
 
 
-def _latency_row(key, base: Sequence[int], cur: Sequence[int], tolerance: float, alpha: float) -> LatencyRow:
+def _latency_row(key, base: Sequence[int], cur: Sequence[int], tolerance: float, alpha: float,
+                 machine_differs: bool = False) -> LatencyRow:
     if not base or not cur:
         verdict = "new: no baseline samples" if not base else "no evidence of change: no current samples"
         return LatencyRow(key, len(base), len(cur), _median(base), _median(cur), None, None, None, verdict, False)
@@ -160,6 +227,8 @@ def _latency_row(key, base: Sequence[int], cur: Sequence[int], tolerance: float,
     faster = mann_whitney_greater(cur, base).p_value
     row = dict(key=key, n_before=len(base), n_after=len(cur), median_before=med_b, median_after=med_c,
                ratio=median_ratio(base, cur), p_slower=slower)
+    if machine_differs:  # the figures are shown; what they mean cannot be told
+        return LatencyRow(**row, interval=None, verdict=NOT_COMPARABLE, failing=False)
     if 1 / math.comb(len(base) + len(cur), len(cur)) >= alpha:
         return LatencyRow(**row, interval=None, verdict="no evidence of change: too few samples to tell",
                           failing=False)
@@ -183,19 +252,40 @@ def _tables(result: GateResult) -> list[tuple[str, list[str], list[list[str]]]]:
     checks = (f"checks: {len(result.checks)} compared, {len(result.checks) - len(shown)} unchanged",
               ["agent", "adapter", "task", "check", "tier", "baseline", "current", "verdict"],
               [[*r.key, r.tier, r.before or "-", r.after or "-", r.verdict] for r in shown])
+    loads = f"{_load(result.machine_before)}/{_load(result.machine_after)}"
     latencies = (f"latencies: {len(result.latencies)} compared",
                  ["agent", "adapter", "task", "latency", "n base/cur", "median base", "median cur", "ratio",
-                  f"{1 - 2 * result.alpha:.0%} CI", "p(slower)", "verdict"],
+                  f"{1 - 2 * result.alpha:.0%} CI", "p(slower)", "load/CPU base/cur", "verdict"],
                  [[*r.key, f"{r.n_before}/{r.n_after}", _ns(r.median_before), _ns(r.median_after),
                    _ratio(r.ratio), _interval(r.interval), "-" if r.p_slower is None else f"{r.p_slower:.2g}",
-                   r.verdict] for r in result.latencies])
+                   loads, r.verdict] for r in result.latencies])
     return [checks, latencies]
+
+
+def machines_line(result: GateResult) -> str:
+    """Both runs' machines, and whether their latencies compare."""
+    def one(m: MachineLoad | None) -> str:
+        if m is None:
+            return "not recorded"
+        return (f"load/CPU {m.text}" + (f", {m.cpus} CPUs" if m.cpus else "")
+                + (f", null agent {m.spawn_ms:g} ms" if m.spawn_ms else ""))
+
+    verdict = (f"machine differs ({result.machine_differs}): latencies not comparable"
+               if result.machine_differs else "latencies compared")
+    return f"machines: baseline {one(result.machine_before)}; current {one(result.machine_after)} — {verdict}"
+
+
+def _load(m: MachineLoad | None) -> str:
+    return "-" if m is None else m.text
 
 
 def decision(result: GateResult) -> str:
     if result.failed:
         return (f"gate: FAIL ({sum(r.failing for r in result.checks)} check regression(s), "
                 f"{sum(r.failing for r in result.latencies)} latency regression(s))")
+    if result.machine_differs:
+        return (f"gate: pass (no check went from pass to fail; {len(result.latencies)} latencies not comparable: "
+                f"machine differs, {result.machine_differs})")
     quiet = sum(r.verdict.startswith("no evidence") for r in result.latencies)
     return (f"gate: pass (no check went from pass to fail; no evidence of change in {quiet} of "
             f"{len(result.latencies)} latencies, no regression in the rest)")
@@ -203,7 +293,7 @@ def decision(result: GateResult) -> str:
 
 def format_gate(result: GateResult) -> str:
     """The comparison table a person reads in the CI log, ending with the decision."""
-    lines = [f"stopbench gate: tolerance {result.tolerance:.0%}, alpha {result.alpha:g}"]
+    lines = [f"stopbench gate: tolerance {result.tolerance:.0%}, alpha {result.alpha:g}", machines_line(result)]
     for caption, header, rows in _tables(result):
         lines += ["", caption, *(_columns(header, rows) if rows else [])]
     return "\n".join([*lines, "", decision(result)]) + "\n"
@@ -211,7 +301,8 @@ def format_gate(result: GateResult) -> str:
 
 def format_gate_markdown(result: GateResult) -> str:
     """The same comparison for a pull-request comment or a CI step summary."""
-    lines = [f"## {decision(result)}", "", f"Tolerance {result.tolerance:.0%}, alpha {result.alpha:g}."]
+    lines = [f"## {decision(result)}", "", f"Tolerance {result.tolerance:.0%}, alpha {result.alpha:g}.", "",
+             md_cell(machines_line(result)) + "."]
     for caption, header, rows in _tables(result):
         lines += ["", f"**{caption}**"]
         if rows:

@@ -8,6 +8,7 @@ as a traceback from deep inside a renderer.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -63,6 +64,8 @@ def parse_results(data: Any, source: str | Path = "<results>") -> RunResult:
             raise ResultsError(source, f"'{key}' must be a JSON {'object' if kind is dict else 'array'}")
     tasks = []
     for i, task in enumerate(data["tasks"]):
+        if isinstance(task, dict) and data["version"] >= 2 and "status" not in task:
+            raise ResultsError(source, "missing field 'status'", f"tasks[{i}]")  # only version 1 had none
         checks = task.get("checks") if isinstance(task, dict) else None
         for j, check in enumerate(checks if isinstance(checks, list) else ()):
             _check_item(source, f"tasks[{i}].checks[{j}]", check, CheckResult.from_json)
@@ -71,17 +74,42 @@ def parse_results(data: Any, source: str | Path = "<results>") -> RunResult:
             parsed = _check_item(source, f"tasks[{i}].timeline[{j}]", mark, TimelineMark.from_json)
             for key in ("at_ms", "end_ms"):
                 value = getattr(parsed, key)
-                if value is not None and (not isinstance(value, int | float) or isinstance(value, bool)):
+                if value is not None and not finite_number(value):
                     raise ResultsError(source, f"{key} must be a number, found {value!r}", f"tasks[{i}].timeline[{j}]")
-        tasks.append(_check_item(source, f"tasks[{i}]", task, TaskResult.from_json))
-    latencies = []
-    for i, sample in enumerate(data["latencies"]):
-        where = f"latencies[{i}]"
+        parsed_task = _check_item(source, f"tasks[{i}]", task, TaskResult.from_json)
+        _check_count(source, f"tasks[{i}]", "repeat", parsed_task.repeat)
+        attempts = [(f"tasks[{i}].attempts[{j}]", a.duration_s) for j, a in enumerate(parsed_task.attempts)]
+        for where, duration in [(f"tasks[{i}]", parsed_task.duration_s), *attempts]:
+            if not finite_number(duration) or duration < 0:
+                raise ResultsError(source, f"duration_s must be a number of seconds >= 0, found {duration!r}", where)
+        tasks.append(parsed_task)
+    concurrent = data.get("concurrent_latencies", [])
+    if not isinstance(concurrent, list):
+        raise ResultsError(source, "'concurrent_latencies' must be a JSON array")
+    return RunResult(run=data["run"], tasks=tuple(tasks), latencies=_samples(source, "latencies", data["latencies"]),
+                     concurrent=_samples(source, "concurrent_latencies", concurrent))
+
+
+def _samples(source: str | Path, key: str, items: list[Any]) -> tuple[LatencySample, ...]:
+    samples = []
+    for i, sample in enumerate(items):
+        where = f"{key}[{i}]"
         parsed = _check_item(source, where, sample, LatencySample.from_json)
         if not isinstance(parsed.value_ns, int) or isinstance(parsed.value_ns, bool):
             raise ResultsError(source, f"value_ns must be an integer, found {parsed.value_ns!r}", where)
-        latencies.append(parsed)
-    return RunResult(run=data["run"], tasks=tuple(tasks), latencies=tuple(latencies))
+        _check_count(source, where, "repeat", parsed.repeat)
+        samples.append(parsed)
+    return tuple(samples)
+
+
+def finite_number(value: Any) -> bool:
+    """A JSON number that is one (Python's JSON reader also takes NaN and Infinity)."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _check_count(source: str | Path, where: str, key: str, value: Any) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ResultsError(source, f"{key} must be an integer >= 0, found {value!r}", where)
 
 
 def _check_item(source: str | Path, where: str, item: Any, parse: Callable[[Mapping[str, Any]], Any]) -> Any:

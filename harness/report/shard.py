@@ -3,7 +3,9 @@
 ``merge`` joins the shard files of one run into the result the unsharded run would have
 produced, apart from timings: tasks and latency samples in a canonical order, run info of
 the whole run (``shard`` null, ``started``/``ended`` spanning all shards, ``argv`` without
-``--shard``), and ``merged_from`` recording where each piece ran.
+``--shard``), and ``merged_from`` recording where each piece ran and what its machine cost.
+Shards of different selections (``--task``, ``--adapter``, …) or of different profile, task
+or scenario contents are not one run, and are refused.
 """
 
 from __future__ import annotations
@@ -15,12 +17,15 @@ from harness.model import LatencySample, RunResult, TaskResult
 from harness.planning import ShardError, item_key, parse_shard
 
 # Run info that must agree between shards of one run (when present).
-SAME_IN_EVERY_SHARD = ("agent", "agent_version", "profile", "stopbench_version", "repeat")
+SAME_IN_EVERY_SHARD = ("agent", "agent_version", "profile", "stopbench_version", "repeat", "selection", "digests")
 # Run info listing what a shard covered: the merged run lists the union, sorted.
 UNION_IN_MERGE = ("adapters", "tasks", "mutants")
-# What "apart from timings" leaves out when two runs are compared (at any depth).
+# What "apart from timings" leaves out when two runs are compared (at any depth); ``machine``
+# is what the machine cost a process and how loaded it was when the run (or shard) began.
 TIMING_KEYS = frozenset({"started", "ended", "time", "created", "duration_s", "value_ns", "argv", "shard",
-                         "host", "merged_from"})
+                         "host", "merged_from", "machine"})
+# Per shard in ``merged_from``: where and when it ran, and on what machine.
+SHARD_ORIGIN = ("shard", "host", "started", "ended", "argv", "machine")
 TIMING_SUFFIXES = ("_ns", "_ms")
 
 
@@ -55,8 +60,9 @@ def merge(results: Sequence[RunResult]) -> RunResult:
     for k, r in enumerate(ordered, 1):
         for key in SAME_IN_EVERY_SHARD:
             if r.run.get(key) != first.get(key):
-                raise ShardError(f"shard {k}/{count} has {key}={r.run.get(key)!r}, shard 1/{count} has "
-                                 f"{first.get(key)!r}: not shards of one run", seen[k])
+                name, theirs, ours = _difference(key, r.run.get(key), first.get(key))
+                raise ShardError(f"shard {k}/{count} has {name}={theirs!r}, shard 1/{count} has "
+                                 f"{ours!r}: not shards of one run", seen[k])
     owner: dict[tuple, int] = {}
     for k, r in enumerate(ordered, 1):
         for t in r.tasks:
@@ -76,6 +82,14 @@ def merge(results: Sequence[RunResult]) -> RunResult:
         run["mutation"] = _merged_mutation(ordered, tasks)
     return RunResult(run=run, tasks=tuple(tasks), latencies=samples(lambda r: r.latencies),
                      concurrent=samples(lambda r: r.concurrent))
+
+
+def _difference(key: str, theirs: Any, ours: Any) -> tuple[str, Any, Any]:
+    """The first place two run-info values differ, named with its path (``selection.tasks``)."""
+    while isinstance(theirs, dict) and isinstance(ours, dict):
+        inner = next(k for k in (*ours, *theirs) if theirs.get(k) != ours.get(k))  # in the file's order
+        key, theirs, ours = f"{key}.{inner}", theirs.get(inner), ours.get(inner)
+    return key, theirs, ours
 
 
 def _merged_mutation(ordered: Sequence[RunResult], tasks: Sequence[TaskResult]) -> dict[str, Any]:
@@ -119,8 +133,9 @@ def _merged_run(ordered: Sequence[RunResult]) -> dict[str, Any]:
         started=min(starts) if starts else run.get("started"),  # ISO 8601 UTC strings sort in time order
         ended=max(ends) if ends else run.get("ended"),
         argv=_without_shard(run.get("argv")),
-        merged_from=[{k: r.run.get(k) for k in ("shard", "host", "started", "ended", "argv")} for r in ordered],
+        merged_from=[{k: r.run.get(k) for k in SHARD_ORIGIN} for r in ordered],
     )
+    run.pop("machine", None)  # each shard's own is in merged_from: no one machine ran them all
     return run
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -16,12 +17,41 @@ from harness.secrets import redact
 
 
 def write_text(path: Path, text: str) -> Path:
-    """Write through a temporary file and rename, so a reader never sees half a report."""
+    """Write through a temporary file and rename, so a reader never sees half a report.
+
+    The temporary name is this writer's own (process and a random part): two writers of one
+    file never write into each other's half-written text. It is removed if the write fails."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}-{secrets.token_hex(4)}.tmp")
+    try:
+        with tmp.open("x", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     return path
+
+
+def output_file_problem(path: Path) -> str | None:
+    """Why a report file cannot be written at ``path`` (it is a folder, a folder on its way
+    is a file, or a folder cannot be written in), or None. Asked before any work is done,
+    so a bad path costs nothing and leaves nothing behind."""
+    if path.is_dir():
+        return f"{path}: is a folder; name a file"
+    return folder_problem(path.parent)
+
+
+def folder_problem(folder: Path) -> str | None:
+    """Why report files cannot go into ``folder`` (made if missing), or None."""
+    for existing in (folder, *folder.parents):
+        if existing.exists():
+            if not existing.is_dir():
+                return f"{folder}: {'is' if existing == folder else f'{existing} is'} a file, not a folder"
+            if not os.access(existing, os.W_OK | os.X_OK):
+                return f"{folder}: cannot write in {existing}"
+            return None
+    return None
 
 
 def results_text(run: RunResult) -> str:
@@ -76,20 +106,29 @@ def write_reports(run: RunResult, report_dir: Path) -> list[Path]:
     text = results_text(run)
     written = parse_results(json.loads(text), report_dir / "results.json")
     return [
-        write_text(report_dir / "results.json", text),
-        write_text(report_dir / "junit.xml", render_junit([written])),
-        write_text(report_dir / "summary.md", render_markdown([written])),
-        write_text(report_dir / "report.html", render_html([written])),
+        write_text(report_dir / RUN_FILES[0], text),
+        *(write_text(report_dir / name, render([written])) for name, render in zip(RUN_FILES[1:], RUN_RENDERERS,
+                                                                                   strict=True)),
     ]
 
 
 def write_leaderboard(runs: Sequence[RunResult], report_dir: Path) -> list[Path]:
-    """leaderboard.html and leaderboard.md over several agents' results (already written)."""
+    """leaderboard.md and leaderboard.html over several agents' results (already written)."""
     written = [parse_results(json.loads(results_text(run)), report_dir / "leaderboard") for run in runs]
-    return [
-        write_text(report_dir / "leaderboard.md", render_markdown(written)),
-        write_text(report_dir / "leaderboard.html", render_html(written)),
-    ]
+    return [write_text(report_dir / name, render(written))
+            for name, render in zip(LEADERBOARD_FILES, (render_markdown, render_html), strict=True)]
+
+
+# The files a run writes into its report folder, and those of a leaderboard of several.
+RUN_FILES = ("results.json", "junit.xml", "summary.md", "report.html")
+RUN_RENDERERS = (render_junit, render_markdown, render_html)
+LEADERBOARD_FILES = ("leaderboard.md", "leaderboard.html")
+
+
+def report_dir_problem(report_dir: Path, names: Sequence[str] = RUN_FILES) -> str | None:
+    """Why a run's report files cannot be written into ``report_dir``, or None."""
+    return folder_problem(report_dir) or next(
+        (problem for name in names if (problem := output_file_problem(report_dir / name))), None)
 
 
 def format_written(paths: Sequence[Path]) -> str:
