@@ -13,8 +13,19 @@ import sys
 from .scenario import ScenarioError, load_scenario
 
 
+def port(text: str) -> int:
+    """A TCP port number, 0 (any free port) to 65535; argparse names the option otherwise."""
+    try:
+        number = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 0 <= number <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is 0 (any free port) to 65535, not {number}")
+    return number
+
+
 def add_arguments(parser: argparse.ArgumentParser):
-    parser.add_argument("--port", type=int, default=0, help="TCP port on 127.0.0.1 (default: any free port)")
+    parser.add_argument("--port", type=port, default=0, help="TCP port on 127.0.0.1 (default: any free port)")
     parser.add_argument("--scenario", metavar="FILE", help="scenario TOML (default: the built-in demo)")
     parser.add_argument("--seed", help="id seed, for byte-identical runs (default: random per run)")
     parser.add_argument("--records", metavar="FILE", help="write every record as JSONL here on exit")
