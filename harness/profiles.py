@@ -129,6 +129,8 @@ def parse_profile(data: Mapping[str, Any], path: str | Path = "<profile>") -> Pr
     adapters = v.strings(data, "adapters", default=["http"])
     if not adapters:
         v.fail("adapters", "at least one adapter is needed")
+    if len(set(adapters)) != len(adapters):
+        v.fail("adapters", "an adapter is listed twice (each would be run twice under one name)")
     stop_signal = v.signal(v.table(data, "stop"), "stop.signal", default="SIGINT")
     watchdog_signal = v.signal(v.table(data, "watchdog"), "watchdog.signal", default="SIGTERM")
     repair = v.table(data, "repair")

@@ -60,6 +60,7 @@ PROFILES = [
     Bad("adapters-empty", profile("adapters = []"), "adapters", "at least one adapter"),
     Bad("adapters-string", profile('adapters = "http"'), "adapters", "list of strings"),
     Bad("adapters-numbers", profile("adapters = [1]"), "adapters", "list of strings"),
+    Bad("adapters-twice", profile('adapters = ["http", "http"]'), "adapters", "listed twice"),
     Bad("model-number", profile("model = 5"), "model", "must be a string"),
     Bad("fresh-home-string", profile('fresh_home = "yes"'), "fresh_home", "true or false"),
     Bad("streams-number", profile("streams = 1"), "streams", "true or false"),
