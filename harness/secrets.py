@@ -108,6 +108,8 @@ def _secret_windows(key: str) -> tuple[str, ...]:
 def _mask_secret_runs(text: str, key: str) -> str:
     """``text`` with every stretch covered by runs of the key's secret (any case) masked once."""
     windows = _secret_windows(key)
+    if len(text) < MIN_SECRET_RUN:
+        return text
     lowered = text.translate(_ASCII_LOWER)  # the same length as text, whatever it holds
     if not windows or not any(w in lowered for w in windows):
         return text
