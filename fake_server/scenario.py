@@ -235,6 +235,8 @@ def load_scenario(path: str | Path) -> Scenario:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ScenarioError(str(path), "file", f"cannot be read ({exc.strerror})") from None
+    except UnicodeDecodeError as exc:
+        raise ScenarioError(str(path), "file", f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     return parse_scenario_text(text, source=str(path))
 
 

@@ -307,6 +307,8 @@ class _Validator:
     def environment(self, table: Mapping[str, Any], item: str) -> dict[str, str]:
         """Environment variables whose values are templates."""
         for key, value in table.items():
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
+                self.fail(f"{item}.{key}", f"{key!r} is not an environment variable name (letters, digits, _)")
             if not isinstance(value, str):
                 self.fail(f"{item}.{key}", "must be a string")
             self.placeholders(f"{item}.{key}", value)
@@ -328,6 +330,8 @@ class _Validator:
             self.fail(item, f"needs the named group(s) {', '.join(sorted(missing))}")
 
     def placeholders(self, item: str, template: str):
+        if "\x00" in template:
+            self.fail(item, "holds a NUL character, which no command line, environment or file name can carry")
         try:
             names = template_names(template)
         except ValueError as exc:

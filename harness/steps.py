@@ -109,6 +109,8 @@ class StepKind:
 def _validate_text(step: Step, item: str, fail: Fail) -> None:
     if not step.args["text"].strip():
         fail(f"{item}.text", "must say something: an empty message is no turn")
+    if "\x00" in step.args["text"]:
+        fail(f"{item}.text", "holds a NUL character, which no command line or terminal can carry")
 
 
 def _validate_send(step: Step, item: str, fail: Fail, state: ParseState) -> None:
