@@ -20,6 +20,7 @@ from typing import Any, NoReturn
 
 from fake_server.scenario import ScenarioError, parse_finish_action
 from fake_server.wire import wires
+from harness.agents.catalog import AGENTS
 from harness.contract import EXIT_CODE_FOR_REASON, TURN_END_REASONS
 from harness.datafile import DataFileError, read_toml
 from harness.profile_model import (
@@ -54,6 +55,7 @@ _ONLY_IN = {
     "session_id": ("the resume_options (a session has an id only once it ran)",
                    lambda item: item.endswith(".resume_options")),
 }
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # Where a template is a command line: a placeholder there is in the process table.
 _ARGV_ITEMS = ("command", "timeout_options", "resume_options", "first_options", "adapter_options")
 
@@ -129,6 +131,9 @@ def parse_profile(data: Mapping[str, Any], path: str | Path = "<profile>") -> Pr
     adapters = v.strings(data, "adapters", default=["http"])
     if not adapters:
         v.fail("adapters", "at least one adapter is needed")
+    for adapter in adapters:
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", adapter):
+            v.fail("adapters", f"{adapter!r} is not a plain name (letters, digits, . _ -)")
     if len(set(adapters)) != len(adapters):
         v.fail("adapters", "an adapter is listed twice (each would be run twice under one name)")
     stop_signal = v.signal(v.table(data, "stop"), "stop.signal", default="SIGINT")
@@ -220,6 +225,8 @@ def parse_profile(data: Mapping[str, Any], path: str | Path = "<profile>") -> Pr
     if shell_fence is not None and not shell_fence.isalnum():
         v.fail("shell.fence", f"must be a fence language such as 'bash', not {shell_fence!r}")
     agent = v.string(data, "agent", item="agent")
+    if agent is not None and agent not in AGENTS:
+        v.fail("agent", f"{agent!r} is not an agent of the catalog (known: {', '.join(sorted(AGENTS))})")
     if v.uses_agent and not agent:
         v.fail(v.uses_agent, "{agent_bin} and {agent_dir} need agent = NAME (the catalog's agent they are of)")
     not_run = v.table(data, "not_run")
@@ -232,7 +239,7 @@ def parse_profile(data: Mapping[str, Any], path: str | Path = "<profile>") -> Pr
         description=v.string(data, "description", default=""),
         adapters=tuple(adapters),
         wire_api=wire_api,
-        model=v.string(data, "model", default="stopbench-1"),
+        model=v.model(data),
         log_reader=log_reader,
         fresh_home=v.boolean(data, "fresh_home", default=True),
         warnings=tuple(v.warnings),
@@ -250,7 +257,7 @@ def parse_profile(data: Mapping[str, Any], path: str | Path = "<profile>") -> Pr
         agent=agent,
         sequential_tools=v.boolean(data, "sequential_tools", default=False),
         inproc_factory=factory,
-        failpoints_env=v.string(failpoints, "env", item="failpoints.env"),
+        failpoints_env=v.env_name(failpoints, "env", item="failpoints.env"),
         failpoints_list_command=tuple(v.strings(failpoints, "list_command", default=[],
                                                 item="failpoints.list_command")),
         repair_outcome_unknown=v.string(repair, "outcome_unknown", item="repair.outcome_unknown"),
@@ -304,10 +311,22 @@ class _Validator:
             self.placeholders(item, s)
         return value
 
+    def model(self, data: Mapping[str, Any]) -> str:
+        model: str = self.string(data, "model", default="stopbench-1")
+        if not model.strip() or "\x00" in model:
+            self.fail("model", f"{model!r} is not a model name the agent can be handed")
+        return model
+
+    def env_name(self, table: Mapping[str, Any], key: str, *, item: str) -> str | None:
+        name: str | None = self.string(table, key, item=item)
+        if name is not None and not _ENV_NAME.fullmatch(name):
+            self.fail(item, f"{name!r} is not an environment variable name (letters, digits, _)")
+        return name
+
     def environment(self, table: Mapping[str, Any], item: str) -> dict[str, str]:
         """Environment variables whose values are templates."""
         for key, value in table.items():
-            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
+            if not _ENV_NAME.fullmatch(key):
                 self.fail(f"{item}.{key}", f"{key!r} is not an environment variable name (letters, digits, _)")
             if not isinstance(value, str):
                 self.fail(f"{item}.{key}", "must be a string")
@@ -385,6 +404,8 @@ class _Validator:
         command = self.strings(table, "command", default=[], item=f"{section}.command")
         if not command:
             self.fail(f"{section}.command", "required: the command as a list of strings")
+        if not command[0].strip():
+            self.fail(f"{section}.command", "its first element, the program, is empty")
         if section == "headless" and not any("{prompt}" in c for c in command):
             self.fail(f"{section}.command", "must pass {prompt}")
         adapter_options = {}

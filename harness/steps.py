@@ -107,6 +107,8 @@ class StepKind:
 
 
 def _validate_text(step: Step, item: str, fail: Fail) -> None:
+    if "text" not in step.args:
+        return
     if not step.args["text"].strip():
         fail(f"{item}.text", "must say something: an empty message is no turn")
     if "\x00" in step.args["text"]:
@@ -273,6 +275,7 @@ async def _damage(run: TaskRun, step: Step) -> None:
 
 
 def _validate_restart(step: Step, item: str, fail: Fail, state: ParseState) -> None:
+    _validate_text(step, item, fail)
     if step.get("expect", "ready") not in ("ready", "refused"):
         fail(f"{item}.expect", "one of ready, refused")
     if "inproc" in state.drivers:

@@ -66,6 +66,12 @@ PROFILES = [
     Bad("streams-number", profile("streams = 1"), "streams", "true or false"),
     Bad("sequential-tools-string", profile('sequential_tools = "no"'), "sequential_tools", "true or false"),
     Bad("agent-number", profile("agent = 3"), "agent", "must be a string"),
+    Bad("agent-not-in-the-catalog", profile('agent = "nosuch"'), "agent", "not an agent of the catalog"),
+    Bad("model-empty", profile('model = ""'), "model", "not a model name"),
+    Bad("adapter-blank", profile('adapters = [" "]'), "adapters", "not a plain name"),
+    Bad("program-empty", profile(command='["", "{prompt}"]'), "headless.command", "the program, is empty"),
+    Bad("failpoints-env-not-a-name", profile(extra='[failpoints]\nenv = "FAIL POINTS"'), "failpoints.env",
+        "not an environment variable name"),
     Bad("version-command-string", profile('version_command = "agent --version"'), "version_command",
         "list of strings"),
     Bad("stop-signal-unknown", profile(extra='[stop]\nsignal = "SIGNOPE"'), "stop.signal", "not a signal name"),
@@ -282,6 +288,7 @@ TASKS = [
     Bad("settle-before-send", task(step("settle")), "steps[1]", "before any 'send'"),
     Bad("damage-kind-unknown", task(SEND, step("damage", kind='"shred"')), "steps[2].kind", "one of"),
     Bad("restart-expect-unknown", task(SEND, step("restart", expect='"maybe"')), "steps[2].expect", "one of"),
+    Bad("restart-text-blank", task(SEND, step("restart", text='""')), "steps[2].text", "must say something"),
     Bad("restart-in-process", task(SEND, step("restart"), head=INPROC), "steps[2]", "cannot restart"),
     Bad("queue-headless", task(SEND, step("queue", text='"y"')), "steps[2]", "headless run takes no input"),
     Bad("queue-name-twice", task(SEND, step("queue", text='"a"', **{"as": '"q"'}),
@@ -506,6 +513,7 @@ OPTIONS = [
     (["run", "--agent", "nosuch"], "nosuch: agent: no built-in profile of that name"),
     (["run", "--agent", "{dir}/missing.toml"], "{dir}/missing.toml: agent: file not found"),
     (["run", "--agent", "{dir}/bad.toml"], "{dir}/bad.toml: headless.exit_codes.completd: 'completd' is not a"),
+    (["run", "--agent", "{dir}/unknown-agent.toml"], "{dir}/unknown-agent.toml: agent: 'nosuch' is not an agent"),
     (["run", "--task", "nosuch"], "unknown task 'nosuch'"),
     (["run", "--adapter", "nosuch"], "agent 'reference' has no adapter 'nosuch'"),
     (["run", "--driver", "warp"], "unknown driver 'warp'"),
@@ -530,6 +538,7 @@ OPTIONS = [
 @pytest.fixture
 def inputs(tmp_path):
     _write(tmp_path / "bad.toml", BAD_PROFILE)
+    _write(tmp_path / "unknown-agent.toml", profile('agent = "nosuch"'))
     _write(tmp_path / "tasks" / "t" / "task.toml", BAD_TASK)
     _write(tmp_path / "tasks" / "t" / "scenario.toml", SCENARIO)
     return tmp_path
