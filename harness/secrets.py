@@ -93,8 +93,11 @@ def redact(value: Any, keys: Iterable[str] = ()) -> Any:
 
 def redact_text(text: str, keys: Iterable[str] = ()) -> str:
     for key in keys:
-        text = _mask_secret_runs(text.replace(key, MASK), key)
-    return _KEY_SHAPED.sub(lambda m: (m.group(1) or m.group(2)) + MASK, text)
+        text = text.replace(key, MASK)
+    text = _KEY_SHAPED.sub(lambda m: (m.group(1) or m.group(2)) + MASK, text)
+    for key in keys:  # last: what is left of a key once its whole and key-shaped copies are masked
+        text = _mask_secret_runs(text, key)
+    return text
 
 
 @lru_cache(maxsize=64)

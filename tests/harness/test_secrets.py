@@ -76,3 +76,7 @@ def test_results_json_and_report_html_hold_no_run_of_the_key_s_secret(tmp_path):
     for path in written:
         text = path.read_text(encoding="utf-8").lower()
         assert not any(SECRET[i:i + MIN_SECRET_RUN] in text for i in range(len(SECRET) - MIN_SECRET_RUN + 1)), path
+
+
+def test_a_cut_key_with_its_prefix_is_masked_once():
+    assert redact_text(f"got sk-stopbench-{SECRET[:12]}", [RUN_KEY]) == f"got sk-sto{MASK}"
