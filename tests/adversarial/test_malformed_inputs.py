@@ -442,7 +442,7 @@ def _tree(root: Path) -> dict[str, bytes]:
     return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
-def _refused(error: DataFileError | ScenarioError, path: Path, case: Bad) -> None:
+def _refused(error: DataFileError | ScenarioError | ResultsError, path: Path, case: Bad) -> None:
     """The error names the file, the item and the problem, in one line a person can act on."""
     assert str(error).startswith(f"{path}: "), str(error)
     assert error.item == case.item, str(error)
@@ -450,21 +450,28 @@ def _refused(error: DataFileError | ScenarioError, path: Path, case: Bad) -> Non
     assert "Traceback" not in str(error) and "\n" not in str(error)
 
 
-def _ids(cases: list[Bad]) -> list[str]:
-    return [c.name for c in cases]
+# Each kind of file read alone: the name it is written under, its loader, the error it raises.
+READERS = {
+    "profile": ("p.toml", load_profile, DataFileError),
+    "scenario": ("scenario.toml", load_scenario, ScenarioError),
+    "results": ("results.json", load_results, ResultsError),
+}
+FILES = ([("profile", c) for c in PROFILES] + [("scenario", c) for c in SCENARIOS]
+         + [("results", c) for c in RESULTS])
 
 
-@pytest.mark.parametrize("case", PROFILES, ids=_ids(PROFILES))
-def test_a_malformed_profile_is_refused_naming_file_and_item(tmp_path, case):
-    path = tmp_path / "p.toml"
+@pytest.mark.parametrize("kind, case", FILES, ids=[f"{kind}-{c.name}" for kind, c in FILES])
+def test_a_malformed_file_is_refused_naming_file_and_item(tmp_path, kind, case):
+    name, read, error = READERS[kind]
+    path = tmp_path / name
     before = _write(path, case.text)
-    with pytest.raises(DataFileError) as err:
-        load_profile(path)
+    with pytest.raises(error) as err:
+        read(path)
     _refused(err.value, path, case)
-    assert _tree(tmp_path) == {"p.toml": before}
+    assert _tree(tmp_path) == {name: before}
 
 
-@pytest.mark.parametrize("case", TASKS + TASK_SCENARIOS, ids=_ids(TASKS + TASK_SCENARIOS))
+@pytest.mark.parametrize("case", TASKS + TASK_SCENARIOS, ids=[c.name for c in TASKS + TASK_SCENARIOS])
 def test_a_malformed_task_is_refused_naming_file_and_item(tmp_path, case):
     folder = tmp_path / "t"
     scenario = case.text if case in TASK_SCENARIOS else SCENARIO
@@ -476,27 +483,6 @@ def test_a_malformed_task_is_refused_naming_file_and_item(tmp_path, case):
         load_task(folder, known_checks=set(REGISTRY))
     _refused(err.value, folder / "task.toml", case)
     assert _tree(tmp_path) == before
-
-
-@pytest.mark.parametrize("case", SCENARIOS, ids=_ids(SCENARIOS))
-def test_a_malformed_scenario_is_refused_naming_file_and_item(tmp_path, case):
-    path = tmp_path / "scenario.toml"
-    before = _write(path, case.text)
-    with pytest.raises(ScenarioError) as err:
-        load_scenario(path)
-    _refused(err.value, path, case)
-    assert _tree(tmp_path) == {"scenario.toml": before}
-
-
-@pytest.mark.parametrize("case", RESULTS, ids=_ids(RESULTS))
-def test_a_malformed_results_file_is_refused_naming_file_and_item(tmp_path, case):
-    path = tmp_path / "results.json"
-    before = _write(path, case.text)
-    with pytest.raises(ResultsError) as err:
-        load_results(path)
-    assert str(err.value).startswith(f"{path}: ") and case.problem in err.value.problem, str(err.value)
-    assert err.value.item == case.item
-    assert _tree(tmp_path) == {"results.json": before}
 
 
 # --- command-line options -----------------------------------------------------------------
