@@ -9,6 +9,7 @@ import argparse
 import asyncio
 import signal
 import sys
+from pathlib import Path
 
 from .scenario import ScenarioError, load_scenario
 
@@ -37,6 +38,11 @@ async def serve(args) -> int:
         scenario = load_scenario(args.scenario) if args.scenario else None
     except ScenarioError as exc:
         print(f"stopbench serve: {exc}", file=sys.stderr)
+        return 2
+    if args.records and not Path(args.records).absolute().parent.is_dir():
+        # Found now, not at exit: the records would be lost after the whole serving.
+        print(f"stopbench serve: --records {args.records}: no folder {Path(args.records).absolute().parent}",
+              file=sys.stderr)
         return 2
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
