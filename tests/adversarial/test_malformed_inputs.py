@@ -413,6 +413,8 @@ SCENARIOS = [
 # --- results files (what their loader refuses today) --------------------------------------
 
 RESULTS_HEAD = '{"format": "stopbench-results", "version": 2, '
+TASK_JSON = '{"task": "t", "agent": "a", "adapter": "http", "repeat": 1, '
+LATENCY_JSON = '{"latency": "L1", "agent": "a", "adapter": "http", "task": "t", "repeat": 0, "value_ns": '
 RESULTS = [
     Bad("truncated", '{"format": "stopbench-results", "vers', "line 1 column 33", "not JSON"),
     Bad("not-utf8", b'{"format": "\xff"}', None, "cannot read"),
@@ -425,6 +427,18 @@ RESULTS = [
         "'latencies' must be"),
     Bad("task-without-agent", RESULTS_HEAD + '"run": {}, "tasks": [{"task": "t"}], "latencies": []}', "tasks[0]",
         "missing field 'agent'"),
+    Bad("task-a-number", RESULTS_HEAD + '"run": {}, "tasks": [1], "latencies": []}', "tasks[0]",
+        "expected a JSON object"),
+    Bad("check-a-number", RESULTS_HEAD + '"run": {}, "tasks": [' + TASK_JSON + '"checks": [3]}], "latencies": []}',
+        "tasks[0].checks[0]", "expected a JSON object"),
+    Bad("status-unknown", RESULTS_HEAD + '"run": {}, "tasks": [' + TASK_JSON + '"checks": [], "status": "weird"}], '
+                                         '"latencies": []}', "tasks[0]", "'weird' is not a valid RunStatus"),
+    Bad("latency-a-number", RESULTS_HEAD + '"run": {}, "tasks": [], "latencies": [5]}', "latencies[0]",
+        "expected a JSON object"),
+    Bad("latency-value-a-string", RESULTS_HEAD + '"run": {}, "tasks": [], "latencies": [' + LATENCY_JSON + '"abc"}]}',
+        "latencies[0]", "value_ns must be an integer"),
+    Bad("latency-value-nan", RESULTS_HEAD + '"run": {}, "tasks": [], "latencies": [' + LATENCY_JSON + 'NaN}]}',
+        "latencies[0]", "value_ns must be an integer"),
 ]
 
 
