@@ -8,6 +8,7 @@ into a confusing failure halfway through an evaluation.
 from __future__ import annotations
 
 import json
+import math
 import tomllib
 from dataclasses import dataclass, field
 from importlib import resources
@@ -21,6 +22,10 @@ MATCH_ROLES = ("user", "tool", "assistant")     # system messages are passed ove
 ERROR_KINDS = ("server_error", "rate_limit", "overloaded", "invalid_request")
 HTTP_ERROR_STATUSES = (400, 401, 403, 404, 408, 409, 429, 500, 502, 503, 529)
 DEFAULT_CHUNK_CHARS = 16
+# The longest pause, chunk interval, Retry-After or window hold a scenario may ask for, in
+# seconds: a step waits for a beacon under a budget of about a minute, so a longer one (or
+# NaN, or inf) only makes a task that can never pass, with the agent blamed for it.
+MAX_SECONDS = 600.0
 
 
 class ScenarioError(ValueError):
@@ -155,6 +160,18 @@ class Response:
         """Whether it answers with text alone: the turn's end (where a finish action is called)."""
         return all(isinstance(f, (Text, Reasoning, Pause)) for f in self.frames)
 
+    @property
+    def chunks(self) -> int | None:
+        """How many numbered chunks it streams, as the scenario alone fixes it; None when a
+        shell call's arguments are the agent's tool's own shape (their length is not known)."""
+        if any(isinstance(f, Shell) for f in self.frames):
+            return None
+        if any(isinstance(f, HttpError) for f in self.frames):
+            return 0
+        paced = [(f.arguments if isinstance(f, ToolCall) else f.text, f.chunk)
+                 for f in self.frames if isinstance(f, (Text, Reasoning, ToolCall))]
+        return sum(max(1, -(-len(text) // size)) for text, size in paced)
+
 
 @dataclass(frozen=True)
 class ShellToolOverride:
@@ -193,6 +210,15 @@ class Scenario:
     def scripts_shell(self) -> bool:
         return any(r.scripts_shell for r in self.responses)
 
+    @property
+    def windows(self) -> frozenset[str] | None:
+        """The ids of the bash windows its shell frames open; None when a plain shell command
+        may start one itself (``python -m fake_server.window``)."""
+        shells = [f for r in self.responses for f in r.frames if isinstance(f, Shell)]
+        if any(f.command and "fake_server.window" in f.command for f in shells):
+            return None
+        return frozenset(f.window.id for f in shells if f.window is not None)
+
     def side_pattern(self, canonical: Canonical) -> str | None:
         """The first ``side_requests`` pattern found in the request's last user or last system
         text (a title request puts its instruction in either), or None."""
@@ -209,6 +235,8 @@ def load_scenario(path: str | Path) -> Scenario:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ScenarioError(str(path), "file", f"cannot be read ({exc.strerror})") from None
+    except UnicodeDecodeError as exc:
+        raise ScenarioError(str(path), "file", f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     return parse_scenario_text(text, source=str(path))
 
 
@@ -308,10 +336,17 @@ class _Reader:
 
     def number(self, value: Any, item: str, minimum: float = 0.0, integer: bool = False):
         ok_type = int if integer else (int, float)
-        if isinstance(value, bool) or not isinstance(value, ok_type) or value < minimum:
+        if isinstance(value, bool) or not isinstance(value, ok_type) or not math.isfinite(value) or value < minimum:
             kind = "an integer" if integer else "a number"
             self.fail(item, f"must be {kind} >= {minimum:g}, not {value!r}")
         return value
+
+    def seconds(self, value: Any, item: str) -> float:
+        """A duration: a finite number of seconds from 0 to ``MAX_SECONDS``."""
+        if (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
+                or not 0 <= value <= MAX_SECONDS):
+            self.fail(item, f"must be a number of seconds from 0 to {MAX_SECONDS:g}, not {value!r}")
+        return float(value)
 
     def shell_tool(self, raw: Any) -> ShellToolOverride:
         self.only(raw, "shell_tool", {"name", "field", "argv"})
@@ -380,7 +415,7 @@ class _Reader:
         if "chunk" in raw:
             pacing["chunk"] = self.number(raw["chunk"], f"{item}.chunk", 1, integer=True)
         if "interval_s" in raw:
-            pacing["interval_s"] = float(self.number(raw["interval_s"], f"{item}.interval_s"))
+            pacing["interval_s"] = self.seconds(raw["interval_s"], f"{item}.interval_s")
         value = raw[kind]
         where = f"{item}.{kind}"
         if kind in ("text", "reasoning"):
@@ -395,7 +430,7 @@ class _Reader:
                 self.fail(f"{item}.extra", "must be a table")
             return self.shell(value, extra, where, pacing)
         if kind == "pause":
-            return Pause(float(self.number(value, where)))
+            return Pause(self.seconds(value, where))
         if kind in ("stall", "disconnect"):
             if value is not True:
                 self.fail(where, "must be true")
@@ -410,7 +445,7 @@ class _Reader:
                 self.fail(where, f"must be one of {', '.join(map(str, HTTP_ERROR_STATUSES))}, not {value!r}")
             retry_after = raw.get("retry_after")
             if retry_after is not None:
-                retry_after = float(self.number(retry_after, f"{item}.retry_after"))
+                retry_after = self.seconds(retry_after, f"{item}.retry_after")
             return HttpError(value, self.string(raw, item, "message"), retry_after)
         return self.finish(value, raw.get("usage"), item)
 
@@ -447,9 +482,7 @@ class _Reader:
         for flag in ("ignore_term", "escape"):
             if not isinstance(w.get(flag, False), bool):
                 self.fail(f"{wi}.{flag}", "must be true or false")
-        hold_s = float(self.number(w.get("hold_s", 60.0), f"{wi}.hold_s"))
-        if hold_s > 600:
-            self.fail(f"{wi}.hold_s", "must be at most 600 seconds (a window is bounded)")
+        hold_s = self.seconds(w.get("hold_s", 60.0), f"{wi}.hold_s")
         window = Window(
             id=window_id,
             depth=self.number(w.get("depth", 1), f"{wi}.depth", 0, integer=True),

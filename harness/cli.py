@@ -454,6 +454,8 @@ def _load(args: argparse.Namespace, agent: str) -> tuple[Profile, list[Task]]:
             agent_binary(profile)
     except (ProfileError, NotInstalled) as exc:
         raise UsageError(str(exc)) from None
+    for warning in profile.warnings:
+        print(f"stopbench: warning: {profile.path}: {warning}", file=sys.stderr)
     tasks = _tasks(args)
     names = {t.name for t in tasks}
     strange = sorted(set(profile.not_run) - names)

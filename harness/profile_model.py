@@ -157,6 +157,7 @@ class Profile:
     shell_fence: str | None = None  # no tool calling: the model's shell commands come as fenced blocks of this language
     not_run: Mapping[str, str] = field(default_factory=dict)  # task name → why it cannot apply to this agent
     finish_action: FinishAction | None = None  # how the agent is told a task is done, if only its own action ends it
+    warnings: tuple[str, ...] = ()  # allowed but unwise (the key on the command line): said at load and by doctor
 
     def scenario_for(self, scenario: Scenario) -> Scenario:
         """A task's scenario as this agent must be served it: the same conversation, with

@@ -11,6 +11,7 @@ imports an agent statically).
 
 from __future__ import annotations
 
+import math
 import re
 import signal
 from collections.abc import Mapping
@@ -19,7 +20,8 @@ from typing import Any, NoReturn
 
 from fake_server.scenario import ScenarioError, parse_finish_action
 from fake_server.wire import wires
-from harness.contract import TURN_END_REASONS
+from harness.agents.catalog import AGENTS
+from harness.contract import EXIT_CODE_FOR_REASON, TURN_END_REASONS
 from harness.datafile import DataFileError, read_toml
 from harness.profile_model import (
     BUDGET_KEYS,
@@ -41,6 +43,21 @@ from harness.readers import reader_names
 
 BUILTIN_DIR = Path(__file__).with_name("profiles")
 WIRE_APIS = frozenset(w.NAME for w in wires())  # the wires the fake server serves
+MAX_BUDGET_S = 3600.0  # a step budget longer than an hour hides a hang rather than waiting for an agent
+# Placeholders that have a value only at some places: the run's timeout T exists only where the
+# timeout options are spliced in, a prompt only on a headless command line (the terminal driver
+# types it), a session's id only once the session ran. Anywhere else they would fail mid-run.
+_ONLY_IN = {
+    "timeout": ("the timeout_options (T is given only to a run that has a timeout)",
+                lambda item: item.endswith(".timeout_options")),
+    "prompt": ("[headless] (the terminal and in-process drivers type or pass the prompt themselves)",
+               lambda item: item.startswith("headless.")),
+    "session_id": ("the resume_options (a session has an id only once it ran)",
+                   lambda item: item.endswith(".resume_options")),
+}
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# Where a template is a command line: a placeholder there is in the process table.
+_ARGV_ITEMS = ("command", "timeout_options", "resume_options", "first_options", "adapter_options")
 
 
 class ProfileError(DataFileError):
@@ -114,6 +131,11 @@ def parse_profile(data: Mapping[str, Any], path: str | Path = "<profile>") -> Pr
     adapters = v.strings(data, "adapters", default=["http"])
     if not adapters:
         v.fail("adapters", "at least one adapter is needed")
+    for adapter in adapters:
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", adapter):
+            v.fail("adapters", f"{adapter!r} is not a plain name (letters, digits, . _ -)")
+    if len(set(adapters)) != len(adapters):
+        v.fail("adapters", "an adapter is listed twice (each would be run twice under one name)")
     stop_signal = v.signal(v.table(data, "stop"), "stop.signal", default="SIGINT")
     watchdog_signal = v.signal(v.table(data, "watchdog"), "watchdog.signal", default="SIGTERM")
     repair = v.table(data, "repair")
@@ -122,8 +144,10 @@ def parse_profile(data: Mapping[str, Any], path: str | Path = "<profile>") -> Pr
     for key in BUDGET_KEYS:
         if key in timeouts:
             value = timeouts[key]
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-                v.fail(f"timeouts.{key}", "must be a positive number of seconds")
+            if (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
+                    or not 0 < value <= MAX_BUDGET_S):
+                v.fail(f"timeouts.{key}", f"must be a number of seconds above 0 and at most {MAX_BUDGET_S:g}, "
+                                          f"not {value!r}")
             budgets[key] = float(value)
     session = v.table(data, "session")
     regexes = {}
@@ -137,8 +161,11 @@ def parse_profile(data: Mapping[str, Any], path: str | Path = "<profile>") -> Pr
         h = v.table(data, "headless")
         headless = v.command_spec(h, "headless", CommandSpec)
         for reason, code in v.table(h, "exit_codes", item="headless.exit_codes").items():
-            if not isinstance(code, int):
-                v.fail(f"headless.exit_codes.{reason}", "must be an integer")
+            if reason not in EXIT_CODE_FOR_REASON:
+                v.fail(f"headless.exit_codes.{reason}",
+                       f"{reason!r} is not a settlement reason ({', '.join(EXIT_CODE_FOR_REASON)})")
+            if isinstance(code, bool) or not isinstance(code, int) or not 0 <= code <= 255:
+                v.fail(f"headless.exit_codes.{reason}", f"must be an exit code from 0 to 255, not {code!r}")
             exit_codes[reason] = code
     interactive = None
     if "interactive" in data:
@@ -172,15 +199,7 @@ def parse_profile(data: Mapping[str, Any], path: str | Path = "<profile>") -> Pr
         interactive = v.command_spec(i, "interactive", Interactive, extra)
     if not (headless or interactive or "inproc" in data):
         v.fail("headless", "a profile needs at least one of [headless], [interactive], [inproc]")
-    files = []
-    for n, f in enumerate(data.get("files", []), 1):
-        if not isinstance(f, dict) or not isinstance(f.get("path"), str) or not isinstance(f.get("content"), str):
-            v.fail(f"files[{n}]", "each file needs string 'path' and 'content'")
-        if not f["path"].startswith("{home}/"):
-            v.fail(f"files[{n}].path", "must start with {home}/ (files are written into the run's fresh HOME)")
-        v.placeholders(f"files[{n}].path", f["path"])
-        v.placeholders(f"files[{n}].content", f["content"])
-        files.append({"path": f["path"], "content": f["content"]})
+    files = v.files(data.get("files", []), fresh_home=v.boolean(data, "fresh_home", default=True))
     env = v.environment(v.table(data, "env"), "env")
     adapter_env: dict[str, dict[str, str]] = {}
     for adapter in v.table(data, "adapter_env"):
@@ -199,9 +218,17 @@ def parse_profile(data: Mapping[str, Any], path: str | Path = "<profile>") -> Pr
             finish_action = parse_finish_action(v.table(data, "finish_action"), str(path))
         except ScenarioError as exc:
             v.fail(exc.item, exc.problem)
+    session_glob = v.string(session, "log_glob", item="session.log_glob")
+    if session_glob:
+        v.placeholders("session.log_glob", session_glob)
     shell_fence = v.string(v.table(data, "shell"), "fence", item="shell.fence")
     if shell_fence is not None and not shell_fence.isalnum():
         v.fail("shell.fence", f"must be a fence language such as 'bash', not {shell_fence!r}")
+    agent = v.string(data, "agent", item="agent")
+    if agent is not None and agent not in AGENTS:
+        v.fail("agent", f"{agent!r} is not an agent of the catalog (known: {', '.join(sorted(AGENTS))})")
+    if v.uses_agent and not agent:
+        v.fail(v.uses_agent, "{agent_bin} and {agent_dir} need agent = NAME (the catalog's agent they are of)")
     not_run = v.table(data, "not_run")
     for task, why in not_run.items():
         if not isinstance(why, str) or not why.strip():
@@ -212,9 +239,10 @@ def parse_profile(data: Mapping[str, Any], path: str | Path = "<profile>") -> Pr
         description=v.string(data, "description", default=""),
         adapters=tuple(adapters),
         wire_api=wire_api,
-        model=v.string(data, "model", default="stopbench-1"),
+        model=v.model(data),
         log_reader=log_reader,
         fresh_home=v.boolean(data, "fresh_home", default=True),
+        warnings=tuple(v.warnings),
         env=env,
         adapter_env=adapter_env,
         files=tuple(files),
@@ -223,13 +251,13 @@ def parse_profile(data: Mapping[str, Any], path: str | Path = "<profile>") -> Pr
         exit_codes=exit_codes,
         interactive=interactive,
         stop_signal=stop_signal,
-        session=SessionSpec(**regexes, log_glob=v.string(session, "log_glob", item="session.log_glob"),
+        session=SessionSpec(**regexes, log_glob=session_glob,
                             chosen=_uses(data, "session_uuid")),
         streams=v.boolean(data, "streams", default=True),
-        agent=v.string(data, "agent", item="agent"),
+        agent=agent,
         sequential_tools=v.boolean(data, "sequential_tools", default=False),
         inproc_factory=factory,
-        failpoints_env=v.string(failpoints, "env", item="failpoints.env"),
+        failpoints_env=v.env_name(failpoints, "env", item="failpoints.env"),
         failpoints_list_command=tuple(v.strings(failpoints, "list_command", default=[],
                                                 item="failpoints.list_command")),
         repair_outcome_unknown=v.string(repair, "outcome_unknown", item="repair.outcome_unknown"),
@@ -245,6 +273,8 @@ def parse_profile(data: Mapping[str, Any], path: str | Path = "<profile>") -> Pr
 class _Validator:
     def __init__(self, path: str | Path):
         self.path = path
+        self.warnings: list[str] = []  # what is allowed but unwise, said at load and by doctor
+        self.uses_agent: str | None = None  # the first item naming {agent_bin} or {agent_dir}
 
     def fail(self, item: str, problem: str) -> NoReturn:
         raise ProfileError(self.path, item, problem)
@@ -281,9 +311,23 @@ class _Validator:
             self.placeholders(item, s)
         return value
 
+    def model(self, data: Mapping[str, Any]) -> str:
+        model: str = self.string(data, "model", default="stopbench-1")
+        if not model.strip() or "\x00" in model:
+            self.fail("model", f"{model!r} is not a model name the agent can be handed")
+        return model
+
+    def env_name(self, table: Mapping[str, Any], key: str, *, item: str) -> str | None:
+        name: str | None = self.string(table, key, item=item)
+        if name is not None and not _ENV_NAME.fullmatch(name):
+            self.fail(item, f"{name!r} is not an environment variable name (letters, digits, _)")
+        return name
+
     def environment(self, table: Mapping[str, Any], item: str) -> dict[str, str]:
         """Environment variables whose values are templates."""
         for key, value in table.items():
+            if not _ENV_NAME.fullmatch(key):
+                self.fail(f"{item}.{key}", f"{key!r} is not an environment variable name (letters, digits, _)")
             if not isinstance(value, str):
                 self.fail(f"{item}.{key}", "must be a string")
             self.placeholders(f"{item}.{key}", value)
@@ -305,6 +349,8 @@ class _Validator:
             self.fail(item, f"needs the named group(s) {', '.join(sorted(missing))}")
 
     def placeholders(self, item: str, template: str):
+        if "\x00" in template:
+            self.fail(item, "holds a NUL character, which no command line, environment or file name can carry")
         try:
             names = template_names(template)
         except ValueError as exc:
@@ -312,11 +358,54 @@ class _Validator:
         unknown = names - PLACEHOLDERS - {"options"}
         if unknown:
             self.fail(item, f"unknown placeholder {{{sorted(unknown)[0]}}} (known: {', '.join(sorted(PLACEHOLDERS))})")
+        if "options" in names and not (item.endswith(".command") and template == OPTIONS):
+            self.fail(item, f"{OPTIONS} stands alone as an element of a command list, and nowhere else")
+        for name in sorted(names & set(_ONLY_IN)):
+            where, allowed = _ONLY_IN[name]
+            if not allowed(item):
+                self.fail(item, f"{{{name}}} has a value only in {where}")
+        if names & {"agent_bin", "agent_dir"} and self.uses_agent is None:
+            self.uses_agent = item
+        if "api_key" in names and set(item.split(".")) & {*_ARGV_ITEMS, "list_command", "version_command"}:
+            warning = (f"{item}: {{api_key}} puts the key on the command line, where every user of this machine "
+                       "can read it (ps, /proc/PID/cmdline); give it in [env] instead")
+            if warning not in self.warnings:
+                self.warnings.append(warning)
+
+    def files(self, raw: Any, *, fresh_home: bool) -> list[dict[str, str]]:
+        """``[[files]]``: written into the run's fresh HOME only. With ``fresh_home = false``
+        ``{home}`` is the user's own HOME, where a profile's file would overwrite theirs
+        (``.bashrc``) and leave the run's key behind: refused."""
+        if not isinstance(raw, list):
+            self.fail("files", "must be an array of [[files]] tables")
+        files: list[dict[str, str]] = []
+        for n, f in enumerate(raw, 1):
+            item = f"files[{n}]"
+            if not isinstance(f, dict) or not isinstance(f.get("path"), str) or not isinstance(f.get("content"), str):
+                self.fail(item, "each file needs string 'path' and 'content'")
+            strange = sorted(set(f) - {"path", "content"})
+            if strange:
+                self.fail(f"{item}.{strange[0]}", "unknown key (known: content, path)")
+            if not fresh_home:
+                self.fail(item, f"{f['path']!r} would be written into your own HOME (fresh_home = false) and "
+                                "overwrite your file; files are written only into a fresh HOME")
+            if not f["path"].startswith("{home}/"):
+                self.fail(f"{item}.path", "must start with {home}/ (files are written into the run's fresh HOME)")
+            if ".." in Path(f["path"]).parts:
+                self.fail(f"{item}.path", "may not climb out of the fresh HOME with '..'")
+            if any(f["path"] == g["path"] for g in files):
+                self.fail(f"{item}.path", f"{f['path']!r} is written by an earlier [[files]] entry already")
+            self.placeholders(f"{item}.path", f["path"])
+            self.placeholders(f"{item}.content", f["content"])
+            files.append({"path": f["path"], "content": f["content"]})
+        return files
 
     def command_spec(self, table, section: str, cls, extra=None):
         command = self.strings(table, "command", default=[], item=f"{section}.command")
         if not command:
             self.fail(f"{section}.command", "required: the command as a list of strings")
+        if not command[0].strip():
+            self.fail(f"{section}.command", "its first element, the program, is empty")
         if section == "headless" and not any("{prompt}" in c for c in command):
             self.fail(f"{section}.command", "must pass {prompt}")
         adapter_options = {}
@@ -330,11 +419,17 @@ class _Validator:
             resume_options=tuple(self.strings(table, "resume_options", default=[], item=f"{section}.resume_options")),
             first_options=tuple(self.strings(table, "first_options", default=[], item=f"{section}.first_options")),
             adapter_options=adapter_options,
-            stdin=self.string(table, "stdin", item=f"{section}.stdin"),
+            stdin=self._stdin(table, section),
             no_resume=self._no_resume(table, section),
             **(extra or {}),
         )
 
+
+    def _stdin(self, table, section: str) -> str | None:
+        text = self.string(table, "stdin", item=f"{section}.stdin")
+        if text is not None:
+            self.placeholders(f"{section}.stdin", text)
+        return text
 
     def _no_resume(self, table, section: str) -> str | None:
         why = self.string(table, "no_resume", item=f"{section}.no_resume")

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from harness.drivers import AgentContext, Unsupported
 from harness.planning import WorkItem
-from harness.profiles import Profile, base_values, fill
+from harness.profiles import Profile, ProfileError, base_values, fill
 
 ENV_PASSTHROUGH = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR")
 
@@ -87,12 +87,23 @@ def agent_context(profile: Profile, item: WorkItem, dirs: RunDirs, server_url: s
         if not profile.failpoints_env:
             raise Unsupported(f"profile {profile.name!r} has no failpoints; cannot run mutant {item.mutant!r}")
         env[profile.failpoints_env] = item.mutant
-    for f in profile.files:
-        path = Path(fill(f["path"], values))
+    for n, f in enumerate(profile.files, 1):
+        path = _fresh_file(profile, n, Path(fill(f["path"], values)), dirs)
         path.parent.mkdir(parents=True, exist_ok=True)
         content = fill(f["content"], values).encode("utf-8")
         path.write_bytes(content)
-        if path.is_relative_to(dirs.root):
-            dirs.profile_files[str(path.relative_to(dirs.root))] = content
+        dirs.profile_files[str(path.relative_to(dirs.root))] = content
     return AgentContext(profile=profile, adapter=item.adapter, values=values, env=env,
                         sessions_dir=dirs.sessions, cwd=dirs.cwd, scenario=item.task.scenario, preexec=preexec)
+
+
+def _fresh_file(profile: Profile, n: int, path: Path, dirs: RunDirs) -> Path:
+    """Where ``files[n]`` goes: a new file inside the run's fresh HOME, or refused. The loader
+    refuses a profile that would write elsewhere; this holds for a profile built in code too,
+    so a user's own file (``~/.bashrc``) is never overwritten nor given the run's key."""
+    if not path.resolve().is_relative_to(dirs.home.resolve()):
+        raise ProfileError(profile.path, f"files[{n}].path",
+                           f"{path} is outside the run's fresh HOME {dirs.home}: not written")
+    if path.exists() or path.is_symlink():
+        raise ProfileError(profile.path, f"files[{n}].path", f"{path} exists already: not overwritten")
+    return path

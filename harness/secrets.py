@@ -3,14 +3,18 @@
 Everything a task run captures is kept raw, so that C13 can judge every copy of the key it
 finds; nothing is masked along the way. Keys are removed exactly once, where results and
 reports are written (``redact``), with one mask: the run's own canary keys wherever they
-appear, secret-named fields (an ``Authorization`` header), and anything shaped like a key
-(a results file may come from anywhere), so no report, log or results file ever holds one.
+appear — whole, or any run of at least ``MIN_SECRET_RUN`` characters of their secret part
+(the key without its ``sk-``-style prefix, cut or split) — secret-named fields (an
+``Authorization`` header), and anything shaped like a key (a results file may come from
+anywhere), so no report, log or results file ever holds one.
 """
 
 from __future__ import annotations
 
 import re
+import string
 from collections.abc import Iterable, Mapping
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +27,15 @@ SECRET_FIELDS = frozenset(
 )
 # A key-shaped string keeps its first characters, so a reader sees *which* key leaked.
 _KEY_SHAPED = re.compile(r"\b(sk-[A-Za-z0-9_\-]{3})[A-Za-z0-9_\-]+|\b(Bearer )\S+")
+# The shortest run of a key's secret part that is masked. A run of 8 hex characters of a canary
+# key's secret carries 32 bits of it; an unrelated string (a hash, an id) holds one of the
+# secret's 25 such runs at a given place with odds of 25 in 16**8 (about 6e-9), so masking
+# them costs nothing, while a key cut anywhere — without its prefix, wrapped across lines, in
+# two halves — leaves no piece of 8 or more visible. Shorter pieces stay: too short to be the
+# key, and too common to mask.
+MIN_SECRET_RUN = 8
+_ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
+_KEY_PREFIX = re.compile(r"(?:[a-z]+-)*")  # "sk-", "sk-stopbench-", "sk-proj-": the part that is not secret
 EXCERPT_CHARS = 40
 MAX_SCANNED_BYTES = 64 * 1024 * 1024  # a larger file is read in pieces, never whole
 
@@ -81,4 +94,43 @@ def redact(value: Any, keys: Iterable[str] = ()) -> Any:
 def redact_text(text: str, keys: Iterable[str] = ()) -> str:
     for key in keys:
         text = text.replace(key, MASK)
-    return _KEY_SHAPED.sub(lambda m: (m.group(1) or m.group(2)) + MASK, text)
+    text = _KEY_SHAPED.sub(lambda m: (m.group(1) or m.group(2)) + MASK, text)
+    for key in keys:  # last: what is left of a key once its whole and key-shaped copies are masked
+        text = _mask_secret_runs(text, key)
+    return text
+
+
+@lru_cache(maxsize=64)
+def _secret_windows(key: str) -> tuple[str, ...]:
+    """Every run of ``MIN_SECRET_RUN`` characters of the key's secret part (lower-case); a
+    longer run of it is a chain of these. None for a secret too short to cut."""
+    secret = key[_KEY_PREFIX.match(key).end():].lower()  # type: ignore[union-attr]
+    return tuple(sorted({secret[i:i + MIN_SECRET_RUN] for i in range(len(secret) - MIN_SECRET_RUN + 1)}))
+
+
+def _mask_secret_runs(text: str, key: str) -> str:
+    """``text`` with every stretch covered by runs of the key's secret (any case) masked once."""
+    windows = _secret_windows(key)
+    if len(text) < MIN_SECRET_RUN:
+        return text
+    lowered = text.translate(_ASCII_LOWER)  # the same length as text, whatever it holds
+    if not windows or not any(w in lowered for w in windows):
+        return text
+    spans: list[list[int]] = []
+    for window in windows:
+        at = lowered.find(window)
+        while at >= 0:
+            spans.append([at, at + MIN_SECRET_RUN])
+            at = lowered.find(window, at + 1)
+    spans.sort()
+    merged = [spans[0]]
+    for start, end in spans[1:]:
+        if start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    out, done = [], 0
+    for start, end in merged:
+        out += [text[done:start], MASK]
+        done = end
+    return "".join([*out, text[done:]])

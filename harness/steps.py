@@ -21,6 +21,7 @@ What can go wrong while steps play is told apart here, because it decides the ve
 from __future__ import annotations
 
 import asyncio
+import math
 import os
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -41,6 +42,10 @@ BEACONS = ("request", "chunk", "window", "disconnect")
 KILL_POINTS = ("request-received", "chunk-flushed", "window-opened", "next-request")
 SEND_EXPECT = ("completed", "error", "stopped", "timeout")
 DAMAGE_KINDS = ("torn-tail", "mid-file")
+# The keys each beacon of a wait reads: any other is a mistake the wait would silently pass over.
+BEACON_KEYS = {"request": ("request",), "chunk": ("request", "chunk"), "window": ("window",),
+               "disconnect": ("request",)}
+MAX_TURN_TIMEOUT_S = 600.0  # a per-turn timeout T the step budgets can still wait out
 IDLE_GRACE_S = 1.0  # failsafe: a beacon posted just before the agent went idle may still be in flight
 DRAIN_BUDGET_S = 2.0  # failsafe: how long a Stop mid-stream waits for the agent to read what was flushed
 # Steps whose own work runs in the harness's loop (spawning, typing, reading the store): they
@@ -101,12 +106,24 @@ class StepKind:
 # --- send --------------------------------------------------------------------------------
 
 
+def _validate_text(step: Step, item: str, fail: Fail) -> None:
+    if "text" not in step.args:
+        return
+    if not step.args["text"].strip():
+        fail(f"{item}.text", "must say something: an empty message is no turn")
+    if "\x00" in step.args["text"]:
+        fail(f"{item}.text", "holds a NUL character, which no command line or terminal can carry")
+
+
 def _validate_send(step: Step, item: str, fail: Fail, state: ParseState) -> None:
+    _validate_text(step, item, fail)
     if step.get("expect", "completed") not in SEND_EXPECT:
         fail(f"{item}.expect", f"one of {', '.join(SEND_EXPECT)}")
     if "timeout" in step.args:
-        if step.args["timeout"] <= 0:
-            fail(f"{item}.timeout", "must be positive")
+        timeout = step.args["timeout"]
+        if not (math.isfinite(timeout) and 0 < timeout <= MAX_TURN_TIMEOUT_S):
+            fail(f"{item}.timeout", f"must be a number of seconds above 0 and at most {MAX_TURN_TIMEOUT_S:g}, "
+                                    f"not {timeout!r}")
         if state.drivers != ("subprocess",):
             fail(f"{item}.timeout", 'a per-turn timeout needs the subprocess driver only (drivers = ["subprocess"])')
 
@@ -130,11 +147,13 @@ def _validate_wait(step: Step, item: str, fail: Fail, state: ParseState) -> None
     beacon = step.args["for"]
     if beacon not in BEACONS:
         fail(f"{item}.for", f"{beacon!r} is not a beacon ({', '.join(BEACONS)})")
-    needs = {"request": ["request"], "chunk": ["request", "chunk"], "window": ["window"],
-             "disconnect": ["request"]}[beacon]
+    needs = BEACON_KEYS[beacon]
     for key in needs:
         if key not in step.args:
             fail(f"{item}.{key}", f"required when waiting for {beacon!r}")
+    for key in step.args:
+        if key != "for" and key not in needs:
+            fail(f"{item}.{key}", f"a wait for {beacon!r} reads no {key!r} (it reads: {', '.join(needs)})")
     for key in ("request", "chunk"):
         if key in step.args and step.args[key] < 1:
             fail(f"{item}.{key}", "numbers start at 1")
@@ -256,6 +275,7 @@ async def _damage(run: TaskRun, step: Step) -> None:
 
 
 def _validate_restart(step: Step, item: str, fail: Fail, state: ParseState) -> None:
+    _validate_text(step, item, fail)
     if step.get("expect", "ready") not in ("ready", "refused"):
         fail(f"{item}.expect", "one of ready, refused")
     if "inproc" in state.drivers:
@@ -287,8 +307,11 @@ async def _restart(run: TaskRun, step: Step) -> None:
 
 
 def _validate_queue(step: Step, item: str, fail: Fail, state: ParseState) -> None:
+    _validate_text(step, item, fail)
     if "subprocess" in state.drivers:
         fail(item, "a headless run takes no input while it runs; queue needs terminal or inproc")
+    if step.get("as") in state.queued_names:
+        fail(f"{item}.as", f"{step.get('as')!r} names an earlier queue step already")
 
 
 async def _queue(run: TaskRun, step: Step) -> None:

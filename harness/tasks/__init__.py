@@ -20,6 +20,7 @@ from typing import Any, NoReturn
 
 from fake_server import ScenarioError
 from fake_server import load_scenario as read_scenario
+from fake_server.scenario import Scenario
 from harness.contract import DRIVERS
 from harness.datafile import DataFileError, read_toml
 from harness.model import Tier
@@ -87,6 +88,11 @@ def parse_task(data: Mapping[str, Any], path: Path, *, known_checks: set[str] | 
     for d in drivers:
         if d not in DRIVERS:
             fail("drivers", f"{d!r} is not a driver ({', '.join(DRIVERS)})")
+    if len(set(drivers)) != len(drivers):
+        fail("drivers", "a driver is listed twice")
+    description = data.get("description", "")
+    if not isinstance(description, str):
+        fail("description", "must be a string")
     adapters = data.get("adapters", [])
     if not isinstance(adapters, list) or not all(isinstance(a, str) for a in adapters):
         fail("adapters", "must be a list of adapter names")
@@ -101,17 +107,44 @@ def parse_task(data: Mapping[str, Any], path: Path, *, known_checks: set[str] | 
     notes = data.get("notes", {})
     if not isinstance(notes, dict):
         fail("notes", "must be a table of check ID = text")
+    for check_id, note in notes.items():
+        if check_id not in checks:
+            fail(f"notes.{check_id}", f"not one of the task's checks ({', '.join(checks)})")
+        if not isinstance(note, str) or not note.strip():
+            fail(f"notes.{check_id}", "must say why the check applies here")
     scenario = None
     if load_scenario:
         try:
             scenario = read_scenario(str(scenario_path))
         except ScenarioError as exc:
             fail("scenario", str(exc))
+        _check_beacons(steps, scenario, fail)
     return Task(
-        name=name, path=path, description=str(data.get("description", "")), scenario_path=scenario_path,
+        name=name, path=path, description=description, scenario_path=scenario_path,
         drivers=tuple(drivers), steps=steps, checks=checks, adapters=tuple(adapters), scenario=scenario,
         notes=notes,
     )
+
+
+def _check_beacons(steps: tuple[Step, ...], scenario: Scenario, fail: Any) -> None:
+    """Every wait is for a beacon the scenario can post: a window one of its frames opens, a
+    chunk no further than its longest response streams. Otherwise the wait could only run out
+    of budget, and the agent would be blamed for the task's mistake."""
+    windows = scenario.windows
+    bounds = [r.chunks for r in scenario.responses]
+    longest = None
+    if scenario.finish_action is None and None not in bounds:
+        longest = max([b for b in bounds if b is not None] + [1 if scenario.side_requests else 0])
+    for step in steps:
+        if step.do != "wait":
+            continue
+        item = f"steps[{step.index}]"
+        if step.get("for") == "window" and windows is not None and step.get("window") not in windows:
+            opened = ", ".join(sorted(windows)) or "none"
+            fail(f"{item}.window", f"no frame of the scenario opens window {step.get('window')!r} (it opens: {opened})")
+        if step.get("for") == "chunk" and longest is not None and step.get("chunk") > longest:
+            fail(f"{item}.chunk", f"chunk {step.get('chunk')} is past the end: no response of the scenario streams "
+                                  f"more than {longest} chunk(s)")
 
 
 def _parse_checks(table: Any, fail: Any, known_checks: set[str] | None) -> dict[str, Tier]:

@@ -53,6 +53,17 @@ def test_serve_refuses_a_bad_scenario_naming_file_and_item(tmp_path):
     try:
         out, err = proc.communicate(timeout=30)
         assert proc.returncode == 2 and out == ""
-        assert f"{bad}: responses[0].frames[0].pause: must be a number >= 0" in err
+        assert f"{bad}: responses[0].frames[0].pause: must be a number of seconds from 0 to 600, not -1" in err
+    finally:
+        stop(proc)
+
+
+def test_serve_refuses_a_records_file_it_could_never_write_before_serving(tmp_path):
+    proc = start("--records", str(tmp_path / "no-such-folder" / "records.jsonl"), cwd=tmp_path)
+    try:
+        out, err = proc.communicate(timeout=30)
+        assert proc.returncode == 2 and out == ""
+        assert f"--records {tmp_path / 'no-such-folder' / 'records.jsonl'}: {tmp_path / 'no-such-folder'} is not a folder" in err
+        assert "cannot listen" not in err
     finally:
         stop(proc)

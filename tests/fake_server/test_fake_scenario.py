@@ -55,6 +55,18 @@ def test_demo_scenario_is_valid():
     ('name = "x"\nbogus = 1\n[[responses]]\n[[responses.frames]]\ntext = "a"', "scenario", "unknown key(s) bogus"),
     ('name = "x"\n[[responses]]\n[[responses.frames]]\nshell = { window = { id = "a b" } }', "responses[0].frames[0].shell.window.id", "letters"),
     ('name = [', "toml", ""),
+    ('name = "x"\n[[responses]]\n[[responses.frames]]\ntext = "a"\ninterval_s = nan', "responses[0].frames[0].interval_s",
+     "from 0 to 600"),
+    ('name = "x"\n[[responses]]\n[[responses.frames]]\ntext = "a"\ninterval_s = inf', "responses[0].frames[0].interval_s",
+     "from 0 to 600"),
+    ('name = "x"\n[[responses]]\n[[responses.frames]]\ntext = "a"\ninterval_s = 1e300',
+     "responses[0].frames[0].interval_s", "from 0 to 600"),
+    ('name = "x"\n[[responses]]\n[[responses.frames]]\npause = nan', "responses[0].frames[0].pause", "from 0 to 600"),
+    ('name = "x"\n[[responses]]\n[[responses.frames]]\npause = 1e300', "responses[0].frames[0].pause", "from 0 to 600"),
+    ('name = "x"\n[[responses]]\n[[responses.frames]]\nhttp_error = 429\nretry_after = -inf',
+     "responses[0].frames[0].retry_after", "from 0 to 600"),
+    ('name = "x"\n[[responses]]\n[[responses.frames]]\nshell = { window = { id = "w", hold_s = nan } }',
+     "responses[0].frames[0].shell.window.hold_s", "from 0 to 600"),
 ])
 def test_bad_scenarios_name_file_item_problem(tmp_path, text, item, problem):
     path = write(tmp_path, text)

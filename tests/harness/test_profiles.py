@@ -73,6 +73,40 @@ def test_a_profile_can_be_loaded_by_path(tmp_path):
     ({**MINIMAL, "finish_action": {"tool": "done", "shell": "exit"}}, "finish_action", "exactly one of"),
     ({**MINIMAL, "finish_action": {"tool": "done", "when": "x"}}, "finish_action.when", "unknown key in [finish_action]"),
     ({**MINIMAL, "finish_action": {"tool": ""}}, "finish_action.tool", "non-empty string"),
+    ({**MINIMAL, "timeouts": {"turn": float("nan")}}, "timeouts.turn", "above 0 and at most 3600"),
+    ({**MINIMAL, "timeouts": {"startup": float("inf")}}, "timeouts.startup", "above 0 and at most 3600"),
+    ({**MINIMAL, "timeouts": {"settle": 1e300}}, "timeouts.settle", "above 0 and at most 3600"),
+    ({"name": "x", "headless": {"command": ["a", "{prompt}"], "exit_codes": {"completd": 0}}},
+     "headless.exit_codes.completd", "not a settlement reason"),
+    ({"name": "x", "headless": {"command": ["a", "{prompt}"], "exit_codes": {"aborted": 300}}},
+     "headless.exit_codes.aborted", "from 0 to 255"),
+    ({"name": "x", "headless": {"command": ["a", "{prompt}"], "exit_codes": {"error": True}}},
+     "headless.exit_codes.error", "from 0 to 255"),
+    ({"name": "x", "headless": {"command": ["a", "--timeout", "{timeout}", "{prompt}"]}},
+     "headless.command", "{timeout} has a value only in the timeout_options"),
+    ({"name": "x", "headless": {"command": ["a", "{prompt}"], "first_options": ["--for={timeout}"]}},
+     "headless.first_options", "{timeout} has a value only in the timeout_options"),
+    ({**MINIMAL, "env": {"T": "{timeout}"}}, "env.T", "{timeout} has a value only"),
+    ({**MINIMAL, "env": {"P": "{prompt}"}}, "env.P", "{prompt} has a value only in [headless]"),
+    ({"name": "x", "headless": {"command": ["a", "{prompt}", "{session_id}"]}},
+     "headless.command", "{session_id} has a value only in the resume_options"),
+    ({"name": "x", "headless": {"command": ["a", "{prompt}"], "stdin": "{nope}"}}, "headless.stdin",
+     "unknown placeholder {nope}"),
+    ({"name": "x", "headless": {"command": ["a", "{prompt}"], "stdin": "{timeout}"}}, "headless.stdin",
+     "{timeout} has a value only"),
+    ({**MINIMAL, "env": {"O": "{options}"}}, "env.O", "stands alone as an element of a command list"),
+    ({"name": "x", "headless": {"command": ["a", "--x={options}", "{prompt}"]}}, "headless.command",
+     "stands alone"),
+    ({**MINIMAL, "session": {"log_glob": "{home}/{nope}/*.jsonl"}}, "session.log_glob", "unknown placeholder"),
+    ({"name": "x", "headless": {"command": ["{agent_bin}", "{prompt}"]}}, "headless.command",
+     "need agent = NAME"),
+    ({**MINIMAL, "fresh_home": False, "files": [{"path": "{home}/.bashrc", "content": "export K={api_key}"}]},
+     "files[1]", "into your own HOME (fresh_home = false)"),
+    ({**MINIMAL, "files": [{"path": "{home}/../../.bashrc", "content": ""}]}, "files[1].path", "'..'"),
+    ({**MINIMAL, "files": [{"path": "{home}/a", "content": ""}, {"path": "{home}/a", "content": "x"}]},
+     "files[2].path", "earlier [[files]] entry"),
+    ({**MINIMAL, "files": [{"path": "{home}/a", "content": "", "mode": "600"}]}, "files[1].mode", "unknown key"),
+    ({**MINIMAL, "files": {"path": "{home}/a", "content": ""}}, "files", "array of [[files]] tables"),
 ])
 def test_mistakes_name_the_item_and_the_problem(data, item, problem):
     with pytest.raises(ProfileError) as err:
@@ -101,3 +135,55 @@ def test_a_finish_action_is_served_with_every_task_scenario():
     assert served.finish_action.arguments_for("ok") == {"summary": "ok"}
     assert served.responses == demo_scenario().responses
     assert parse_profile(MINIMAL).scenario_for(demo_scenario()) == demo_scenario()
+
+
+def test_the_key_on_a_command_line_is_warned_about_once_per_item():
+    profile = parse_profile({"name": "x", "headless": {
+        "command": ["a", "--api-key", "{api_key}", "{prompt}"], "adapter_options": {"http": ["--key={api_key}"]}},
+        "env": {"OPENAI_API_KEY": "{api_key}"}}, "p.toml")
+    assert len(profile.warnings) == 2
+    assert profile.warnings[0].startswith("headless.command: {api_key} puts the key on the command line")
+    assert "every user of this machine" in profile.warnings[0]
+    assert profile.warnings[1].startswith("headless.adapter_options.http: ")
+    assert parse_profile({**MINIMAL, "env": {"OPENAI_API_KEY": "{api_key}"}}).warnings == ()
+
+
+def test_every_shipped_profile_loads_without_a_warning():
+    assert all(load_profile(name).warnings == () for name in builtin_names())
+
+
+def test_files_are_never_written_into_the_user_s_own_home(tmp_path, monkeypatch):
+    """A profile built in code skips the loader: the writer still refuses the real HOME."""
+    from dataclasses import replace
+
+    from harness.planning import WorkItem
+    from harness.rundir import RunDirs, agent_context
+    from harness.tasks import TASKS_DIR, load_task
+
+    own_home = tmp_path / "me"
+    own_home.mkdir()
+    (own_home / ".bashrc").write_text("alias ll='ls -l'\n")
+    monkeypatch.setenv("HOME", str(own_home))
+    item = WorkItem(load_task(TASKS_DIR / "interrupt-cancel", load_scenario=False), "subprocess", "http", 1)
+    written = {"path": "{home}/.bashrc", "content": "export OPENAI_API_KEY={api_key}\n"}
+    for fresh_home in (False, True):
+        profile = replace(parse_profile(MINIMAL, "p.toml"), fresh_home=fresh_home, files=(written,))
+        dirs = RunDirs.create(tmp_path / f"run-{fresh_home}")
+        if fresh_home:
+            (dirs.home / ".bashrc").write_text("the agent's own\n")  # there already: not overwritten either
+        with pytest.raises(ProfileError) as err:
+            agent_context(profile, item, dirs, "http://127.0.0.1:9", "http://127.0.0.1:9/v1", "sk-stopbench-k")
+        assert err.value.item == "files[1].path" and str(err.value).startswith("p.toml: ")
+    assert (own_home / ".bashrc").read_text() == "alias ll='ls -l'\n"
+    assert sorted(p.name for p in own_home.iterdir()) == [".bashrc"]
+
+
+def test_run_warns_about_the_key_on_the_command_line_when_it_loads_the_profile(tmp_path, capsys):
+    from harness.cli import main
+
+    path = tmp_path / "keyed.toml"
+    path.write_text('name = "keyed"\n[headless]\ncommand = ["agent", "--key", "{api_key}", "{prompt}"]\n')
+    assert main(["run", "--agent", str(path), "--task", "no-such-task", "--report-dir", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err
+    assert f"stopbench: warning: {path}: headless.command: {{api_key}} puts the key on the command line" in err
+    assert "unknown task 'no-such-task'" in err

@@ -29,6 +29,7 @@ BASE = '''drivers = ["subprocess"]
 [checks]
 mandatory = ["C1"]
 '''
+WAIT = '[[steps]]\ndo = "send"\ntext = "x"\n[[steps]]\ndo = "wait"\n'
 
 
 def test_shipped_tasks_are_valid_and_cover_every_contract_item():
@@ -88,6 +89,22 @@ def test_a_minimal_task_loads(tmp_path):
     ('drivers = ["subprocess"]\n[checks]\nmandatory = ["C1"]\nadvisory = ["C1"]\n[[steps]]\ndo = "send"\ntext = "x"\n',
      "checks.advisory", "listed twice"),
     (BASE, "steps", "at least one [[steps]]"),
+    (BASE + '[[steps]]\ndo = "send"\ntext = "x"\ntimeout = nan\n', "steps[1].timeout", "above 0 and at most 600"),
+    (BASE + '[[steps]]\ndo = "send"\ntext = "x"\ntimeout = inf\n', "steps[1].timeout", "above 0 and at most 600"),
+    (BASE + '[[steps]]\ndo = "send"\ntext = "x"\ntimeout = 1e300\n', "steps[1].timeout", "above 0 and at most 600"),
+    (BASE + '[[steps]]\ndo = "send"\ntext = "  "\n', "steps[1].text", "must say something"),
+    (BASE + WAIT + 'for = "window"\nwindow = "w2"\n', "steps[2].window", "no frame of the scenario opens window 'w2'"),
+    (BASE + WAIT + 'for = "chunk"\nrequest = 1\nchunk = 2\n', "steps[2].chunk", "past the end"),
+    (BASE + WAIT + 'for = "window"\nwindow = "w1"\nchunk = 2\n', "steps[2].chunk", "reads no 'chunk'"),
+    (BASE + WAIT + 'for = "request"\nrequest = 1\nwindow = "w1"\n', "steps[2].window", "reads no 'window'"),
+    ('drivers = ["terminal"]\n[checks]\nmandatory = ["C1"]\n[[steps]]\ndo = "send"\ntext = "x"\n'
+     '[[steps]]\ndo = "queue"\ntext = "a"\nas = "q"\n[[steps]]\ndo = "queue"\ntext = "b"\nas = "q"\n',
+     "steps[3].as", "names an earlier queue step"),
+    ('drivers = ["subprocess", "subprocess"]\n[checks]\nmandatory = ["C1"]\n[[steps]]\ndo = "send"\ntext = "x"\n',
+     "drivers", "listed twice"),
+    (BASE + '[notes]\nC2 = "why"\n[[steps]]\ndo = "send"\ntext = "x"\n', "notes.C2", "not one of the task's checks"),
+    (BASE + '[notes]\nC1 = 3\n[[steps]]\ndo = "send"\ntext = "x"\n', "notes.C1", "must say why"),
+    ('description = 3\n' + BASE + '[[steps]]\ndo = "send"\ntext = "x"\n', "description", "must be a string"),
 ])
 def test_mistakes_name_the_item_and_the_problem(tmp_path, body, item, problem):
     with pytest.raises(TaskError) as err:
@@ -124,3 +141,15 @@ def test_a_task_file_that_is_not_utf8_is_named_not_a_traceback(tmp_path):
         load_task(path)
     assert err.value.item == "file" and "not UTF-8" in err.value.problem
     assert err.value.file.endswith("my-task/task.toml")
+
+
+def test_a_wait_is_checked_against_what_the_scenario_can_post(tmp_path):
+    """The longest response bounds a chunk; a shell call (its length is the agent's tool's) lifts the bound."""
+    scenario = SCENARIO + '[[responses]]\n[[responses.frames]]\ntext = "abcdefghij"\nchunk = 4\n'
+    body = BASE + WAIT + 'for = "chunk"\nrequest = 1\nchunk = {}\n'
+    assert load_task(write_task(tmp_path, body.format(3), scenario)).steps[1].get("chunk") == 3
+    with pytest.raises(TaskError, match="more than 3 chunk"):
+        load_task(write_task(tmp_path, body.format(4), scenario))
+    shell = scenario + '[[responses]]\n[[responses.frames]]\nshell = "ls"\n'
+    assert load_task(write_task(tmp_path, body.format(40), shell)).steps[1].get("chunk") == 40
+    assert load_task(write_task(tmp_path, body.format(40), scenario), load_scenario=False).scenario is None

@@ -25,6 +25,7 @@ def doctor(profile: Profile) -> tuple[int, list[str]]:
     ev: dict[str, Any] = dict(result.evidence)
     lines = [f"profile {profile.name} ({profile.path}), adapter {profile.adapters[0]}: {result.status.value}"
              + (f" — {result.reason}" if result.reason else "")]
+    lines += [f"warning: {w}" for w in profile.warnings]
     lines.append(f"environment keys: {', '.join(sorted(profile.env))}")
     for p in ev.get("processes", []):
         lines += [f"command: {' '.join(p['argv'])}",

@@ -4,7 +4,7 @@ session rules that find nothing — and shows a working one's command, exit and 
 from dataclasses import replace
 
 from harness.agents.doctor import doctor
-from harness.profiles import SessionSpec, load_profile
+from harness.profiles import SessionSpec, load_profile, parse_profile
 
 
 def test_a_working_profile_shows_its_command_exit_requests_and_store():
@@ -34,3 +34,11 @@ def test_session_rules_that_find_nothing_say_which_and_why():
     assert code == 1
     assert "stderr_regex 'no such line (?P<id>\\\\S+)' matched nothing on stderr" in text
     assert "log_glob '{sessions_dir}/*.nothing' matched no file" in text
+
+
+def test_the_key_on_the_command_line_is_warned_about():
+    profile = parse_profile({"name": "keyed", "headless": {"command": ["/nonexistent/agent", "--key={api_key}",
+                                                                       "{prompt}"]}}, "keyed.toml")
+    code, lines = doctor(profile)
+    assert code == 1
+    assert lines[1].startswith("warning: headless.command: {api_key} puts the key on the command line")
