@@ -62,10 +62,17 @@ def parse_results(data: Any, source: str | Path = "<results>") -> RunResult:
     for key, kind in (("run", dict), ("tasks", list), ("latencies", list)):
         if not isinstance(data.get(key), kind):
             raise ResultsError(source, f"'{key}' must be a JSON {'object' if kind is dict else 'array'}")
+    for key in ("agent", "adapter", "driver"):
+        if key in data["run"] and not isinstance(data["run"][key], str | None):
+            raise ResultsError(source, f"'{key}' must be a string, found {type(data['run'][key]).__name__}", "run")
     tasks = []
     for i, task in enumerate(data["tasks"]):
         if isinstance(task, dict) and data["version"] >= 2 and "status" not in task:
             raise ResultsError(source, "missing field 'status'", f"tasks[{i}]")  # only version 1 had none
+        for key in ("checks", "timeline", "attempts"):
+            if isinstance(task, dict) and key in task and not isinstance(task[key], list):
+                raise ResultsError(source, f"'{key}' must be a JSON array, found {type(task[key]).__name__}",
+                                   f"tasks[{i}]")
         checks = task.get("checks") if isinstance(task, dict) else None
         for j, check in enumerate(checks if isinstance(checks, list) else ()):
             _check_item(source, f"tasks[{i}].checks[{j}]", check, CheckResult.from_json)
