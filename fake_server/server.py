@@ -23,6 +23,7 @@ from .scenario import Scenario, StreamError, demo_scenario
 from .script import Ids, Plan, ScenarioCursor
 from .sse import sse_all
 from .sse_out import BURST, SseOut
+from .strict import BodyProblem, load_body
 from .wire import StreamEncoder, Wire, wire_for, wires
 
 MAX_BODY_BYTES = 8 * 1024 * 1024
@@ -142,12 +143,12 @@ class FakeServer:
         """Anthropic token counting (Claude Code asks): not a model request, so not numbered."""
         wire = wire_for("anthropic")
         try:
-            body = await request.json()
+            body = load_body(await request.read())
             if not isinstance(body, dict):
-                raise ValueError
+                raise BodyProblem("the body must be a JSON object")
             parsed = wire.parse({"max_tokens": 1, **body}, request.match_info)
-        except (ValueError, UnicodeDecodeError):
-            error = wire.error(400, "The request body is not valid JSON.")
+        except BodyProblem as exc:
+            error = wire.error(400, f"The request body is not valid JSON: {exc}")
             return web.json_response(error.body, status=400)
         except ApiError as exc:
             return web.json_response(exc.body, status=exc.status)
@@ -211,10 +212,10 @@ class FakeServer:
             seen["canonical"] = parsed.canonical
             plan = prepare(parsed, self.cursor, self.ids, self.url)
         except ApiError as exc:
-            refused = self.records.append(Request(**seen, status=exc.status, error=exc.message))
-            assert refused.request is not None
-            self.records.append(Error(request=refused.request, problem=exc.message))
-            return self._json(refused.request, wire, exc.body, exc.status, exc.headers)
+            return self._refuse(seen, wire, exc)
+        except Exception as exc:    # a fault of this server's own: answered and recorded as one
+            return self._refuse(seen, wire, wire.error(500, f"The fake server could not handle this request: "
+                                                            f"{type(exc).__name__}: {exc}"))
         encoder = wire.Encoder(plan, parsed, self.ids)
         if plan.side is not None:
             self.records.append(plan.side_record(parsed, path))
@@ -232,6 +233,13 @@ class FakeServer:
         if parsed.stream:
             return await self._stream(request, request_no, plan, encoder, self._exchange(request_no, wire, 200, True))
         return await self._whole(request, request_no, wire, plan, encoder)
+
+    def _refuse(self, seen: dict[str, Any], wire: Wire, exc: ApiError) -> web.Response:
+        """Answer ``exc`` and record the request it refuses, with an error record naming why."""
+        refused = self.records.append(Request(**seen, status=exc.status, error=exc.message))
+        assert refused.request is not None
+        self.records.append(Error(request=refused.request, problem=exc.message))
+        return self._json(refused.request, wire, exc.body, exc.status, exc.headers)
 
     def _exchange(self, request_no: int | None, wire: Wire, status: int, streamed: bool) -> list[bytes] | None:
         """Where the bytes of one answer are kept (``keep_wire``): its payload list, or None."""
@@ -260,11 +268,11 @@ class FakeServer:
         except web.HTTPRequestEntityTooLarge:
             raise wire.error(413, f"Request body exceeds the maximum of {self.max_body_bytes} bytes.") from None
         try:
-            body = json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError):
+            body = load_body(raw)
+        except BodyProblem as exc:
             seen["body_text"] = raw[:2000].decode("utf-8", "replace")
             raise wire.error(400, "We could not parse the JSON body of your request. The API "
-                                  "expects a JSON payload, but what was sent was not valid JSON.") from None
+                                  f"expects a JSON payload, but what was sent was not valid JSON: {exc}") from None
         seen["body"] = body
         if not isinstance(body, dict):
             raise wire.error(400, "The request body must be a JSON object.")

@@ -20,6 +20,7 @@ from .errors import STREAM_ERROR_STATUS, ApiError, anthropic_error
 from .script import NO_ROUTE, Delta, Ids, Parsed, Plan, continuing
 from .shell import ToolDef
 from .sse import TEXT, Template, Templates, sse_all
+from .strict import schema_problem
 
 NAME = "anthropic"
 PATHS = ("/v1/messages", "/messages")
@@ -63,13 +64,12 @@ def parse(body: dict[str, Any], route: Mapping[str, str] = NO_ROUTE) -> Parsed:
     _field(body, "max_tokens", int, "a valid integer")
     raw = _field(body, "messages", list, "a valid list")
     for i, m in enumerate(raw):
-        if not isinstance(m, dict) or m.get("role") not in ROLES:
-            raise anthropic_error(400, f"messages.{i}.role: Input should be 'user', 'assistant' or 'system'")
-        if not isinstance(m.get("content"), (str, list)):
-            raise anthropic_error(400, f"messages.{i}.content: Field required")
+        _check_message(m, i, last=i == len(raw) - 1)
     check_balanced(raw)
     messages: list[cn.Message] = []
     system = body.get("system")
+    if system is not None and not isinstance(system, str):
+        _check_content(system, "system")
     if system:
         messages.append(cn.message("system", system if isinstance(system, str) else _text(system)))
     for m in raw:
@@ -90,13 +90,78 @@ def parse(body: dict[str, Any], route: Mapping[str, str] = NO_ROUTE) -> Parsed:
     tools = body.get("tools") or []
     if not isinstance(tools, list):
         raise anthropic_error(400, "tools: Input should be a valid list")
-    tool_defs = [ToolDef(str(t.get("name", t.get("type", "?"))), t.get("input_schema") or {})
-                 for t in tools if isinstance(t, dict)]
+    tool_defs = [_tool(t, i) for i, t in enumerate(tools)]
     stream = body.get("stream", False)
     if not isinstance(stream, bool):
         raise anthropic_error(400, "stream: Input should be a valid boolean")
     canonical = cn.request(model, stream, messages, [t.name for t in tool_defs])
     return Parsed(NAME, canonical, tool_defs, stream, model=model)
+
+
+# What each content block type must carry: field → (its JSON type(s), the type in Anthropic's words).
+BLOCK_FIELDS: dict[str, dict[str, tuple[type | tuple[type, ...], str]]] = {
+    "text": {"text": (str, "a valid string")},
+    "tool_use": {"id": (str, "a valid string"), "name": (str, "a valid string"), "input": (dict, "a valid dictionary")},
+    "tool_result": {"tool_use_id": (str, "a valid string")},
+}
+EMPTY_CONTENT = "all messages must have non-empty content except for the optional final assistant message"
+
+
+def _check_message(m: Any, i: int, *, last: bool) -> None:
+    """Message ``i`` has a known role and content Anthropic reads (see ``_check_content``),
+    which is not empty unless it is the final assistant message (a prefill)."""
+    if not isinstance(m, dict) or not isinstance(m.get("role"), str) or m["role"] not in ROLES:
+        raise anthropic_error(400, f"messages.{i}.role: Input should be 'user', 'assistant' or 'system'")
+    content = m.get("content")
+    if not isinstance(content, (str, list)):
+        raise anthropic_error(400, f"messages.{i}.content: Field required" if content is None
+                              else f"messages.{i}.content: Input should be a valid list")
+    _check_content(content, f"messages.{i}.content")
+    if not content and not (last and m["role"] == "assistant"):
+        raise anthropic_error(400, f"messages.{i}: {EMPTY_CONTENT}")
+
+
+def _check_content(content: Any, where: str) -> None:
+    """A string, or a list of blocks each with a type and the fields its type needs, text
+    blocks not empty."""
+    if isinstance(content, str):
+        return
+    if not isinstance(content, list):
+        raise anthropic_error(400, f"{where}: Input should be a valid list")
+    for j, b in enumerate(content):
+        at = f"{where}.{j}"
+        if not isinstance(b, dict):
+            raise anthropic_error(400, f"{at}: Input should be a valid dictionary or object to extract fields from")
+        kind = b.get("type")
+        if not isinstance(kind, str):
+            raise anthropic_error(400, f"{at}.type: Field required" if kind is None
+                                  else f"{at}.type: Input should be a valid string")
+        for name, (types, words) in BLOCK_FIELDS.get(kind, {}).items():
+            value = b.get(name)
+            if not isinstance(value, types):
+                raise anthropic_error(400, f"{at}.{kind}.{name}: Field required" if value is None
+                                      else f"{at}.{kind}.{name}: Input should be {words}")
+        if kind == "text" and not b["text"]:
+            raise anthropic_error(400, "messages: text content blocks must be non-empty")
+        if kind == "tool_result" and b.get("content") is not None:
+            _check_content(b["content"], f"{at}.tool_result.content")
+
+
+def _tool(tool: Any, i: int) -> ToolDef:
+    """Tool ``i``: a name, and for a custom tool (no ``type``, or ``custom``) an input schema."""
+    if not isinstance(tool, dict):
+        raise anthropic_error(400, f"tools.{i}: Input should be a valid dictionary or object to extract fields from")
+    name = tool.get("name")
+    if not isinstance(name, str):
+        raise anthropic_error(400, f"tools.{i}.name: Field required" if name is None
+                              else f"tools.{i}.name: Input should be a valid string")
+    schema = tool.get("input_schema")
+    if schema is None and tool.get("type", "custom") == "custom":
+        raise anthropic_error(400, f"tools.{i}.custom.input_schema: Field required")
+    problem = schema_problem(schema) if schema is not None else None
+    if problem:
+        raise anthropic_error(400, f"tools.{i}.custom.input_schema: JSON schema is invalid: {problem}")
+    return ToolDef(name, schema or {})
 
 
 def check_balanced(raw: list[dict]) -> None:
