@@ -6,8 +6,9 @@ stop), message_delta with the stop reason, message_stop.
 
 Besides the top-level ``system``, a message with role ``system`` may stand anywhere in
 ``messages``: Claude Code sends one with its default tool set (MCP instructions, reminders) and
-the real API accepts it. Any other role is refused. Tool results pair with the tool uses of
-the previous non-system message.
+the real API accepts it. Any other role is refused. Consecutive messages of one role are one
+turn, as the API combines them; tool results pair with the tool uses of the turn before.
+``docs/wire-rules.md`` lists each rule with its source.
 """
 from __future__ import annotations
 
@@ -165,32 +166,52 @@ def _tool(tool: Any, i: int) -> ToolDef:
 
 
 def check_balanced(raw: list[dict]) -> None:
-    """Anthropic's rule: tool_use blocks are answered by tool_result blocks in the very next
-    message (system messages between the two are passed over, not counted as that message)."""
-    turns = [(i, m) for i, m in enumerate(raw) if m["role"] != "system"]
-    for k, (i, m) in enumerate(turns):
-        uses = [b.get("id") for b in _blocks(m["content"]) if b.get("type") == "tool_use"] \
-            if m["role"] == "assistant" else []
-        if m["role"] == "user":
-            previous = turns[k - 1][1] if k > 0 else None
-            offered = {b.get("id") for b in _blocks(previous["content"]) if b.get("type") == "tool_use"} \
-                if previous and previous["role"] == "assistant" else set()
-            for j, b in enumerate(_blocks(m["content"])):
+    """Anthropic's rules, on the turns the API reads (``_turns``): each ``tool_use`` of an
+    assistant turn is answered by a ``tool_result`` in the very next turn, a user turn, where the
+    results come first, before any other block; and every ``tool_result`` answers a ``tool_use``
+    of the turn before it."""
+    turns = _turns(raw)
+    for k, (i, role, blocks) in enumerate(turns):
+        if role == "user":
+            previous = turns[k - 1] if k > 0 else None
+            offered = {b.get("id") for b in previous[2] if b.get("type") == "tool_use"} \
+                if previous and previous[1] == "assistant" else set()
+            for j, b in enumerate(blocks):
                 if b.get("type") == "tool_result" and b.get("tool_use_id") not in offered:
                     raise anthropic_error(400, f"messages.{i}.content.{j}: unexpected `tool_use_id` found in "
                                                f"`tool_result` blocks: {b.get('tool_use_id')}. Each `tool_result` "
                                                "block must have a corresponding `tool_use` block in the "
                                                "previous message.")
+            continue
+        uses = [b.get("id") for b in blocks if b.get("type") == "tool_use"]
         if not uses:
             continue
-        following = turns[k + 1][1] if k + 1 < len(turns) else None
-        answered = {b.get("tool_use_id") for b in _blocks(following["content"]) if b.get("type") == "tool_result"} \
-            if following and following["role"] == "user" else set()
+        following = turns[k + 1] if k + 1 < len(turns) else None
+        answered = set()
+        for b in following[2] if following and following[1] == "user" else []:
+            if b.get("type") != "tool_result":
+                break               # results come first: one after other content answers nothing
+            answered.add(b.get("tool_use_id"))
         missing = [u for u in uses if u not in answered]
         if missing:
             raise anthropic_error(400, f"messages.{i}: `tool_use` ids were found without `tool_result` blocks "
                                        f"immediately after: {', '.join(map(str, missing))}. Each `tool_use` block must "
                                        "have a corresponding `tool_result` block in the next message.")
+
+
+def _turns(raw: list[dict]) -> list[tuple[int, str, list[dict]]]:
+    """The conversation as the API reads it — (index of its first message, role, blocks) per
+    turn: system messages passed over, consecutive messages of one role joined into one turn
+    (the API combines them)."""
+    turns: list[tuple[int, str, list[dict]]] = []
+    for i, m in enumerate(raw):
+        if m["role"] == "system":
+            continue
+        if turns and turns[-1][1] == m["role"]:
+            turns[-1][2].extend(_blocks(m["content"]))
+        else:
+            turns.append((i, m["role"], _blocks(m["content"])))
+    return turns
 
 
 PIECES_FIELD = {"text": "text", "thinking": "thinking", "tool_use": "_json"}  # where a block's pieces end up

@@ -91,8 +91,9 @@ def _message(m: Any, i: int) -> cn.Message:
                                 "'system', 'developer', 'user', 'assistant', 'tool'.",
                            param=f"messages.[{i}].role", code="invalid_value")
     where = f"messages[{i}]"
-    content = require(m, "content", (str, list, type(None)), "one of a string or array of objects", where=where,
-                      optional=True)
+    assistant = m["role"] == "assistant"     # the one role whose content may be absent or null
+    content = require(m, "content", (str, list, type(None)) if assistant else (str, list),
+                      "one of a string or array of objects", where=where, optional=assistant)
     for j, part in enumerate(content if isinstance(content, list) else []):
         if not isinstance(part, dict):
             raise openai_error(400, f"Invalid type for '{where}.content[{j}]': expected an object, but got "
@@ -109,6 +110,7 @@ def _call(call: Any, where: str) -> cn.Call:
     if not isinstance(call, dict):
         raise openai_error(400, f"Invalid type for '{where}': expected an object, but got {json_type(call)} "
                                 "instead.", param=where, code="invalid_type")
+    require(call, "type", str, "a string", where=where)
     function = require(call, "function", dict, "an object", where=where)
     return cn.call(require(call, "id", str, "a string", where=where),
                    require(function, "name", str, "a string", where=f"{where}.function"),
@@ -129,21 +131,26 @@ def _tool(tool: Any, i: int) -> ToolDef:
 
 
 def check_balanced(messages: list[cn.Message]) -> None:
-    """OpenAI's rule: tool calls are answered by tool messages right after, and only then."""
+    """OpenAI's rules: an assistant message's tool calls are answered by tool messages right
+    after it, one per call, before any other message; a tool message answers a call of the
+    assistant message it follows."""
+    offered: list[str | None] = []      # the calls of the assistant message the tool messages follow
     pending: list[str | None] = []
     pending_at = 0
     for i, m in enumerate(messages):
         if m["role"] == "tool":
-            if m["tool_call_id"] not in pending:
+            if not offered:
                 raise openai_error(400, "Invalid parameter: messages with role 'tool' must be a response "
-                                        "to a preceeding message with 'tool_calls'.",
-                                   param=f"messages.[{i}].role")
+                                        "to a preceeding message with 'tool_calls'.", param=f"messages.[{i}].role")
+            if m["tool_call_id"] not in pending:
+                raise openai_error(400, f"Invalid parameter: 'tool_call_id' of '{m['tool_call_id']}' not found in "
+                                        "'tool_calls' of previous message.", param=f"messages.[{i}].tool_call_id")
             pending.remove(m["tool_call_id"])
             continue
         if pending:
             raise _unanswered(pending, pending_at)
-        if m["role"] == "assistant" and m["tool_calls"]:
-            pending, pending_at = [c["id"] for c in m["tool_calls"]], i
+        offered = [c["id"] for c in m["tool_calls"]] if m["role"] == "assistant" else []
+        pending, pending_at = list(offered), i
     if pending:
         raise _unanswered(pending, pending_at)
 
