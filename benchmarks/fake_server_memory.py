@@ -10,7 +10,7 @@ tests' generator); ``--large`` Chat Completions requests of ``--large-mb`` MB ea
 with text of its own (an agent resending a long history with a large tool output); then one
 records poll from the start. Printed: the resident size after each phase, the peak, the
 records poll's size, and ``/proc/loadavg`` before and after — on a busy machine the figures move
-with it. The server keeps a request body whole up to ``fake_server.records.KEEP_BODY_BYTES`` and
+with it. The server keeps a request body whole up to ``fake_server.bounded.KEEP_BODY_BYTES`` and
 the fields the checks read past it (``docs/scenarios.md``, "What a request record keeps").
 """
 from __future__ import annotations

@@ -1,13 +1,14 @@
-"""What a request record keeps of a large request: what the checks read, bounded in size.
+"""What a request record keeps: what the checks read, bounded in size.
 
 Agents resend their whole history with every request, so a task whose tool printed a few
 megabytes sends those megabytes again and again; a server keeping every body whole grows by
-each one for as long as it runs. A body up to ``KEEP_BODY_BYTES`` is kept whole. Past it the
-record keeps what the harness's checks read — the canonical request: roles, tool calls and
-their ids, tool results, every text — with each text (or tool call's arguments) longer than
-``KEEP_TEXT_CHARS`` kept as its start and its end around a marker naming how many characters
-were left out and their SHA-256; ``body`` itself is left out, its size and SHA-256 kept; and
-``elided`` says what was cut, so no reader takes a cut text for what was sent.
+each one for as long as it runs. The record keeps what the harness's checks read — the canonical
+request: roles, tool calls and their ids, tool results, every text — with each text (or tool
+call's arguments) longer than ``KEEP_TEXT_CHARS`` kept as its start and its end around a marker
+naming how many characters were left out and the SHA-256 of the whole, in every request alike
+(one text sent twice reads the same in both records). A body up to ``KEEP_BODY_BYTES`` is kept
+whole; past it ``body`` is left out, its size and SHA-256 kept. ``elided`` says what was cut, so
+no reader takes a cut text for what was sent.
 
 The canary scan (C13) looks for the API key in every record: around each place the
 request's own credential appears in a body that is not kept whole, an excerpt is kept
@@ -23,7 +24,7 @@ from typing import Any
 from .canonical import Canonical
 
 KEEP_BODY_BYTES = 256 * 1024
-KEEP_TEXT_CHARS = 16 * 1024
+KEEP_TEXT_CHARS = 64 * 1024
 EXCERPT_CHARS = 60
 MAX_EXCERPTS = 20
 MIN_SECRET_CHARS = 8     # shorter credentials would match by chance
@@ -34,20 +35,25 @@ def sha256(data: bytes) -> str:
 
 
 def bounded(fields: dict[str, Any], raw: bytes, secrets: Iterable[str]) -> dict[str, Any]:
-    """The fields of a Request record as it is stored: unchanged for a body up to
-    ``KEEP_BODY_BYTES``; past it, without the body and with long texts cut (see above)."""
-    if len(raw) <= KEEP_BODY_BYTES or "body" not in fields:
-        return fields
-    out = {k: v for k, v in fields.items() if k != "body"}
-    out["body_bytes"] = len(raw)
-    out["body_sha256"] = sha256(raw)
-    elided = [f"body ({len(raw)} bytes): not kept, past {KEEP_BODY_BYTES} bytes"]
+    """The fields of a Request record as it is stored: every canonical text (or tool call's
+    arguments) past ``KEEP_TEXT_CHARS`` ``cut``, in every request alike, so that one text sent
+    twice reads the same in both records; the body kept whole up to ``KEEP_BODY_BYTES``, past it
+    left out (its size and SHA-256 kept, and excerpts around the request's credentials).
+    ``elided`` lists what was cut or left out."""
+    elided: list[str] = []
+    out = dict(fields)
     if out.get("canonical") is not None:
         out["canonical"] = _cut_texts(out["canonical"], elided)
-    out["elided"] = elided
-    excerpts = _excerpts(raw, secrets)
-    if excerpts:
-        out["body_excerpts"] = excerpts
+    if len(raw) > KEEP_BODY_BYTES and "body" in out:
+        del out["body"]
+        out["body_bytes"] = len(raw)
+        out["body_sha256"] = sha256(raw)
+        elided.insert(0, f"body ({len(raw)} bytes): not kept, past {KEEP_BODY_BYTES} bytes")
+        excerpts = _excerpts(raw, secrets)
+        if excerpts:
+            out["body_excerpts"] = excerpts
+    if elided:
+        out["elided"] = elided
     return out
 
 
@@ -63,8 +69,11 @@ def cut(text: str) -> str:
 
 
 def _cut_texts(canonical: Canonical, elided: list[str]) -> Canonical:
-    """A copy of ``canonical`` with each long text and tool call arguments ``cut``, each
-    noted in ``elided``."""
+    """``canonical`` with each long text and tool call arguments ``cut`` (a copy, if any is),
+    each noted in ``elided``."""
+    if not any(len(m["text"]) > KEEP_TEXT_CHARS or any(len(c["arguments"]) > KEEP_TEXT_CHARS
+                                                       for c in m["tool_calls"]) for m in canonical["messages"]):
+        return canonical
     out = copy.copy(canonical)
     messages = []
     for i, m in enumerate(canonical["messages"]):

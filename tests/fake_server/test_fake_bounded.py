@@ -11,6 +11,7 @@ from fake_server.bounded import KEEP_BODY_BYTES, KEEP_TEXT_CHARS
 
 ONE_TEXT = '[[responses]]\nrepeat = true\n[[responses.frames]]\ntext = "fine"\n'
 KEY = "sk-canary-0123456789abcdef"
+USER = {"role": "user", "content": "go on"}
 
 
 def history(output: str, arguments: str = '{"command": "ls"}') -> list[dict]:
@@ -81,3 +82,16 @@ async def test_records_stay_small_however_many_large_requests_come(server):
         await post(server, history(f"{n}" * (2 * KEEP_BODY_BYTES)))
     size = len(json.dumps(server.records.to_json()))
     assert size < 5 * 4 * KEEP_TEXT_CHARS, f"{size} bytes of records for 5 requests"
+
+
+async def test_a_long_text_reads_the_same_in_a_small_and_a_large_request(server):
+    """Checks compare one history across requests (before and after a kill): a long tool
+    output is cut alike whether its request's body was kept whole or not."""
+    server.load(scenario(ONE_TEXT))
+    output = "".join(f"row {n:06d}\n" for n in range(KEEP_TEXT_CHARS // 8))     # past the text limit only
+    await post(server, history(output))
+    await post(server, history(output) + [{"role": "assistant", "content": "z" * KEEP_BODY_BYTES}, USER])
+    small, large = server.records.of_kind("request")
+    assert small.body is not None and large.body is None
+    assert small.canonical["messages"][2]["text"] == large.canonical["messages"][2]["text"] != output
+    assert small.elided == [f"messages[2].text ({len(output)} characters): start and end kept"]
