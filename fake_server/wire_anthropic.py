@@ -115,11 +115,18 @@ def _check_message(m: Any, i: int, *, last: bool) -> None:
         raise anthropic_error(400, f"messages.{i}.role: Input should be 'user', 'assistant' or 'system'")
     content = m.get("content")
     if not isinstance(content, (str, list)):
-        raise anthropic_error(400, f"messages.{i}.content: Field required" if content is None
-                              else f"messages.{i}.content: Input should be a valid list")
+        raise _mistyped(content, f"messages.{i}.content", "a valid list")
     _check_content(content, f"messages.{i}.content")
     if not content and not (last and m["role"] == "assistant"):
         raise anthropic_error(400, f"messages.{i}: {EMPTY_CONTENT}")
+
+
+OBJECT = "a valid dictionary or object to extract fields from"
+
+
+def _mistyped(value: Any, where: str, words: str) -> ApiError:
+    """Anthropic's refusal of field ``where``: missing (null), or not ``words``."""
+    return anthropic_error(400, f"{where}: Field required" if value is None else f"{where}: Input should be {words}")
 
 
 def _check_content(content: Any, where: str) -> None:
@@ -132,16 +139,13 @@ def _check_content(content: Any, where: str) -> None:
     for j, b in enumerate(content):
         at = f"{where}.{j}"
         if not isinstance(b, dict):
-            raise anthropic_error(400, f"{at}: Input should be a valid dictionary or object to extract fields from")
+            raise _mistyped(b, at, OBJECT)
         kind = b.get("type")
         if not isinstance(kind, str):
-            raise anthropic_error(400, f"{at}.type: Field required" if kind is None
-                                  else f"{at}.type: Input should be a valid string")
+            raise _mistyped(kind, f"{at}.type", "a valid string")
         for name, (types, words) in BLOCK_FIELDS.get(kind, {}).items():
-            value = b.get(name)
-            if not isinstance(value, types):
-                raise anthropic_error(400, f"{at}.{kind}.{name}: Field required" if value is None
-                                      else f"{at}.{kind}.{name}: Input should be {words}")
+            if not isinstance(b.get(name), types):
+                raise _mistyped(b.get(name), f"{at}.{kind}.{name}", words)
         if kind == "text" and not b["text"]:
             raise anthropic_error(400, "messages: text content blocks must be non-empty")
         if kind == "tool_result" and b.get("content") is not None:
@@ -151,11 +155,10 @@ def _check_content(content: Any, where: str) -> None:
 def _tool(tool: Any, i: int) -> ToolDef:
     """Tool ``i``: a name, and for a custom tool (no ``type``, or ``custom``) an input schema."""
     if not isinstance(tool, dict):
-        raise anthropic_error(400, f"tools.{i}: Input should be a valid dictionary or object to extract fields from")
+        raise _mistyped(tool, f"tools.{i}", OBJECT)
     name = tool.get("name")
     if not isinstance(name, str):
-        raise anthropic_error(400, f"tools.{i}.name: Field required" if name is None
-                              else f"tools.{i}.name: Input should be a valid string")
+        raise _mistyped(name, f"tools.{i}.name", "a valid string")
     schema = tool.get("input_schema")
     if schema is None and tool.get("type", "custom") == "custom":
         raise anthropic_error(400, f"tools.{i}.custom.input_schema: Field required")
