@@ -9,7 +9,7 @@ and where, which the wire turns into its provider's 400. After it, a body is pla
 wire module can walk without recursing past the interpreter's limit, and every string in it can
 be written back out.
 
-The wire modules check each field they read with the helpers here (``kind_of``,
+The wire modules check each field they read with the functions here (``kind_of``,
 ``schema_problem``) and word the refusal in their provider's own style.
 """
 from __future__ import annotations
