@@ -89,6 +89,12 @@ class Request(Record):
     body_text: str | None = None  # the start of a body that was not JSON
     canonical: Canonical | None = None  # absent when the wire refused the body
     error: str | None = None     # the refusal's message, when status is not 200
+    # ``fake_server.bounded``: ``elided`` says what was cut (long texts, a body past its limit);
+    # of a body left out, its size and digest are kept, and the text around its credentials.
+    body_bytes: int | None = None
+    body_sha256: str | None = None
+    elided: list[str] | None = None
+    body_excerpts: list[str] | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -14,6 +14,7 @@ from typing import Any
 from aiohttp import web
 
 from . import hangup
+from .bounded import bounded
 from .canonical import estimate_tokens, restore_ids
 from .errors import ApiError, api_error
 from .playout import chunk_fields, http_error_of, play, prepare
@@ -23,6 +24,7 @@ from .scenario import Scenario, StreamError, demo_scenario
 from .script import Ids, Plan, ScenarioCursor
 from .sse import sse_all
 from .sse_out import BURST, SseOut
+from .strict import BodyProblem, load_body
 from .wire import StreamEncoder, Wire, wire_for, wires
 
 MAX_BODY_BYTES = 8 * 1024 * 1024
@@ -36,6 +38,13 @@ SSE_HEADERS = {"Content-Type": "text/event-stream; charset=utf-8", "Cache-Contro
 def redact(headers: Mapping[str, str]) -> dict[str, str]:
     """Header names lower-cased (HTTP does not care) and secrets replaced."""
     return {k.lower(): ("[redacted]" if k.lower() in SECRET_HEADERS else v) for k, v in headers.items()}
+
+
+def credentials(request: web.Request) -> list[str]:
+    """The secrets a request carries in its headers and query (a bearer token without its scheme)."""
+    values = [v for k, v in request.headers.items() if k.lower() in SECRET_HEADERS]
+    values += [request.query[name] for name in SECRET_QUERY if name in request.query]
+    return [v.split(" ", 1)[1] if v.lower().startswith("bearer ") else v for v in values]
 
 
 def redacted_path(request: web.Request) -> str:
@@ -142,12 +151,12 @@ class FakeServer:
         """Anthropic token counting (Claude Code asks): not a model request, so not numbered."""
         wire = wire_for("anthropic")
         try:
-            body = await request.json()
+            body = load_body(await request.read())
             if not isinstance(body, dict):
-                raise ValueError
+                raise BodyProblem("the body must be a JSON object")
             parsed = wire.parse({"max_tokens": 1, **body}, request.match_info)
-        except (ValueError, UnicodeDecodeError):
-            error = wire.error(400, "The request body is not valid JSON.")
+        except BodyProblem as exc:
+            error = wire.error(400, f"The request body is not valid JSON: {exc}")
             return web.json_response(error.body, status=400)
         except ApiError as exc:
             return web.json_response(exc.body, status=exc.status)
@@ -203,18 +212,21 @@ class FakeServer:
     async def _model_request(self, request: web.Request, wire: Wire) -> web.StreamResponse:
         path = redacted_path(request)
         seen: dict[str, Any] = {"api": wire.NAME, "path": path, "headers": redact(request.headers)}
+        raw = b""
         try:
-            body = await self._read_json(request, wire, seen)
+            raw = await self._read_raw(request, wire)
+            body = self._read_json(raw, wire, seen)
             parsed = wire.parse(body, request.match_info)
             restore_ids(parsed.canonical, (c for r in self.records.of_kind("response") if isinstance(r, Response)
                                            for c in r.tool_calls))
             seen["canonical"] = parsed.canonical
             plan = prepare(parsed, self.cursor, self.ids, self.url)
         except ApiError as exc:
-            refused = self.records.append(Request(**seen, status=exc.status, error=exc.message))
-            assert refused.request is not None
-            self.records.append(Error(request=refused.request, problem=exc.message))
-            return self._json(refused.request, wire, exc.body, exc.status, exc.headers)
+            return self._refuse(self._kept(seen, raw, request), wire, exc)
+        except Exception as exc:    # a fault of this server's own: answered and recorded as one
+            return self._refuse(self._kept(seen, raw, request), wire,
+                                wire.error(500, f"The fake server could not handle this request: "
+                                                f"{type(exc).__name__}: {exc}"))
         encoder = wire.Encoder(plan, parsed, self.ids)
         if plan.side is not None:
             self.records.append(plan.side_record(parsed, path))
@@ -222,7 +234,8 @@ class FakeServer:
                 return await self._stream(request, None, plan, encoder, self._exchange(None, wire, 200, True))
             return await self._whole(request, None, wire, plan, encoder)
         refusal = http_error_of(plan, wire.NAME)
-        stored = self.records.append(Request(**seen, status=refusal.status if refusal else 200,
+        stored = self.records.append(Request(**self._kept(seen, raw, request),
+                                             status=refusal.status if refusal else 200,
                                              error=refusal.message if refusal else None))
         request_no = stored.request
         assert request_no is not None
@@ -232,6 +245,13 @@ class FakeServer:
         if parsed.stream:
             return await self._stream(request, request_no, plan, encoder, self._exchange(request_no, wire, 200, True))
         return await self._whole(request, request_no, wire, plan, encoder)
+
+    def _refuse(self, seen: dict[str, Any], wire: Wire, exc: ApiError) -> web.Response:
+        """Answer ``exc`` and record the request it refuses, with an error record naming why."""
+        refused = self.records.append(Request(**seen, status=exc.status, error=exc.message))
+        assert refused.request is not None
+        self.records.append(Error(request=refused.request, problem=exc.message))
+        return self._json(refused.request, wire, exc.body, exc.status, exc.headers)
 
     def _exchange(self, request_no: int | None, wire: Wire, status: int, streamed: bool) -> list[bytes] | None:
         """Where the bytes of one answer are kept (``keep_wire``): its payload list, or None."""
@@ -254,17 +274,26 @@ class FakeServer:
             exchange.append(response.body)
         return response
 
-    async def _read_json(self, request: web.Request, wire: Wire, seen: dict[str, Any]) -> dict[str, Any]:
+    @staticmethod
+    def _kept(seen: dict[str, Any], raw: bytes, request: web.Request) -> dict[str, Any]:
+        """The fields of a request record as stored: a large body bounded (``fake_server.bounded``),
+        with excerpts around the request's own credentials where they appear in what is left out."""
+        return bounded(seen, raw, credentials(request))
+
+    async def _read_raw(self, request: web.Request, wire: Wire) -> bytes:
         try:
-            raw = await request.read()
+            return await request.read()
         except web.HTTPRequestEntityTooLarge:
             raise wire.error(413, f"Request body exceeds the maximum of {self.max_body_bytes} bytes.") from None
+
+    @staticmethod
+    def _read_json(raw: bytes, wire: Wire, seen: dict[str, Any]) -> dict[str, Any]:
         try:
-            body = json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError):
+            body = load_body(raw)
+        except BodyProblem as exc:
             seen["body_text"] = raw[:2000].decode("utf-8", "replace")
             raise wire.error(400, "We could not parse the JSON body of your request. The API "
-                                  "expects a JSON payload, but what was sent was not valid JSON.") from None
+                                  f"expects a JSON payload, but what was sent was not valid JSON: {exc}") from None
         seen["body"] = body
         if not isinstance(body, dict):
             raise wire.error(400, "The request body must be a JSON object.")

@@ -111,8 +111,8 @@ def _command_field(schema: dict) -> tuple[str, str] | None:
     required = schema.get("required") or []
     ordered = [f for f in COMMAND_FIELDS if f in required] + [f for f in COMMAND_FIELDS if f in props]
     for field in ordered:
-        spec = props.get(field) or {}
-        if not _is_array(spec):
+        spec = props.get(field)
+        if not isinstance(spec, dict) or not _is_array(spec):   # a schema may be true or false
             return field, STRING
         return field, COMMANDS if field == "commands" else ARGV
     return None

@@ -6,8 +6,9 @@ stop), message_delta with the stop reason, message_stop.
 
 Besides the top-level ``system``, a message with role ``system`` may stand anywhere in
 ``messages``: Claude Code sends one with its default tool set (MCP instructions, reminders) and
-the real API accepts it. Any other role is refused. Tool results pair with the tool uses of
-the previous non-system message.
+the real API accepts it. Any other role is refused. Consecutive messages of one role are one
+turn, as the API combines them; tool results pair with the tool uses of the turn before.
+``docs/wire-rules.md`` lists each rule with its source.
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from .errors import STREAM_ERROR_STATUS, ApiError, anthropic_error
 from .script import NO_ROUTE, Delta, Ids, Parsed, Plan, continuing
 from .shell import ToolDef
 from .sse import TEXT, Template, Templates, sse_all
+from .strict import schema_problem
 
 NAME = "anthropic"
 PATHS = ("/v1/messages", "/messages")
@@ -63,13 +65,12 @@ def parse(body: dict[str, Any], route: Mapping[str, str] = NO_ROUTE) -> Parsed:
     _field(body, "max_tokens", int, "a valid integer")
     raw = _field(body, "messages", list, "a valid list")
     for i, m in enumerate(raw):
-        if not isinstance(m, dict) or m.get("role") not in ROLES:
-            raise anthropic_error(400, f"messages.{i}.role: Input should be 'user', 'assistant' or 'system'")
-        if not isinstance(m.get("content"), (str, list)):
-            raise anthropic_error(400, f"messages.{i}.content: Field required")
+        _check_message(m, i, last=i == len(raw) - 1)
     check_balanced(raw)
     messages: list[cn.Message] = []
     system = body.get("system")
+    if system is not None and not isinstance(system, str):
+        _check_content(system, "system")
     if system:
         messages.append(cn.message("system", system if isinstance(system, str) else _text(system)))
     for m in raw:
@@ -90,8 +91,7 @@ def parse(body: dict[str, Any], route: Mapping[str, str] = NO_ROUTE) -> Parsed:
     tools = body.get("tools") or []
     if not isinstance(tools, list):
         raise anthropic_error(400, "tools: Input should be a valid list")
-    tool_defs = [ToolDef(str(t.get("name", t.get("type", "?"))), t.get("input_schema") or {})
-                 for t in tools if isinstance(t, dict)]
+    tool_defs = [_tool(t, i) for i, t in enumerate(tools)]
     stream = body.get("stream", False)
     if not isinstance(stream, bool):
         raise anthropic_error(400, "stream: Input should be a valid boolean")
@@ -99,33 +99,122 @@ def parse(body: dict[str, Any], route: Mapping[str, str] = NO_ROUTE) -> Parsed:
     return Parsed(NAME, canonical, tool_defs, stream, model=model)
 
 
+# What each content block type must carry: field → (its JSON type(s), the type in Anthropic's words).
+BLOCK_FIELDS: dict[str, dict[str, tuple[type | tuple[type, ...], str]]] = {
+    "text": {"text": (str, "a valid string")},
+    "tool_use": {"id": (str, "a valid string"), "name": (str, "a valid string"), "input": (dict, "a valid dictionary")},
+    "tool_result": {"tool_use_id": (str, "a valid string")},
+}
+EMPTY_CONTENT = "all messages must have non-empty content except for the optional final assistant message"
+
+
+def _check_message(m: Any, i: int, *, last: bool) -> None:
+    """Message ``i`` has a known role and content Anthropic reads (see ``_check_content``),
+    which is not empty unless it is the final assistant message (a prefill)."""
+    if not isinstance(m, dict) or not isinstance(m.get("role"), str) or m["role"] not in ROLES:
+        raise anthropic_error(400, f"messages.{i}.role: Input should be 'user', 'assistant' or 'system'")
+    content = m.get("content")
+    if not isinstance(content, (str, list)):
+        raise _mistyped(content, f"messages.{i}.content", "a valid list")
+    _check_content(content, f"messages.{i}.content")
+    if not content and not (last and m["role"] == "assistant"):
+        raise anthropic_error(400, f"messages.{i}: {EMPTY_CONTENT}")
+
+
+OBJECT = "a valid dictionary or object to extract fields from"
+
+
+def _mistyped(value: Any, where: str, words: str) -> ApiError:
+    """Anthropic's refusal of field ``where``: missing (null), or not ``words``."""
+    return anthropic_error(400, f"{where}: Field required" if value is None else f"{where}: Input should be {words}")
+
+
+def _check_content(content: Any, where: str) -> None:
+    """A string, or a list of blocks each with a type and the fields its type needs, text
+    blocks not empty."""
+    if isinstance(content, str):
+        return
+    if not isinstance(content, list):
+        raise anthropic_error(400, f"{where}: Input should be a valid list")
+    for j, b in enumerate(content):
+        at = f"{where}.{j}"
+        if not isinstance(b, dict):
+            raise _mistyped(b, at, OBJECT)
+        kind = b.get("type")
+        if not isinstance(kind, str):
+            raise _mistyped(kind, f"{at}.type", "a valid string")
+        for name, (types, words) in BLOCK_FIELDS.get(kind, {}).items():
+            if not isinstance(b.get(name), types):
+                raise _mistyped(b.get(name), f"{at}.{kind}.{name}", words)
+        if kind == "text" and not b["text"]:
+            raise anthropic_error(400, "messages: text content blocks must be non-empty")
+        if kind == "tool_result" and b.get("content") is not None:
+            _check_content(b["content"], f"{at}.tool_result.content")
+
+
+def _tool(tool: Any, i: int) -> ToolDef:
+    """Tool ``i``: a name, and for a custom tool (no ``type``, or ``custom``) an input schema."""
+    if not isinstance(tool, dict):
+        raise _mistyped(tool, f"tools.{i}", OBJECT)
+    name = tool.get("name")
+    if not isinstance(name, str):
+        raise _mistyped(name, f"tools.{i}.name", "a valid string")
+    schema = tool.get("input_schema")
+    if schema is None and tool.get("type", "custom") == "custom":
+        raise anthropic_error(400, f"tools.{i}.custom.input_schema: Field required")
+    problem = schema_problem(schema) if schema is not None else None
+    if problem:
+        raise anthropic_error(400, f"tools.{i}.custom.input_schema: JSON schema is invalid: {problem}")
+    return ToolDef(name, schema or {})
+
+
 def check_balanced(raw: list[dict]) -> None:
-    """Anthropic's rule: tool_use blocks are answered by tool_result blocks in the very next
-    message (system messages between the two are passed over, not counted as that message)."""
-    turns = [(i, m) for i, m in enumerate(raw) if m["role"] != "system"]
-    for k, (i, m) in enumerate(turns):
-        uses = [b.get("id") for b in _blocks(m["content"]) if b.get("type") == "tool_use"] \
-            if m["role"] == "assistant" else []
-        if m["role"] == "user":
-            previous = turns[k - 1][1] if k > 0 else None
-            offered = {b.get("id") for b in _blocks(previous["content"]) if b.get("type") == "tool_use"} \
-                if previous and previous["role"] == "assistant" else set()
-            for j, b in enumerate(_blocks(m["content"])):
+    """Anthropic's rules, on the turns the API reads (``_turns``): each ``tool_use`` of an
+    assistant turn is answered by a ``tool_result`` in the very next turn, a user turn, where the
+    results come first, before any other block; and every ``tool_result`` answers a ``tool_use``
+    of the turn before it."""
+    turns = _turns(raw)
+    for k, (i, role, blocks) in enumerate(turns):
+        if role == "user":
+            previous = turns[k - 1] if k > 0 else None
+            offered = {b.get("id") for b in previous[2] if b.get("type") == "tool_use"} \
+                if previous and previous[1] == "assistant" else set()
+            for j, b in enumerate(blocks):
                 if b.get("type") == "tool_result" and b.get("tool_use_id") not in offered:
                     raise anthropic_error(400, f"messages.{i}.content.{j}: unexpected `tool_use_id` found in "
                                                f"`tool_result` blocks: {b.get('tool_use_id')}. Each `tool_result` "
                                                "block must have a corresponding `tool_use` block in the "
                                                "previous message.")
+            continue
+        uses = [b.get("id") for b in blocks if b.get("type") == "tool_use"]
         if not uses:
             continue
-        following = turns[k + 1][1] if k + 1 < len(turns) else None
-        answered = {b.get("tool_use_id") for b in _blocks(following["content"]) if b.get("type") == "tool_result"} \
-            if following and following["role"] == "user" else set()
+        following = turns[k + 1] if k + 1 < len(turns) else None
+        answered = set()
+        for b in following[2] if following and following[1] == "user" else []:
+            if b.get("type") != "tool_result":
+                break               # results come first: one after other content answers nothing
+            answered.add(b.get("tool_use_id"))
         missing = [u for u in uses if u not in answered]
         if missing:
             raise anthropic_error(400, f"messages.{i}: `tool_use` ids were found without `tool_result` blocks "
                                        f"immediately after: {', '.join(map(str, missing))}. Each `tool_use` block must "
                                        "have a corresponding `tool_result` block in the next message.")
+
+
+def _turns(raw: list[dict]) -> list[tuple[int, str, list[dict]]]:
+    """The conversation as the API reads it — (index of its first message, role, blocks) per
+    turn: system messages passed over, consecutive messages of one role joined into one turn
+    (the API combines them)."""
+    turns: list[tuple[int, str, list[dict]]] = []
+    for i, m in enumerate(raw):
+        if m["role"] == "system":
+            continue
+        if turns and turns[-1][1] == m["role"]:
+            turns[-1][2].extend(_blocks(m["content"]))
+        else:
+            turns.append((i, m["role"], _blocks(m["content"])))
+    return turns
 
 
 PIECES_FIELD = {"text": "text", "thinking": "thinking", "tool_use": "_json"}  # where a block's pieces end up

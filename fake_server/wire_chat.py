@@ -14,6 +14,8 @@ from .errors import STREAM_ERROR_STATUS, ApiError, openai_error
 from .script import NO_ROUTE, Delta, Ids, Parsed, Plan, continuing
 from .shell import ToolDef
 from .sse import TEXT, Template, Templates, sse_all
+from .strict import kind_of as json_type
+from .strict import schema_problem
 
 NAME = "chat"
 PATHS = ("/v1/chat/completions", "/chat/completions")
@@ -22,21 +24,21 @@ ROLES = {"system": "system", "developer": "system", "user": "user", "assistant":
          "tool": "tool", "function": "tool"}
 
 
-def require(body: dict, key: str, kind: type, kind_name: str):
-    """The value of a required field of the right JSON type, or OpenAI's own 400."""
+def require(body: dict, key: str, kind: type | tuple[type, ...], kind_name: str, *, where: str = "",
+            optional: bool = False):
+    """The value of field ``key`` of ``body`` (at ``where`` in the request) if it is of the right
+    JSON type, or OpenAI's own 400 naming it; an ``optional`` field may be absent (None then)."""
+    name = f"{where}.{key}" if where else key
     if key not in body:
-        raise openai_error(400, f"Missing required parameter: '{key}'.", param=key,
+        if optional:
+            return None
+        raise openai_error(400, f"Missing required parameter: '{name}'.", param=name,
                            code="missing_required_parameter")
     value = body[key]
     if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
-        raise openai_error(400, f"Invalid type for '{key}': expected {kind_name}, but got "
-                                f"{json_type(value)} instead.", param=key, code="invalid_type")
+        raise openai_error(400, f"Invalid type for '{name}': expected {kind_name}, but got "
+                                f"{json_type(value)} instead.", param=name, code="invalid_type")
     return value
-
-
-def json_type(value) -> str:
-    return {bool: "a boolean", int: "an integer", float: "a decimal", str: "a string",
-            list: "an array", dict: "an object", type(None): "null"}.get(type(value), "a value")
 
 
 def content_text(content) -> str:
@@ -67,61 +69,88 @@ def parse(body: dict[str, Any], route: Mapping[str, str] = NO_ROUTE) -> Parsed:
         raise openai_error(400, "Invalid 'messages': empty array. Expected an array with minimum "
                                 "length 1, but got an empty array instead.", param="messages",
                            code="empty_array")
-    canonical_messages: list[cn.Message] = []
-    for i, m in enumerate(messages):
-        if not isinstance(m, dict) or m.get("role") not in ROLES:
-            raise openai_error(400, f"Invalid value for 'messages[{i}].role': expected one of "
-                                    "'system', 'developer', 'user', 'assistant', 'tool'.",
-                               param=f"messages.[{i}].role", code="invalid_value")
-        calls = m.get("tool_calls") or []
-        if not isinstance(calls, list) or not all(isinstance(c, dict) for c in calls):
-            raise openai_error(400, f"Invalid type for 'messages[{i}].tool_calls': expected an array "
-                                    "of objects.", param=f"messages.[{i}].tool_calls", code="invalid_type")
-        canonical_messages.append(cn.message(ROLES[m["role"]], content_text(m.get("content")),
-                                             [_call(c) for c in calls], m.get("tool_call_id")))
-    tools = body.get("tools") or []
-    if not isinstance(tools, list):
-        raise openai_error(400, f"Invalid type for 'tools': expected an array, but got "
-                                f"{json_type(tools)} instead.", param="tools", code="invalid_type")
-    tool_defs = []
-    for i, t in enumerate(tools):
-        function = t.get("function") if isinstance(t, dict) else None
-        if not isinstance(function, dict) or not isinstance(function.get("name"), str):
-            raise openai_error(400, f"Missing required parameter: 'tools[{i}].function.name'.",
-                               param=f"tools[{i}].function.name", code="missing_required_parameter")
-        tool_defs.append(ToolDef(function["name"], function.get("parameters") or {}))
+    canonical_messages = [_message(m, i) for i, m in enumerate(messages)]
+    tools = require(body, "tools", (list, type(None)), "an array", optional=True) or []
+    tool_defs = [_tool(t, i) for i, t in enumerate(tools)]
     stream = body.get("stream", False)
     if not isinstance(stream, bool):
         raise openai_error(400, f"Invalid type for 'stream': expected a boolean, but got "
                                 f"{json_type(stream)} instead.", param="stream", code="invalid_type")
-    options = body.get("stream_options") or {}
+    options = require(body, "stream_options", (dict, type(None)), "an object", optional=True) or {}
     check_balanced(canonical_messages)
     canonical = cn.request(model, stream, canonical_messages, [t.name for t in tool_defs])
     return Parsed(NAME, canonical, tool_defs, stream,
                   include_usage=bool(isinstance(options, dict) and options.get("include_usage")), model=model)
 
 
-def _call(call: dict) -> cn.Call:
-    function = call["function"] if isinstance(call.get("function"), dict) else {}
-    return cn.call(call.get("id"), function.get("name"), function.get("arguments", ""))
+def _message(m: Any, i: int) -> cn.Message:
+    """Message ``i`` in canonical form; OpenAI's 400 for a role, content, tool call or tool call
+    id of the wrong shape."""
+    if not isinstance(m, dict) or not isinstance(m.get("role"), str) or m["role"] not in ROLES:
+        raise openai_error(400, f"Invalid value for 'messages[{i}].role': expected one of "
+                                "'system', 'developer', 'user', 'assistant', 'tool'.",
+                           param=f"messages.[{i}].role", code="invalid_value")
+    where = f"messages[{i}]"
+    assistant = m["role"] == "assistant"     # the one role whose content may be absent or null
+    content = require(m, "content", (str, list, type(None)) if assistant else (str, list),
+                      "one of a string or array of objects", where=where, optional=assistant)
+    for j, part in enumerate(content if isinstance(content, list) else []):
+        if not isinstance(part, dict):
+            raise openai_error(400, f"Invalid type for '{where}.content[{j}]': expected an object, but got "
+                                    f"{json_type(part)} instead.", param=f"{where}.content[{j}]", code="invalid_type")
+    calls = require(m, "tool_calls", (list, type(None)), "an array of objects", where=where, optional=True) or []
+    tool_call_id = None
+    if m["role"] == "tool":
+        tool_call_id = require(m, "tool_call_id", str, "a string", where=where)
+    return cn.message(ROLES[m["role"]], content_text(content),
+                      [_call(c, f"{where}.tool_calls[{j}]") for j, c in enumerate(calls)], tool_call_id)
+
+
+def _call(call: Any, where: str) -> cn.Call:
+    if not isinstance(call, dict):
+        raise openai_error(400, f"Invalid type for '{where}': expected an object, but got {json_type(call)} "
+                                "instead.", param=where, code="invalid_type")
+    require(call, "type", str, "a string", where=where)
+    function = require(call, "function", dict, "an object", where=where)
+    return cn.call(require(call, "id", str, "a string", where=where),
+                   require(function, "name", str, "a string", where=f"{where}.function"),
+                   require(function, "arguments", str, "a string", where=f"{where}.function"))
+
+
+def _tool(tool: Any, i: int) -> ToolDef:
+    function = tool.get("function") if isinstance(tool, dict) else None
+    if not isinstance(function, dict) or not isinstance(function.get("name"), str):
+        raise openai_error(400, f"Missing required parameter: 'tools[{i}].function.name'.",
+                           param=f"tools[{i}].function.name", code="missing_required_parameter")
+    parameters = function.get("parameters")
+    problem = schema_problem(parameters) if parameters is not None else None
+    if problem:
+        raise openai_error(400, f"Invalid schema for function '{function['name']}': {problem}.",
+                           param=f"tools[{i}].function.parameters", code="invalid_function_parameters")
+    return ToolDef(function["name"], parameters or {})
 
 
 def check_balanced(messages: list[cn.Message]) -> None:
-    """OpenAI's rule: tool calls are answered by tool messages right after, and only then."""
+    """OpenAI's rules: an assistant message's tool calls are answered by tool messages right
+    after it, one per call, before any other message; a tool message answers a call of the
+    assistant message it follows."""
+    offered: list[str | None] = []      # the calls of the assistant message the tool messages follow
     pending: list[str | None] = []
     pending_at = 0
     for i, m in enumerate(messages):
         if m["role"] == "tool":
-            if m["tool_call_id"] not in pending:
+            if not offered:
                 raise openai_error(400, "Invalid parameter: messages with role 'tool' must be a response "
-                                        "to a preceeding message with 'tool_calls'.",
-                                   param=f"messages.[{i}].role")
+                                        "to a preceeding message with 'tool_calls'.", param=f"messages.[{i}].role")
+            if m["tool_call_id"] not in pending:
+                raise openai_error(400, f"Invalid parameter: 'tool_call_id' of '{m['tool_call_id']}' not found in "
+                                        "'tool_calls' of previous message.", param=f"messages.[{i}].tool_call_id")
             pending.remove(m["tool_call_id"])
             continue
         if pending:
             raise _unanswered(pending, pending_at)
-        if m["role"] == "assistant" and m["tool_calls"]:
-            pending, pending_at = [c["id"] for c in m["tool_calls"]], i
+        offered = [c["id"] for c in m["tool_calls"]] if m["role"] == "assistant" else []
+        pending, pending_at = list(offered), i
     if pending:
         raise _unanswered(pending, pending_at)
 

@@ -26,6 +26,7 @@ from .errors import STREAM_ERROR_STATUS, ApiError, google_error
 from .script import NO_ROUTE, Delta, Ids, Parsed, Plan, continuing
 from .shell import ToolDef
 from .sse import TEXT, Template, Templates, sse_all
+from .strict import kind_of, schema_problem
 
 NAME = "gemini"
 PATHS = ("/v1beta/models/{model}:{method}", "/v1/models/{model}:{method}")
@@ -96,7 +97,7 @@ def _turn(content: Any, i: int) -> tuple[str, list[dict]]:
     if not isinstance(content, dict):
         raise google_error(400, f"Invalid value at 'contents[{i}]', must be a Content object")
     role = content.get("role", "user")     # optional in a request: a turn without one is the user's
-    if role not in ROLES:
+    if not isinstance(role, str) or role not in ROLES:
         raise google_error(400, "Please use a valid role: user, model.")
     return role, _parts(content, f"contents[{i}]")
 
@@ -108,12 +109,31 @@ def _parts(content: dict, where: str) -> list[dict]:
     for j, part in enumerate(parts):
         if not isinstance(part, dict):
             raise google_error(400, f"Invalid value at '{where}.parts[{j}]', must be a Part object")
-        for key in ("functionCall", "functionResponse"):
-            value = _get(part, key)
-            if _has(part, key) and not (isinstance(value, dict) and isinstance(value.get("name"), str)):
-                raise google_error(400, f"* GenerateContentRequest.{where}.parts[{j}].{_snake(key)}.name: "
-                                        "Name cannot be empty.")
+        _check_part(part, f"{where}.parts[{j}]")
     return parts
+
+
+# What a part's fields hold: field → (its JSON type, the proto type Google's errors name).
+PART_FIELDS = {"text": (str, "TYPE_STRING"), "id": (str, "TYPE_STRING"), "args": (dict, "TYPE_MESSAGE"),
+               "response": (dict, "TYPE_MESSAGE")}
+
+
+def _check_part(part: dict, where: str) -> None:
+    """A part's text is a string; a function call or response is an object with a name, an
+    optional string id, and an object for its arguments or response."""
+    if "text" in part and not isinstance(part["text"], str):
+        raise google_error(400, f"Invalid value at '{where}.text' (TYPE_STRING), {kind_of(part['text'])}")
+    for key in ("functionCall", "functionResponse"):
+        if not _has(part, key):
+            continue
+        value = _get(part, key)
+        if not (isinstance(value, dict) and isinstance(value.get("name"), str)):
+            raise google_error(400, f"* GenerateContentRequest.{where}.{_snake(key)}.name: Name cannot be empty.")
+        for name in ("id", "args" if key == "functionCall" else "response"):
+            kind, proto = PART_FIELDS[name]
+            if value.get(name) is not None and not isinstance(value[name], kind):
+                raise google_error(400, f"Invalid value at '{where}.{_snake(key)}.{name}' ({proto}), "
+                                        f"{kind_of(value[name])}")
 
 
 def _snake(name: str) -> str:
@@ -181,6 +201,10 @@ def _tools(tools: Any) -> list[ToolDef]:
                 raise google_error(400, f"* GenerateContentRequest.tools[{i}].function_declarations[{j}].name: "
                                         "Name cannot be empty.")
             schema = _get(d, "parametersJsonSchema", d.get("parameters"))
+            problem = schema_problem(schema) if schema is not None else None
+            if problem:
+                raise google_error(400, f"* GenerateContentRequest.tools[{i}].function_declarations[{j}]."
+                                        f"parameters: {problem}")
             out.append(ToolDef(d["name"], _lower_types(schema) if isinstance(schema, dict) else {}))
     return out
 

@@ -16,6 +16,7 @@ from .errors import STREAM_ERROR_STATUS, openai_error
 from .script import NO_ROUTE, Delta, Ids, Parsed, Plan, continuing
 from .shell import ToolDef
 from .sse import NUMBER, TEXT, Template, Templates, sse_all
+from .strict import schema_problem
 from .wire_chat import content_text, error, json_type, require, unknown_model
 
 NAME = "responses"
@@ -36,35 +37,13 @@ def parse(body: dict[str, Any], route: Mapping[str, str] = NO_ROUTE) -> Parsed:
         raise openai_error(400, f"Invalid type for 'input': expected a string or an array, but got "
                                 f"{json_type(raw_input)} instead.", param="input", code="invalid_type")
     messages: list[cn.Message] = []
-    if isinstance(body.get("instructions"), str) and body["instructions"]:
-        messages.append(cn.message("system", body["instructions"]))
+    instructions = require(body, "instructions", (str, type(None)), "a string", optional=True)
+    if instructions:
+        messages.append(cn.message("system", instructions))
     for i, item in enumerate(raw_input):
-        if not isinstance(item, dict):
-            raise openai_error(400, f"Invalid type for 'input[{i}]': expected an object, but got "
-                                    f"{json_type(item)} instead.", param=f"input[{i}]", code="invalid_type")
-        kind = item.get("type", "message")
-        if kind == "message":
-            if item.get("role") not in ROLES:
-                raise openai_error(400, f"Invalid value for 'input[{i}].role'.", param=f"input[{i}].role",
-                                   code="invalid_value")
-            messages.append(cn.message(ROLES[item["role"]], content_text(item.get("content"))))
-        elif kind == "function_call":
-            call = cn.call(item.get("call_id"), item.get("name"), item.get("arguments", ""))
-            if messages and messages[-1]["role"] == "assistant":
-                messages[-1]["tool_calls"].append(call)
-            else:
-                messages.append(cn.message("assistant", "", [call]))
-        elif kind == "function_call_output":
-            output = item.get("output")
-            text = output if isinstance(output, str) else content_text(output)
-            messages.append(cn.message("tool", text, tool_call_id=item.get("call_id")))
-        # reasoning and other item types carry nothing the canonical form keeps
-    tools = body.get("tools") or []
-    if not isinstance(tools, list):
-        raise openai_error(400, f"Invalid type for 'tools': expected an array, but got {json_type(tools)} "
-                                "instead.", param="tools", code="invalid_type")
-    tool_defs = [ToolDef(t.get("name") or t.get("type", "?"), t.get("parameters") or {})
-                 for t in tools if isinstance(t, dict)]
+        _item(item, i, messages)
+    tools = require(body, "tools", (list, type(None)), "an array", optional=True) or []
+    tool_defs = [_tool(t, i) for i, t in enumerate(tools)]
     stream = body.get("stream", False)
     if not isinstance(stream, bool):
         raise openai_error(400, f"Invalid type for 'stream': expected a boolean, but got {json_type(stream)} "
@@ -72,6 +51,52 @@ def parse(body: dict[str, Any], route: Mapping[str, str] = NO_ROUTE) -> Parsed:
     check_balanced(messages)
     canonical = cn.request(model, stream, messages, [t.name for t in tool_defs])
     return Parsed(NAME, canonical, tool_defs, stream, model=model)
+
+
+def _item(item: Any, i: int, messages: list[cn.Message]) -> None:
+    """Add input item ``i`` to ``messages`` in canonical form; OpenAI's 400 for one of the wrong shape."""
+    where = f"input[{i}]"
+    if not isinstance(item, dict):
+        raise openai_error(400, f"Invalid type for '{where}': expected an object, but got "
+                                f"{json_type(item)} instead.", param=where, code="invalid_type")
+    kind = require(item, "type", str, "a string", where=where, optional=True) or "message"
+    if kind == "message":
+        if not isinstance(item.get("role"), str) or item["role"] not in ROLES:
+            raise openai_error(400, f"Invalid value for '{where}.role'.", param=f"{where}.role", code="invalid_value")
+        content = require(item, "content", (str, list), "one of a string or array of objects", where=where)
+        messages.append(cn.message(ROLES[item["role"]], content_text(content)))
+    elif kind == "function_call":
+        call = cn.call(require(item, "call_id", str, "a string", where=where),
+                       require(item, "name", str, "a string", where=where),
+                       require(item, "arguments", str, "a string", where=where))
+        if messages and messages[-1]["role"] == "assistant":
+            messages[-1]["tool_calls"].append(call)
+        else:
+            messages.append(cn.message("assistant", "", [call]))
+    elif kind == "function_call_output":
+        call_id = require(item, "call_id", str, "a string", where=where)
+        output = require(item, "output", (str, list), "one of a string or array of objects", where=where)
+        messages.append(cn.message("tool", content_text(output), tool_call_id=call_id))
+    # reasoning and other item types carry nothing the canonical form keeps
+
+
+def _tool(tool: Any, i: int) -> ToolDef:
+    """Tool ``i``: a function tool has a name and a parameters schema; another (a custom tool,
+    web search …) is named by its name, or its type when it has none."""
+    where = f"tools[{i}]"
+    if not isinstance(tool, dict):
+        raise openai_error(400, f"Invalid type for '{where}': expected an object, but got "
+                                f"{json_type(tool)} instead.", param=where, code="invalid_type")
+    kind = require(tool, "type", str, "a string", where=where)
+    if kind != "function":
+        return ToolDef(tool["name"] if isinstance(tool.get("name"), str) else kind, {})
+    name = require(tool, "name", str, "a string", where=where)
+    parameters = tool.get("parameters")
+    problem = schema_problem(parameters) if parameters is not None else None
+    if problem:
+        raise openai_error(400, f"Invalid schema for function '{name}': {problem}.",
+                           param=f"{where}.parameters", code="invalid_function_parameters")
+    return ToolDef(name, parameters or {})
 
 
 def check_balanced(messages: list[cn.Message]) -> None:

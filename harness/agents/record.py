@@ -302,8 +302,7 @@ def _request_summary(r: dict, records, scrub: Scrubber) -> dict:
     canonical = r.get("canonical") or {}
     messages = canonical.get("messages") or []
     response = next((x for x in records if x.get("kind") == "response" and x.get("request") == r["request"]), None)
-    body = r.get("body") or {}
-    tools = body.get("tools") or []
+    tools = canonical.get("tools") or []  # the body of a large request is not kept; its canonical form is
     out = {
         "request": r["request"], "api": r.get("api"), "path": r.get("path"), "status": r.get("status"),
         "error": r.get("error"), "response_index": response.get("response_index") if response else None,

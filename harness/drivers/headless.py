@@ -79,7 +79,8 @@ class HeadlessDriver(DriverBase):
         values = values_for(self.ctx, prompt=text, timeout=_seconds(timeout_s), session_id=self.session_id)
         argv = self.spec.render(values, timeout=own_timeout, resume=resume)
         self._argv = tuple(argv)
-        self._stdout, self._stderr = OutputBuffer(), OutputBuffer()
+        watch = (str(self.ctx.values.get("api_key") or ""),)  # a key printed is kept even in a long output
+        self._stdout, self._stderr = OutputBuffer(watch), OutputBuffer(watch)
         self._all_output += [self._stdout, self._stderr]
         self._expect, self._timeout_s = expect, timeout_s
         self._settlement = None

@@ -78,15 +78,15 @@ class TerminalDriver(DriverBase):
         its busy indicator, seen since the input, going away."""
         regex = re.compile(self.spec.turn_ended_regex) if self.spec.turn_ended_regex else None
         if not self._on_screen:
-            match = regex.search(self._raw.text, self._settle_from) if regex else None
-            return (ANSI.sub("", match.group(0)), match.end()) if match else None
+            hit = self._raw.search(regex, self._settle_from) if regex else None
+            return (ANSI.sub("", hit[0].group(0)), hit[1]) if hit else None
         below = self._below_input() if regex else None
         if regex and below is not None:  # the line, not the indicator: some UIs clear it before they draw the line
             found = regex.search(below)
-            return (found.group(0), len(self._raw.text)) if found else None
+            return (found.group(0), self._raw.end) if found else None
         # No such line, or the turn's output has pushed its input off the screen: the indicator.
         if self.spec.busy_regex and self._busy_seen and not self._view.shows(self.spec.busy_regex):
-            return "busy indicator gone", len(self._raw.text)
+            return "busy indicator gone", self._raw.end
         return None
 
     def _outputs(self) -> tuple[str, str]:
@@ -95,7 +95,7 @@ class TerminalDriver(DriverBase):
 
     def text_since_input(self) -> str:
         below = self._below_input() if self._on_screen else None
-        return below if below is not None else ANSI.sub("", self._raw.text[self._input_at:])
+        return below if below is not None else ANSI.sub("", self._raw.since(self._input_at))
 
     def _below_input(self) -> str | None:
         """The rendered screen below the last line showing the current turn's input — where a
@@ -113,7 +113,7 @@ class TerminalDriver(DriverBase):
         argv = self.spec.render(values_for(self.ctx, session_id=self.session_id if resume else None), resume=resume)
         if self._child is not None:
             self._retire(self._child)
-        self._raw = OutputBuffer()
+        self._raw = OutputBuffer(watch=(str(self.ctx.values.get("api_key") or ""),))
         self._raws.append(self._raw)
         self._view = Screen(COLUMNS, LINES)
         self._started_ns = time.monotonic_ns()
@@ -193,7 +193,7 @@ class TerminalDriver(DriverBase):
         if timeout_s is not None:
             raise Unsupported("the interactive mode has no per-turn timeout")
         await self._ready()
-        self._input_at = len(self._raw.text)
+        self._input_at = self._raw.end
         self._settle_from = self._input_at
         self._busy_seen = False
         self._input_mark = _mark(text)
@@ -218,7 +218,7 @@ class TerminalDriver(DriverBase):
     async def queue(self, text: str) -> str:
         if not self.spec.queued_regex:
             raise Unsupported("the profile names no queued_regex: queueing cannot be observed")
-        start = len(self._raw.text)
+        start = self._raw.end
         regex = re.compile(self.spec.queued_regex)
         before = len(regex.findall(self._view.text())) if self._on_screen else 0
         self._record_input(text, queued=True)
