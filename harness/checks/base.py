@@ -286,7 +286,9 @@ def first_changed_event(before: SessionLog, after: SessionLog) -> SessionEvent |
 
     Returns the event of ``after`` at that place, or the missing event of ``before`` when
     ``after`` is shorter; None when ``after`` starts with every event of ``before``. Canonical
-    events, so this holds for any reader's store.
+    events, so this holds for any reader's store. Each event is compared as its record holds
+    it (``data``), never on what a reader derived from other records (``derived``): a later
+    record may change what the reader concludes about an earlier one that was never touched.
     """
     for old, new in zip(before.events, after.events, strict=False):
         if (old.seq, old.type, dict(old.data)) != (new.seq, new.type, dict(new.data)):

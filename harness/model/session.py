@@ -67,7 +67,11 @@ class SessionEvent:
 
     ``line`` is where the store keeps it (the 1-based line of a JSONL file, the header
     being line 1; a row number for a database), so evidence can point at it; ``where``
-    says the same in words for stores that are not line-based; ``data`` keeps every field.
+    says the same in words for stores that are not line-based; ``data`` keeps every field
+    of the record as the store holds it. ``derived`` is what the reader concluded from other
+    records (e.g. that a later resume left the record off the conversation it reloads): it
+    may change as the store grows though the record itself does not, so whether a record was
+    lost or changed is never decided on it.
     """
 
     seq: int
@@ -77,9 +81,11 @@ class SessionEvent:
     turn: int | None = None
     data: Mapping[str, Any] = field(default_factory=dict)
     where: str | None = None
+    derived: Mapping[str, Any] = field(default_factory=dict)
 
     def get(self, key: str, default: Any = None) -> Any:
-        return self.data.get(key, default)
+        """A field as written, else as the reader derived it."""
+        return self.data[key] if key in self.data else self.derived.get(key, default)
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,9 @@ line: the header is gathered from the first records (``sessionId``, ``cwd``, ``t
 the first assistant ``model``). Records form a tree through ``uuid`` / ``parentUuid``; the
 conversation the agent reloads is the chain from the last record back to the root, so an
 event whose record is not on that chain is marked ``off_chain: true`` (that is how a resume
-after a kill drops a call: the follow-up is parented on an earlier record).
+after a kill drops a call: the follow-up is parented on an earlier record). That mark is
+derived from the records after it (``SessionEvent.derived``), not written on the record: a
+resume adds it to records it never touched.
 
 ==============================================  =================================================
 record                                           canonical event
@@ -82,9 +84,8 @@ class ClaudeCodeReader(JsonlStore):
                 continue
             message = rec["message"]
             content = message.get("content")
-            extra = {"uuid": rec["uuid"], "timestamp": rec.get("timestamp")}
-            if rec["uuid"] not in chain:
-                extra["off_chain"] = True
+            extra: dict[str, Any] = {"uuid": rec["uuid"], "timestamp": rec.get("timestamp"),
+                                     "derived": {} if rec["uuid"] in chain else {"off_chain": True}}
             if kind == "assistant":
                 mid = message.get("id") or rec["uuid"]
                 if open_message is not None and open_message[0] == mid:

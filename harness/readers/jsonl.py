@@ -172,11 +172,14 @@ class Events:
         self._wall_minus_mono = time.time_ns() - time.monotonic_ns()
 
     def add(self, kind: str, line: int, *, turn: int | None = None, where: str | None = None,
-            **data: Any) -> SessionEvent:
+            derived: dict[str, Any] | None = None, **data: Any) -> SessionEvent:
+        """One more event: ``data`` as its record holds it, ``derived`` what the reader
+        concluded from other records (``SessionEvent.derived``)."""
         turn = self.turn if turn is None else turn
         event = SessionEvent(seq=len(self.items) + 1, type=kind, line=line, turn=turn,
                              mono_ns=self._mono(data.get("timestamp")),
-                             data={"turn": turn, **data} if turn is not None else dict(data), where=where)
+                             data={"turn": turn, **data} if turn is not None else dict(data), where=where,
+                             derived=derived or {})
         self.items.append(event)
         return event
 

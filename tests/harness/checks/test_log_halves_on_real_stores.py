@@ -1,0 +1,61 @@
+"""The log halves of the checks that compare captures, on stores recorded from real agents
+(tests/fixtures/agents/): what a store holds as written decides "lost" and "changed"."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.checks import run_check
+from harness.checks.testing import RunBuilder, msg
+from harness.model import Outcome
+from harness.readers import READERS
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "agents"
+CLAUDE_KILL_TOOL = FIXTURES / "claude-code-2.1.197" / "kill-tool"
+FOLLOW_UP = "follow-up: the last turn was cut off. What happened?"
+
+
+class Bytes:
+    """A store that is whatever bytes it was last given."""
+
+    def __init__(self, data: bytes):
+        self.data = data
+
+    def to_bytes(self) -> bytes:
+        return self.data
+
+
+def recorded(folder: Path) -> bytes:
+    (store,) = [p for p in folder.rglob("*.jsonl")]
+    return store.read_bytes()
+
+
+def claude_resume_after_kill() -> RunBuilder:
+    """Claude Code killed in a tool, resumed with a follow-up: the resume parents the follow-up
+    past the killed call, so the call's records leave the reloaded chain, untouched on disk."""
+    killed, resumed = recorded(CLAUDE_KILL_TOOL / "killed"), recorded(CLAUDE_KILL_TOOL / "resumed")
+    assert resumed.startswith(killed)  # the agent rewrote nothing
+    store = Bytes(killed)
+    run = RunBuilder(reader=READERS["claude-code"], store=store, log_path="claude.jsonl")
+    run.user("Run the check command in the shell and tell me what it printed.")
+    run.kill("window-opened")
+    run.restart()
+    run.user(FOLLOW_UP)
+    store.data = resumed
+    run.records.request([msg("user", "Run the check command in the shell and tell me what it printed."),
+                         msg("user", FOLLOW_UP)])
+    return run
+
+
+def test_a_resume_that_reparents_rewrites_nothing():
+    """C10 and C7's log half: the final store starts byte for byte with every capture, so no
+    line was lost or rewritten, though the reader now reads the killed call as off the chain."""
+    run = claude_resume_after_kill()
+    obs = run.observation()
+    assert obs.log is not None and any(e.get("off_chain") for e in obs.log.events)
+    c10 = run_check("C10", obs)
+    assert c10.outcome is Outcome.PASS, c10.evidence
+    c7 = run_check("C7", obs)
+    notes = [str(item.get("note")) for item in c7.evidence.items]
+    assert not any("lost or changed" in n for n in notes), notes
+    assert any("continued session" in n for n in notes), notes
