@@ -225,6 +225,9 @@ def store_log(obs: Observation, *needs: Capability) -> SessionLog | NoLog:
     if obs.log is not None:
         return obs.log
     if obs.log_error:
+        if obs.log_version_unknown:
+            return NoLog(f"the {obs.log_format.name} reader cannot read this store: {obs.log_error}",
+                         reader=obs.log_error)
         if any(r.damage == "mid-file" for r in obs.restarts):
             return NoLog("the task damaged the log mid-file on purpose, so it is unreadable by design "
                          "(its refusal is judged by C10)", deliberate=True, reader=obs.log_error)

@@ -64,12 +64,18 @@ def log_format_holds(obs: Observation) -> CheckResult:
         first.mono_ns if first else None)
     kept = [c for c in captures(obs) if damaged_ns is None or (c.snapshot and c.snapshot.mono_ns < damaged_ns)]
     for capture in kept:
-        if capture.error is not None:
+        if capture.version_unknown:
+            found.cannot(f"the store {capture.moment} is of a version its reader does not know: {capture.error}",
+                         moment=capture.moment)
+        elif capture.error is not None:
             found.fail(LOG, f"the store {capture.moment} could not be read: {capture.error}", moment=capture.moment)
     _nothing_lost(obs, kept, found)
     log = obs.log
     if log is None:
-        if obs.log_error and not damaged:
+        if obs.log_version_unknown:
+            found.cannot(f"the final store is of a version its reader does not know: {obs.log_error}",
+                         reader=obs.log_error)
+        elif obs.log_error and not damaged:
             found.fail(LOG, f"the session log breaks the format: {obs.log_error}", reader=obs.log_error)
         elif not obs.log_error and not damaged:
             found.cannot(f"the agent left no session store{' at ' + obs.log_path if obs.log_path else ''}")
@@ -190,10 +196,10 @@ def checkpoints_are_durable(obs: Observation) -> CheckResult:
             found.note(kill=number, at=kill.at, note="no checkpoint is defined at this moment")
             continue
         at_checkpoints += 1
-        failed_before = len(found.problems)
+        said_before = len(found.problems) + len(found.undecided)
         boxed = _resumed_carries(obs, number, kill, found)
         logged = _kill_log(obs, number, kill, judge, found)
-        if boxed is None and logged is None and len(found.problems) == failed_before:
+        if boxed is None and logged is None and len(found.problems) + len(found.undecided) == said_before:
             found.cannot(f"kill {number} at {kill.at}: no restart followed by a request shows what was durable, and "
                          + ("there is no log reader" if obs.log_format is None
                             else "the store after the kill was not captured"),
@@ -208,6 +214,10 @@ def _kill_log(obs: Observation, number: int, kill: AgentKill,
     """The log half: what the store held right after the kill. None when it cannot be read."""
     capture = kill.log
     if obs.log_format is None or capture is None or capture.snapshot is None:
+        return None
+    if capture.version_unknown:
+        found.cannot(f"the log left by kill {number} is of a version its reader does not know: {capture.error}",
+                     kill=number, at=kill.at)
         return None
     if capture.log is None:
         found.fail(LOG, f"the log left by kill {number} is damaged: {capture.error}", kill=number, at=kill.at)

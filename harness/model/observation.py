@@ -176,6 +176,7 @@ class Observation:
     log_format: LogFormat | None = None  # None: the profile has no reader (black-box agent)
     log: SessionLog | None = None  # the final store, parsed
     log_error: str | None = None  # the reader refused the final store
+    log_version_unknown: bool = False  # … because it was not written for the store's version
     log_path: str | None = None
     canary_hits: tuple[CanaryHit, ...] = ()
     transcript: str = ""  # what the terminal showed / the agent printed (raw)

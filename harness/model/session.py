@@ -126,6 +126,7 @@ class LogCapture:
     snapshot: Snapshot | None  # None: there was no store to capture then
     log: SessionLog | None = None
     error: str | None = None  # the reader refused the snapshot, naming file and line
+    version_unknown: bool = False  # the refusal: a store version the reader was not written for
 
 
 @dataclass(frozen=True)

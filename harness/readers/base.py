@@ -40,6 +40,11 @@ class LogDamaged(Exception):
         self.problem = problem
 
 
+class UnknownVersion(LogDamaged):
+    """The store is of a version the reader was not written for. Its reader's limit, never
+    the agent's failure: the checks that need the log answer ``unknown``, naming both versions."""
+
+
 class CannotDamage(Exception):
     """The format has no such damage (e.g. a torn tail in a database)."""
 
@@ -94,6 +99,8 @@ def capture(reader: Reader, path: str | None, moment: str) -> LogCapture:
 def parse_capture(reader: Reader, snap: Snapshot, moment: str) -> LogCapture:
     try:
         return LogCapture(moment=moment, snapshot=snap, log=reader.parse(snap))
+    except UnknownVersion as exc:
+        return LogCapture(moment=moment, snapshot=snap, error=str(exc), version_unknown=True)
     except LogDamaged as exc:
         return LogCapture(moment=moment, snapshot=snap, error=str(exc))
 

@@ -46,7 +46,7 @@ from harness.model import (
     SessionLog,
     Snapshot,
 )
-from harness.readers.base import LogDamaged, newest
+from harness.readers.base import LogDamaged, UnknownVersion, newest
 from harness.readers.jsonl import Events, JsonlStore, Line, project_folder, text_of
 
 SUPPORTED_VERSIONS = ("2.1.",)
@@ -149,7 +149,7 @@ def _check(path: str, line: Line, versions: str) -> None:
         raise LogDamaged(path, line.number, f"record has no type (not a {versions} session record)")
     version = rec.get("version")
     if version is not None and not (isinstance(version, str) and version.startswith(SUPPORTED_VERSIONS)):
-        raise LogDamaged(path, line.number, f"record written by Claude Code {version}; this reader was written "
+        raise UnknownVersion(path, line.number, f"record written by Claude Code {version}; this reader was written "
                                             f"for {versions} and does not know this version's format")
     if kind in MESSAGE_TYPES:
         for key in ("uuid", "message", "sessionId"):

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.model import Capability, FormatProblem, SessionHeader, SessionLog, Snapshot
-from harness.readers.base import LogDamaged
+from harness.readers.base import LogDamaged, UnknownVersion
 from harness.readers.jsonl import Events, JsonlStore, Line, text_of
 
 SUPPORTED_VERSIONS = ("0.171.",)
@@ -88,7 +88,7 @@ class CodexRolloutReader(JsonlStore):
         if not isinstance(version, str):
             raise LogDamaged(path, 1, f"session_meta has no cli_version (this reader is for {self.agent_versions})")
         if not version.startswith(SUPPORTED_VERSIONS):
-            raise LogDamaged(path, 1, f"rollout written by Codex CLI {version}; this reader was written for "
+            raise UnknownVersion(path, 1, f"rollout written by Codex CLI {version}; this reader was written for "
                                       f"{self.agent_versions} and does not know this version's format")
         for key in ("id", "timestamp", "cwd"):
             if not isinstance(meta.get(key), str):

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.model import Capability, FormatProblem, SessionHeader, SessionLog, Snapshot
-from harness.readers.base import LogDamaged, chain_problems, newest, unanswered_results
+from harness.readers.base import LogDamaged, UnknownVersion, chain_problems, newest, unanswered_results
 from harness.readers.jsonl import Events, JsonlStore, Line
 
 SUPPORTED_VERSIONS = ("1.0.",)
@@ -124,8 +124,8 @@ def _header(path: str, lines: list[Line], versions: str) -> SessionHeader:
     version = data.get("copilotVersion")
     known = isinstance(version, str) and version.startswith(SUPPORTED_VERSIONS)
     if data.get("version") != FORMAT_VERSION or not known:
-        raise LogDamaged(path, 1, f"written by Copilot CLI {version} (event format {data.get('version')}); this reader "
-                                  f"was written for {versions} and does not know this version's format")
+        raise UnknownVersion(path, 1, f"written by Copilot CLI {version} (event format {data.get('version')}); "
+                                      f"this reader was written for {versions} and does not know this version's format")
     context = data.get("context") if isinstance(data.get("context"), dict) else {}
     parents = [(ln.record["id"], ln.record.get("parentId"), ln.number) for ln in lines]
     return SessionHeader(session_id=data.get("sessionId"), created=data.get("startTime"), cwd=context.get("cwd"),

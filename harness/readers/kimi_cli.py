@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.model import Capability, FormatProblem, SessionHeader, SessionLog, Snapshot
-from harness.readers.base import LogDamaged
+from harness.readers.base import LogDamaged, UnknownVersion
 from harness.readers.jsonl import Events, JsonlStore, Line, text_of
 
 SUPPORTED_PROTOCOLS = ("1.",)
@@ -59,8 +59,8 @@ class KimiCliReader(JsonlStore):
         if meta.get("type") != "metadata" or not isinstance(protocol, str):
             raise LogDamaged(path, 1, f"line 1 is not the metadata line ({self.agent_versions} writes one first)")
         if not protocol.startswith(SUPPORTED_PROTOCOLS):
-            raise LogDamaged(path, 1, f"wire protocol {protocol}; this reader was written for {self.agent_versions} "
-                                      "and does not know this version's format")
+            raise UnknownVersion(path, 1, f"wire protocol {protocol}; this reader was written for "
+                                          f"{self.agent_versions} and does not know this version's format")
         messages = [(line, *_message(path, line)) for line in lines[1:]]
         first = next((line.record["timestamp"] for line, kind, _ in messages if kind == "TurnBegin"), None)
         header = SessionHeader(session_id=Path(path).parent.name, created=_iso(first), adapter="chat",

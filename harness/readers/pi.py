@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.model import Capability, FormatProblem, SessionHeader, SessionLog, Snapshot
-from harness.readers.base import LogDamaged, chain_problems, newest, unanswered_results
+from harness.readers.base import LogDamaged, UnknownVersion, chain_problems, newest, unanswered_results
 from harness.readers.jsonl import Events, JsonlStore, Line, text_of
 
 SUPPORTED_VERSIONS = (3,)
@@ -109,7 +109,7 @@ def _header(path: str, lines: list[Line], versions: str) -> SessionHeader:
     if first.get("type") != "session" or not isinstance(first.get("id"), str):
         raise LogDamaged(path, 1, f"the first line is not a session header (as {versions} writes it)")
     if first.get("version") not in SUPPORTED_VERSIONS:
-        raise LogDamaged(path, 1, f"session format version {first.get('version')!r}; this reader was written for "
+        raise UnknownVersion(path, 1, f"session format version {first.get('version')!r}; this reader was written for "
                                   f"{versions} and does not know this version's format")
     answers = [ln.record["message"] for ln in lines[1:] if ln.record.get("type") == "message"
                and isinstance(ln.record.get("message"), dict) and ln.record["message"].get("role") == "assistant"]

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.model import Capability, FormatProblem, SessionHeader, SessionLog, Snapshot
-from harness.readers.base import LogDamaged, chain_problems, newest, unanswered_results
+from harness.readers.base import LogDamaged, UnknownVersion, chain_problems, newest, unanswered_results
 from harness.readers.jsonl import Events, JsonlStore, Line, project_folder
 
 SUPPORTED_VERSIONS = ("0.15.",)
@@ -112,7 +112,7 @@ def _check(path: str, line: Line, versions: str) -> None:
     if not isinstance(version, str):
         raise LogDamaged(path, line.number, f"{kind} record has no version (as {versions} writes it)")
     if not version.startswith(SUPPORTED_VERSIONS):
-        raise LogDamaged(path, line.number, f"record written by Qwen Code {version}; this reader was written for "
+        raise UnknownVersion(path, line.number, f"record written by Qwen Code {version}; this reader was written for "
                                             f"{versions} and does not know this version's format")
     for key in ("uuid", "sessionId"):
         if not isinstance(rec.get(key), str):

@@ -59,3 +59,29 @@ def test_a_resume_that_reparents_rewrites_nothing():
     notes = [str(item.get("note")) for item in c7.evidence.items]
     assert not any("lost or changed" in n for n in notes), notes
     assert any("continued session" in n for n in notes), notes
+
+
+def qwen_of_another_version() -> RunBuilder:
+    """Qwen Code killed in a tool and resumed, its records stamped with a version the reader
+    was not written for."""
+    folder = FIXTURES / "qwen-code-0.15.10" / "kill-tool"
+    killed, resumed = (recorded(folder / phase).replace(b'"version":"0.15.10"', b'"version":"0.99.1"')
+                       for phase in ("killed", "resumed"))
+    store = Bytes(killed)
+    run = RunBuilder(reader=READERS["qwen-code"], store=store, log_path="qwen.jsonl")
+    run.user("Run the check command in the shell and tell me what it printed.")
+    run.kill("window-opened")
+    run.restart()
+    store.data = resumed
+    return run
+
+
+def test_a_store_version_the_reader_does_not_know_is_unknown_never_the_agents_failure():
+    obs = qwen_of_another_version().observation()
+    assert obs.log is None and obs.log_error is not None
+    for check in ("C10", "C11", "C1", "C7"):
+        verdict = run_check(check, obs)
+        assert verdict.outcome is not Outcome.FAIL, (check, verdict.evidence)
+    c10 = run_check("C10", obs)
+    assert c10.outcome is Outcome.UNKNOWN
+    assert "0.99.1" in c10.evidence.summary and "Qwen Code 0.15.x" in c10.evidence.summary
