@@ -96,6 +96,9 @@ class SessionLog:
     header: SessionHeader
     events: tuple[SessionEvent, ...]
     torn_tail: bytes | None = None  # an unterminated or unparsable last record, kept as it was
+    # Records a crash cut short before the last, left in place by a restart that started a new
+    # line after them (line, bytes as on disk): a store whose format allows it keeps them unparsed.
+    cut_records: tuple[tuple[int, bytes], ...] = ()
 
     def of_type(self, *types: str) -> list[SessionEvent]:
         return [e for e in self.events if e.type in types]

@@ -69,7 +69,7 @@ class ClaudeCodeReader(JsonlStore):
         return newest(root, f"{folder}/{session_id or '*'}.jsonl")
 
     def parse(self, snapshot: Snapshot) -> SessionLog:
-        lines, torn = self.lines(snapshot)
+        lines, torn, cut = self.lines(snapshot)
         path = snapshot.path
         for line in lines:
             _check(path, line, self.agent_versions)
@@ -119,7 +119,7 @@ class ClaudeCodeReader(JsonlStore):
                 events.add("stop_requested", line.number, source="user", text=text, **extra)
                 continue
             events.start_turn(line.number, input=text, inbox=[], **extra)
-        return SessionLog(path=path, header=header, events=tuple(events.items), torn_tail=torn)
+        return SessionLog(path=path, header=header, events=tuple(events.items), torn_tail=torn, cut_records=cut)
 
     def format_problems(self, log: SessionLog) -> list[FormatProblem]:
         """Claude Code's own rules: each record's ``parentUuid`` names an earlier record, and

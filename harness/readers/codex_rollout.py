@@ -65,7 +65,7 @@ class CodexRolloutReader(JsonlStore):
         return str(files[-1]) if files else None
 
     def parse(self, snapshot: Snapshot) -> SessionLog:
-        lines, torn = self.lines(snapshot)
+        lines, torn, cut = self.lines(snapshot)
         path = snapshot.path
         if not lines:
             raise LogDamaged(path, 1, "empty rollout: no session_meta line")
@@ -76,7 +76,7 @@ class CodexRolloutReader(JsonlStore):
         events = mapper.run(lines[1:])
         if header.model is None and mapper.model is not None:
             header = dataclasses.replace(header, model=mapper.model)
-        return SessionLog(path=path, header=header, events=tuple(events), torn_tail=torn)
+        return SessionLog(path=path, header=header, events=tuple(events), torn_tail=torn, cut_records=cut)
 
     def _header(self, path: str, line: Line) -> SessionHeader:
         rec = line.record

@@ -64,10 +64,11 @@ class CopilotReader(JsonlStore):
         return newest(root, f"{session_id or '*'}/events.jsonl")
 
     def parse(self, snapshot: Snapshot) -> SessionLog:
-        lines, torn = self.lines(snapshot)
+        lines, torn, cut = self.lines(snapshot)
         path = snapshot.path
         if not lines:
-            return SessionLog(path=path, header=SessionHeader(session_id=None), events=(), torn_tail=torn)
+            return SessionLog(path=path, header=SessionHeader(session_id=None), events=(), torn_tail=torn,
+                              cut_records=cut)
         for line in lines:
             _check(path, line, self.agent_versions)
         header = _header(path, lines, self.agent_versions)
@@ -100,7 +101,7 @@ class CopilotReader(JsonlStore):
                 reason = data.get("reason")
                 events.add("stop_requested", line.number, source=STOP_SOURCES.get(reason, reason),
                            native_reason=reason, **extra)
-        return SessionLog(path=path, header=header, events=tuple(events.items), torn_tail=torn)
+        return SessionLog(path=path, header=header, events=tuple(events.items), torn_tail=torn, cut_records=cut)
 
     def format_problems(self, log: SessionLog) -> list[FormatProblem]:
         """Copilot's own rules: each event's ``parentId`` names the event before it (the file

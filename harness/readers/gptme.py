@@ -64,7 +64,7 @@ class GptmeReader(JsonlStore):
         return newest(root, f"{session_id or '*'}/conversation.jsonl")
 
     def parse(self, snapshot: Snapshot) -> SessionLog:
-        lines, torn = self.lines(snapshot)
+        lines, torn, cut = self.lines(snapshot)
         path = snapshot.path
         for line in lines:
             _check(path, line)
@@ -106,7 +106,7 @@ class GptmeReader(JsonlStore):
                        aborted=content == INTERRUPTED, exit_code=_exit_code(content), **extra)
             if name == FINISH_TOOL:
                 events.add("turn_ended", line.number, reason="completed", source=None, error=None, **extra)
-        return SessionLog(path=path, header=header, events=tuple(events.items), torn_tail=torn)
+        return SessionLog(path=path, header=header, events=tuple(events.items), torn_tail=torn, cut_records=cut)
 
     def format_problems(self, log: SessionLog) -> list[FormatProblem]:
         """gptme's own rule: a result names the call it answers, and that call came before it."""

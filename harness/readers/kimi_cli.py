@@ -50,7 +50,7 @@ class KimiCliReader(JsonlStore):
     torn_fragment = b'{"timestamp": 1796000000.0, "message": {"type": "ContentPart", "payload": {"type": "te'
 
     def parse(self, snapshot: Snapshot) -> SessionLog:
-        lines, torn = self.lines(snapshot)
+        lines, torn, cut = self.lines(snapshot)
         path = snapshot.path
         if not lines:
             raise LogDamaged(path, 1, "empty wire log: no metadata line")
@@ -65,7 +65,7 @@ class KimiCliReader(JsonlStore):
         first = next((line.record["timestamp"] for line, kind, _ in messages if kind == "TurnBegin"), None)
         header = SessionHeader(session_id=Path(path).parent.name, created=_iso(first), adapter="chat",
                                raw={"protocol_version": protocol})
-        return SessionLog(path=path, header=header, events=tuple(_events(messages)), torn_tail=torn)
+        return SessionLog(path=path, header=header, events=tuple(_events(messages)), torn_tail=torn, cut_records=cut)
 
     def format_problems(self, log: SessionLog) -> list[FormatProblem]:
         """kimi's own rules: a turn begins before anything of it (``TurnBegin`` first, ``TurnEnd``

@@ -60,10 +60,11 @@ class PiReader(JsonlStore):
         return newest(root, f"*/*_{session_id or '*'}.jsonl")
 
     def parse(self, snapshot: Snapshot) -> SessionLog:
-        lines, torn = self.lines(snapshot)
+        lines, torn, cut = self.lines(snapshot)
         path = snapshot.path
         if not lines:
-            return SessionLog(path=path, header=SessionHeader(session_id=None), events=(), torn_tail=torn)
+            return SessionLog(path=path, header=SessionHeader(session_id=None), events=(), torn_tail=torn,
+                              cut_records=cut)
         header = _header(path, lines, self.agent_versions)
         events = Events()
         for line in lines[1:]:
@@ -95,7 +96,7 @@ class PiReader(JsonlStore):
                            native_id=message.get("toolCallId"),
                            name=message.get("toolName"), output=output, is_error=error, exit_code=None,
                            aborted=error and output.rstrip().endswith(ABORTED_STATUS), **extra)
-        return SessionLog(path=path, header=header, events=tuple(events.items), torn_tail=torn)
+        return SessionLog(path=path, header=header, events=tuple(events.items), torn_tail=torn, cut_records=cut)
 
     def format_problems(self, log: SessionLog) -> list[FormatProblem]:
         """pi's own rules: each entry's ``parentId`` names an earlier entry (the first names

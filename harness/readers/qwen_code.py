@@ -54,7 +54,7 @@ class QwenCodeReader(JsonlStore):
         return newest(root, f"{folder}/chats/{session_id or '*'}.jsonl")
 
     def parse(self, snapshot: Snapshot) -> SessionLog:
-        lines, torn = self.lines(snapshot)
+        lines, torn, cut = self.lines(snapshot)
         path = snapshot.path
         for line in lines:
             _check(path, line, self.agent_versions)
@@ -94,7 +94,7 @@ class QwenCodeReader(JsonlStore):
                            output=output if isinstance(output, str) else json.dumps(output),
                            aborted=status == "cancelled", status=status, exit_code=_exit_code(output),
                            is_error="error" in body, **extra)
-        return SessionLog(path=path, header=header, events=tuple(events.items), torn_tail=torn)
+        return SessionLog(path=path, header=header, events=tuple(events.items), torn_tail=torn, cut_records=cut)
 
     def format_problems(self, log: SessionLog) -> list[FormatProblem]:
         """Qwen Code's own rules: each record's ``parentUuid`` names the record before it (the

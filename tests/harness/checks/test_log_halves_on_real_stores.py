@@ -85,3 +85,23 @@ def test_a_store_version_the_reader_does_not_know_is_unknown_never_the_agents_fa
     c10 = run_check("C10", obs)
     assert c10.outcome is Outcome.UNKNOWN
     assert "0.99.1" in c10.evidence.summary and "Qwen Code 0.15.x" in c10.evidence.summary
+
+
+def test_a_torn_tail_left_in_place_before_a_new_line_is_read_not_refused():
+    """Codex on log-torn-tail: the restart leaves the torn bytes and starts a new line, which
+    its reader's continuation rule accepts; C10 and C7 read the store instead of failing.
+    (C1 compares the store's wall-clock times with the kill's, which a hand-made run cannot line up.)"""
+    reader = READERS["codex-rollout"]
+    folder = FIXTURES / "codex-0.171.0" / "kill-tool"
+    killed, resumed = recorded(folder / "killed"), recorded(folder / "resumed")
+    store = Bytes(killed)
+    run = RunBuilder(reader=reader, store=store, log_path="rollout.jsonl")
+    run.user("Run the check command in the shell and tell me what it printed.")
+    run.kill("window-opened")
+    store.data = killed + reader.torn_fragment
+    run.restart(damage="torn-tail", damage_line=killed.count(b"\n") + 1)
+    store.data = killed + reader.torn_fragment + b"\n" + resumed[len(killed):]
+    obs = run.observation()
+    assert obs.log is not None and obs.log.cut_records
+    assert run_check("C10", obs).outcome is Outcome.PASS, run_check("C10", obs).evidence
+    assert run_check("C7", obs).outcome is not Outcome.FAIL, run_check("C7", obs).evidence
