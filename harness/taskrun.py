@@ -195,7 +195,7 @@ class TaskRun:
         """The store now, through the profile's reader; None for an agent without a reader."""
         if self.reader is None:
             return None
-        return capture(self.reader, self.driver.log_path, moment)
+        return capture(self.reader, self.driver.log_path, moment, looked_in=self.driver.store_glob)
 
     def damage_store(self, kind: str) -> None:
         if self.reader is None:

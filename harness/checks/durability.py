@@ -211,10 +211,18 @@ def checkpoints_are_durable(obs: Observation) -> CheckResult:
 
 def _kill_log(obs: Observation, number: int, kill: AgentKill,
               judge: Callable[[Observation, AgentKill, SessionLog], list[Item]], found: Findings) -> bool | None:
-    """The log half: what the store held right after the kill. None when it cannot be read."""
+    """The log half: what the store held right after the kill. None when it cannot be read. A
+    store looked for where the profile keeps it and not there holds nothing: a failure."""
     capture = kill.log
-    if obs.log_format is None or capture is None or capture.snapshot is None:
+    if obs.log_format is None or capture is None:
         return None
+    if capture.snapshot is None:
+        if capture.absent_from is None:
+            return None
+        found.fail(LOG, f"killed at {kill.at} (kill {number}), the agent had no session store at "
+                   f"{capture.absent_from}: nothing the checkpoint covers was durable", kill=number, at=kill.at,
+                   looked_in=capture.absent_from)
+        return False
     if capture.version_unknown:
         found.cannot(f"the log left by kill {number} is of a version its reader does not know: {capture.error}",
                      kill=number, at=kill.at)

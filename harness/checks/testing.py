@@ -212,9 +212,10 @@ class RunBuilder:
         return (self.store or self.log).to_bytes()
 
     def capture(self, moment: str, data: bytes | _Unset | None = NOW) -> LogCapture:
-        """The store now (or ``data``), parsed by the reader; None data: there was no store."""
+        """The store now (or ``data``), parsed by the reader; None data: there was no store at
+        the log path."""
         if data is None:
-            return LogCapture(moment=moment, snapshot=None)
+            return LogCapture(moment=moment, snapshot=None, absent_from=self.log_path)
         snapshot = Snapshot(reader=self.reader.name, path=self.log_path,
                             data=self.store_bytes() if isinstance(data, _Unset) else data, mono_ns=self.clock.tick())
         return parse_capture(self.reader, snapshot, moment)

@@ -62,6 +62,8 @@ class Driver(Protocol):
     def session_id(self) -> str | None: ...
     @property
     def log_path(self) -> str | None: ...
+    @property
+    def store_glob(self) -> str | None: ...  # where the profile keeps session stores, filled in
     def transcript(self) -> str: ...
     def processes(self) -> list[ProcRef]: ...
     def turn_running(self) -> bool: ...
@@ -107,6 +109,13 @@ class DriverBase:
             self._discover()
             self._log_path = self._log_path or find_log(self.ctx, self._session_id)
         return self._log_path
+
+    @property
+    def store_glob(self) -> str | None:
+        """Where the profile says this run's session stores are (its ``log_glob``, filled in):
+        where a store that does not exist was looked for. None when the profile does not say."""
+        glob_ = self.ctx.profile.session.log_glob
+        return fill(glob_, self.ctx.values) if glob_ else None
 
     def _discover(self) -> None:
         session = self.ctx.profile.session

@@ -130,6 +130,9 @@ class LogCapture:
     log: SessionLog | None = None
     error: str | None = None  # the reader refused the snapshot, naming file and line
     version_unknown: bool = False  # the refusal: a store version the reader was not written for
+    # No snapshot because the store was looked for here (a path, or the profile's glob) and did
+    # not exist: evidence that nothing was durable. None: nobody knew where to look.
+    absent_from: str | None = None
 
 
 @dataclass(frozen=True)

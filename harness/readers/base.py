@@ -88,11 +88,12 @@ class Reader(Protocol):
     def continuation_problems(self, before: LogCapture, after: SessionLog) -> list[FormatProblem]: ...
 
 
-def capture(reader: Reader, path: str | None, moment: str) -> LogCapture:
-    """The store at ``path`` now, parsed: the one way the runner captures a moment."""
+def capture(reader: Reader, path: str | None, moment: str, *, looked_in: str | None = None) -> LogCapture:
+    """The store at ``path`` now, parsed: the one way the runner captures a moment. With no
+    ``path``, ``looked_in`` says where a store was looked for and not found (the profile's glob)."""
     snap = reader.snapshot(path) if path else None
     if snap is None:
-        return LogCapture(moment=moment, snapshot=None)
+        return LogCapture(moment=moment, snapshot=None, absent_from=path or looked_in)
     return parse_capture(reader, snap, moment)
 
 

@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from harness.checks import run_check
 from harness.checks.testing import RunBuilder, msg
-from harness.model import Outcome
+from harness.model import LogCapture, Outcome
 from harness.readers import READERS
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "agents"
@@ -105,3 +106,19 @@ def test_a_torn_tail_left_in_place_before_a_new_line_is_read_not_refused():
     assert obs.log is not None and obs.log.cut_records
     assert run_check("C10", obs).outcome is Outcome.PASS, run_check("C10", obs).evidence
     assert run_check("C7", obs).outcome is not Outcome.FAIL, run_check("C7", obs).evidence
+
+
+def test_no_store_at_a_kill_at_request_received_is_c11s_failure():
+    """Killed as its first request arrived, the agent had written no store at all: that is the
+    evidence that the request was not durable, not a capture the harness missed."""
+    from .check_runs import kill_at_request
+
+    run = kill_at_request("no-restart")
+    (kill,) = run.kills
+    run.kills[0] = dataclasses.replace(kill, log=run.capture("after kill 1", None))
+    verdict = run_check("C11", run.observation())
+    assert verdict.outcome is Outcome.FAIL, verdict.evidence
+    assert "no session store at s-test.jsonl" in verdict.evidence.summary
+    not_looked = dataclasses.replace(kill, log=LogCapture(moment="after kill 1", snapshot=None))
+    run.kills[0] = not_looked
+    assert run_check("C11", run.observation()).outcome is Outcome.UNKNOWN
