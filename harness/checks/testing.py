@@ -299,6 +299,7 @@ class RunBuilder:
             records=tuple(self.records.records), inputs=tuple(self.inputs), stops=tuple(self.stops),
             settlements=tuple(self.settlements), kills=tuple(self.kills), restarts=tuple(self.restarts),
             exits=tuple(self.exits), windows=tuple(self.windows), log_format=self.reader, log=final.log,
+            log_snapshot=final.snapshot,
             log_error=final.error, log_version_unknown=final.version_unknown, log_path=self.log_path,
             canary_hits=tuple(self.canary_hits),
             failure=self.failure, conventions=self.conventions,
@@ -310,7 +311,7 @@ class RunBuilder:
 
 def without_reader(obs: Observation) -> Observation:
     """The same run for an agent whose profile has no reader: no log, no captures."""
-    return replace(obs, log_format=None, log=None, log_error=None, log_version_unknown=False,
+    return replace(obs, log_format=None, log=None, log_snapshot=None, log_error=None, log_version_unknown=False,
                    kills=tuple(dataclasses.replace(k, log=None) for k in obs.kills),
                    restarts=tuple(dataclasses.replace(r, before=None, after_load=None) for r in obs.restarts))
 

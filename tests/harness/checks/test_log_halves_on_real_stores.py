@@ -122,3 +122,20 @@ def test_no_store_at_a_kill_at_request_received_is_c11s_failure():
     not_looked = dataclasses.replace(kill, log=LogCapture(moment="after kill 1", snapshot=None))
     run.kills[0] = not_looked
     assert run_check("C11", run.observation()).outcome is Outcome.UNKNOWN
+
+
+def test_a_message_written_again_with_its_calls_rewrites_no_line():
+    """Gemini CLI writes a model message when its text is complete and again, with its calls,
+    once its tools have run: the reader's event for it grows, the lines written before stay."""
+    lines = recorded(FIXTURES / "gemini-cli-0.61.0" / "completed").splitlines(keepends=True)
+    first_version = b"".join(lines[:6])  # the message without its calls (line 5); line 7 repeats it
+    store = Bytes(first_version)
+    run = RunBuilder(reader=READERS["gemini-cli"], store=store, log_path="session.jsonl")
+    run.user("Run the check command in the shell and tell me what it printed.")
+    run.kill("chunk-flushed")
+    store.data = b"".join(lines)
+    obs = run.observation()
+    assert obs.kills[0].log is not None and obs.kills[0].log.log is not None
+    assert obs.kills[0].log.log.events[1].get("tool_calls") != obs.log.events[1].get("tool_calls")
+    c10 = run_check("C10", obs)
+    assert c10.outcome is Outcome.PASS, c10.evidence
