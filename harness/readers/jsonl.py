@@ -112,23 +112,19 @@ def is_cut_record(raw: bytes) -> bool:
     """Whether ``raw`` is a JSON object cut short: a proper prefix of some JSON object text (what
     a crash mid-write leaves), as opposed to damage — bytes no JSON text starts with."""
     try:
-        text = raw.decode("utf-8")
+        raw.decode("utf-8")
     except UnicodeDecodeError as err:
-        if err.reason != "unexpected end of data":  # a multi-byte character cut short is a cut
+        if err.reason != "unexpected end of data":  # only a character cut short at the end is a cut
             return False
-        text = raw[:err.start].decode("utf-8")
-    data = text.encode()
-    if not data.startswith(b"{"):
-        return False
-    return _json_prefix_end(data) is None
+        raw = raw[:err.start]
+    return raw.startswith(b"{") and _ends_inside_a_value(raw)
 
 
-def _json_prefix_end(data: bytes) -> int | None:
-    """None when ``data`` ends inside an unfinished JSON value (a cut); else the offset of the
-    first byte that cannot continue one (or ``len(data)`` when the value is complete)."""
-    # Each container on the stack is b"{" or b"["; ``want`` is what may come next.
-    stack: list[int] = []
-    want = "value"
+def _ends_inside_a_value(data: bytes) -> bool:
+    """Whether ``data`` is JSON text that stops before its first value is complete, with nothing
+    on the way that no JSON text could hold."""
+    stack: list[int] = []  # the open containers, b"{" or b"["
+    want = "value"  # what may come next
     i, n = 0, len(data)
     while i < n:
         c = data[i]
@@ -138,63 +134,58 @@ def _json_prefix_end(data: bytes) -> int | None:
         if want in ("value", "value or close"):
             if want == "value or close" and c == ord("]"):
                 stack.pop()
-                want = "after value"
-                i += 1
+                i, want = i + 1, "after value"
             elif c in b"{[":
                 stack.append(c)
-                want = "key or close" if c == ord("{") else "value or close"
-                i += 1
+                i, want = i + 1, "key or close" if c == ord("{") else "value or close"
             elif c == ord('"'):
                 end = _string_end(data, i)
                 if end is None or end < 0:
-                    return None if end is None else i
+                    return end is None
                 i, want = end, "after value"
             elif c in b"-0123456789":
                 j = i
                 while j < n and data[j] in b"-+.eE0123456789":
                     j += 1
                 number = data[i:j]
-                if j == n:
-                    return None if (_NUMBER.fullmatch(number) or _NUMBER.fullmatch(number + b"0")) else i
+                if j == n:  # cut inside the number, or right after it
+                    return bool(_NUMBER.fullmatch(number) or _NUMBER.fullmatch(number + b"0"))
                 if not _NUMBER.fullmatch(number):
-                    return i
+                    return False
                 i, want = j, "after value"
             else:
-                literal = next((w for w in _LITERALS if data[i:i + len(w)] == w or w.startswith(data[i:])), None)
+                literal = next((w for w in _LITERALS if data.startswith(w, i) or w.startswith(data[i:])), None)
                 if literal is None:
-                    return i
-                if data[i:i + len(literal)] != literal:
-                    return None  # cut inside the literal
+                    return False
+                if not data.startswith(literal, i):
+                    return True  # cut inside the literal
                 i, want = i + len(literal), "after value"
         elif want in ("key", "key or close"):
             if want == "key or close" and c == ord("}"):
                 stack.pop()
-                want = "after value"
-                i += 1
+                i, want = i + 1, "after value"
             elif c != ord('"'):
-                return i
+                return False
             else:
                 end = _string_end(data, i)
                 if end is None or end < 0:
-                    return None if end is None else i
+                    return end is None
                 i, want = end, "colon"
         elif want == "colon":
             if c != ord(":"):
-                return i
+                return False
             i, want = i + 1, "value"
-        else:  # after a value
-            if not stack:
-                return i
+        else:  # after a value inside a container
             if c == ord(","):
                 want = "key" if stack[-1] == ord("{") else "value"
-            elif c == (ord("}") if stack[-1] == ord("{") else ord("]")):
-                stack.pop()
+            elif c != (ord("}") if stack[-1] == ord("{") else ord("]")):
+                return False
             else:
-                return i
+                stack.pop()
             i += 1
         if want == "after value" and not stack:
-            return i  # the value is complete: a cut ends inside one
-    return None
+            return False  # the first value is complete: nothing was cut
+    return True
 
 
 def _string_end(data: bytes, start: int) -> int | None:

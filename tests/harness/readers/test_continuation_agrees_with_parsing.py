@@ -81,3 +81,23 @@ def test_what_the_continuation_rule_accepts_the_reader_parses(reader_name, data)
     if log.torn_tail is None and not log.cut_records:
         return  # the torn bytes and what followed happen to make whole records
     assert reader.continuation_problems(before, log), "appending onto the torn line was accepted"
+
+
+JSON_VALUES = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
+                           | st.text(), lambda inner: st.lists(inner, max_size=3)
+                           | st.dictionaries(st.text(max_size=5), inner, max_size=3), max_leaves=8)
+
+
+@settings(max_examples=60, deadline=None)
+@given(record=st.dictionaries(st.text(max_size=5), JSON_VALUES, max_size=4), ascii_only=st.booleans(),
+       cut=st.floats(min_value=0, max_value=1, exclude_max=True))
+def test_a_cut_record_is_any_proper_prefix_of_an_object_and_nothing_else(record, ascii_only, cut):
+    import json
+
+    from harness.readers.jsonl import is_cut_record
+
+    raw = json.dumps(record, ensure_ascii=ascii_only).encode()
+    assert not is_cut_record(raw)
+    prefix = raw[:max(1, int(len(raw) * cut))]
+    assert is_cut_record(prefix) == (prefix != raw)
+    assert not is_cut_record(prefix + b"\x00")  # bytes no JSON text holds are damage
