@@ -198,6 +198,7 @@ class Side(Record):
 KINDS: dict[str, type[Record]] = {cls.kind: cls for cls in (
     Request, Response, Chunk, StreamEnd, Disconnect, Window, WindowDone, Error, Side)}
 R = TypeVar("R", bound=Record)
+AtOnce = Callable[[Record], None]  # called as a record is stored (``Records.wait_for``)
 # What a chunk record says of its piece: text, tool_call_id, reasoning.
 ChunkFields = tuple[str, "str | None", "str | None"]
 # A chunk as ``append_chunks`` keeps it: mono_ns, request, chunk, and its fields.
@@ -311,7 +312,7 @@ class Records:
     def __init__(self) -> None:
         self._items: list[Record | ChunkRow] = []
         self._rows = 0           # how many chunks in ``_items`` are still rows (``append_chunks``)
-        self._waiters: list[tuple[Callable[[Record], bool], asyncio.Future[Record]]] = []
+        self._waiters: list[tuple[Callable[[Record], bool], asyncio.Future[Record], AtOnce | None]] = []
         self._requests = 0
 
     # --- writing --------------------------------------------------------------------------
@@ -357,13 +358,15 @@ class Records:
 
     def _wake(self, stored: Record) -> None:
         still_waiting = []
-        for predicate, future in self._waiters:
+        for predicate, future, at_once in self._waiters:
             if future.done():
                 continue
             if predicate(stored):
+                if at_once is not None:
+                    at_once(stored)
                 future.set_result(stored)
             else:
-                still_waiting.append((predicate, future))
+                still_waiting.append((predicate, future, at_once))
         self._waiters = still_waiting
 
     def next_request_number(self) -> int:
@@ -413,15 +416,20 @@ class Records:
         return head + ("\n".join(lines) if lines else "  (no records)")
 
     # --- waiting --------------------------------------------------------------------------
-    async def wait_for(self, predicate: Callable[[Record], bool], what: str) -> Record:
+    async def wait_for(self, predicate: Callable[[Record], bool], what: str, *,
+                       at_once: AtOnce | None = None) -> Record:
         """The first record (existing or future) satisfying ``predicate``. Waits as long as it
         takes; a caller's deadline cancels it, and the cancellation carries a note naming
-        ``what`` and the records seen so far."""
+        ``what`` and the records seen so far. ``at_once`` is called with the record in the
+        very call that stores it, before the server goes on and before any waiter resumes: for
+        a harness that must act at that moment itself (freeze the agent at a beacon)."""
         for record in self._all():
             if predicate(record):
+                if at_once is not None:
+                    at_once(record)
                 return record
         future: asyncio.Future[Record] = asyncio.get_running_loop().create_future()
-        waiter = (predicate, future)
+        waiter = (predicate, future, at_once)
         self._waiters.append(waiter)
         try:
             return await future

@@ -185,9 +185,16 @@ def _beacon_predicate(step: Step, streams: bool) -> Callable[[records.Record], b
 
 async def _wait(run: TaskRun, step: Step) -> None:
     """The beacon's record — or, as soon as the agent can no longer produce it (it settled or
-    exited, or the server recorded an error it caused), the reason why not."""
+    exited, or the server recorded an error it caused), the reason why not.
+
+    When a kill follows, the agent is frozen (SIGSTOP) in the very call that stores the beacon's
+    record, before the server answers or the harness moves on: the kill then lands at the
+    beacon itself, so what the agent made durable is decided by what it did before the
+    checkpoint — never by how soon the scheduler lets the harness send SIGKILL."""
     predicate = _beacon_predicate(step, run.profile.streams)
-    record = await run.race_agent(run.server.records.wait_for(predicate, beacon_name(step)), step, beacon_name(step))
+    at_once = (lambda _: run.freeze_for_kill()) if run.kill_follows else None
+    waiting = run.server.records.wait_for(predicate, beacon_name(step), at_once=at_once)
+    record = await run.race_agent(waiting, step, beacon_name(step))
     if isinstance(record, records.Window):
         run.watch_tree(record)
     run.last_beacon = (step.get("for"), record)
@@ -255,6 +262,8 @@ async def _kill(run: TaskRun, step: Step) -> None:
     beacon, record = run.last_beacon
     default_at = {"request": "request-received", "chunk": "chunk-flushed", "window": "window-opened"}
     kill_ns, pid = await run.driver.kill()
+    # Frozen at the beacon, the agent did nothing more: that is the moment it was killed.
+    kill_ns = run.take_frozen() or kill_ns
     run.history.record(AgentKill(
         mono_ns=kill_ns, pid=pid, at=step.get("at", default_at.get(beacon, "chunk-flushed")),
         request=getattr(record, "request", None), window=record.window if isinstance(record, records.Window) else None,
@@ -315,7 +324,12 @@ def _validate_queue(step: Step, item: str, fail: Fail, state: ParseState) -> Non
 
 
 async def _queue(run: TaskRun, step: Step) -> None:
+    """Type an item while the turn runs. When a kill follows, the agent is frozen as soon as
+    its acknowledgement is seen: an item the agent showed as queued is judged as it stood
+    then, however long the harness takes to send SIGKILL."""
     item_id = await run.driver.queue(step.get("text"))
+    if run.kill_follows:
+        run.freeze_for_kill()
     run.queued[step.get("as", f"q{len(run.queued) + 1}")] = item_id
 
 
@@ -390,7 +404,8 @@ def parse_steps(steps: Any, fail: Fail, drivers: tuple[str, ...]) -> tuple[Step,
 async def play(run: TaskRun, steps: tuple[Step, ...], budgets: Budgets) -> None:
     """Each step in order, each under its budget; whatever span is open at the end is closed."""
     try:
-        for step in steps:
+        for step, after in zip(steps, (*steps[1:], None), strict=True):
+            run.kill_follows = after is not None and after.do == "kill"
             await _play_step(run, step, budgets)
     finally:
         await run.end_span()

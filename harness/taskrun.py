@@ -53,6 +53,8 @@ class TaskRun:
         self._tree_watch: dict[str, GoneWatch] = {}
         self._span_tasks: set[asyncio.Task[None]] = set()  # a span begun or ended by an event, not a step
         self._turn_started_ns = 0
+        self.kill_follows = False  # the step after the current one is a kill
+        self._frozen_ns: int | None = None
 
     @property
     def headless_timeout_options(self) -> tuple[str, ...]:
@@ -190,12 +192,23 @@ class TaskRun:
             await asyncio.sleep(0.0005)
         return len(flushed)
 
+    # -- a kill at a beacon ---------------------------------------------------------------------
+    def freeze_for_kill(self) -> None:
+        """Freeze the agent now (the beacon of a kill that follows has just been stored)."""
+        if self._frozen_ns is None:
+            self._frozen_ns = self.driver.freeze()
+
+    def take_frozen(self) -> int | None:
+        """When the agent was frozen for the kill now done, if it was; cleared."""
+        frozen, self._frozen_ns = self._frozen_ns, None
+        return frozen
+
     # -- the agent's store -------------------------------------------------------------------
     def capture(self, moment: str) -> LogCapture | None:
         """The store now, through the profile's reader; None for an agent without a reader."""
         if self.reader is None:
             return None
-        return capture(self.reader, self.driver.log_path, moment)
+        return capture(self.reader, self.driver.log_path, moment, looked_in=self.driver.store_glob)
 
     def damage_store(self, kind: str) -> None:
         if self.reader is None:

@@ -225,6 +225,9 @@ def store_log(obs: Observation, *needs: Capability) -> SessionLog | NoLog:
     if obs.log is not None:
         return obs.log
     if obs.log_error:
+        if obs.log_version_unknown:
+            return NoLog(f"the {obs.log_format.name} reader cannot read this store: {obs.log_error}",
+                         reader=obs.log_error)
         if any(r.damage == "mid-file" for r in obs.restarts):
             return NoLog("the task damaged the log mid-file on purpose, so it is unreadable by design "
                          "(its refusal is judged by C10)", deliberate=True, reader=obs.log_error)
@@ -286,7 +289,9 @@ def first_changed_event(before: SessionLog, after: SessionLog) -> SessionEvent |
 
     Returns the event of ``after`` at that place, or the missing event of ``before`` when
     ``after`` is shorter; None when ``after`` starts with every event of ``before``. Canonical
-    events, so this holds for any reader's store.
+    events, so this holds for any reader's store. Each event is compared as its record holds
+    it (``data``), never on what a reader derived from other records (``derived``): a later
+    record may change what the reader concludes about an earlier one that was never touched.
     """
     for old, new in zip(before.events, after.events, strict=False):
         if (old.seq, old.type, dict(old.data)) != (new.seq, new.type, dict(new.data)):

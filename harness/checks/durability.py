@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 
-from harness.checks.base import Findings, Item, captures, check, event_item, first_changed_event, result
+from harness.checks.base import Findings, Item, captures, check, event_item, result
 from harness.checks.views import (
     Message,
     Request,
@@ -39,16 +39,18 @@ from harness.model import (
 
 BOX, LOG = DecidedBy.BLACK_BOX, DecidedBy.LOG
 MAX_FORMAT_PROBLEMS = 10
+AT_THE_END = "at the end"  # the moment of the final store, among the captures
 
 
 @check("C10")
 def log_format_holds(obs: Observation) -> CheckResult:
     """The store keeps its own format: the reader's format rules hold in the final store, and
     its continuation rules across each restart (contract-v1: a torn last line is cut and
-    recorded, never appended onto). Every later capture keeps every durable record of an
-    earlier one (the reader's ``lost``), and the final store every earlier capture's events. A
-    store damaged mid-file on purpose is refused: the restart exits 2 naming the file and the
-    place, and the store is left untouched (the reader's ``changed``)."""
+    recorded, never appended onto). Every later capture, and the final store, keeps every
+    durable record of each earlier one (the reader's ``lost`` on the snapshots: what the store
+    holds as written, never a comparison of events a reader derives from the records around
+    them). A store damaged mid-file on purpose is refused: the restart exits 2 naming the file
+    and the place, and the store is left untouched (the reader's ``changed``)."""
     if obs.log_format is None:
         return result("C10", Outcome.UNKNOWN, "no log reader for this agent, so the log format cannot be checked",
                       needs_reader=True)
@@ -64,12 +66,19 @@ def log_format_holds(obs: Observation) -> CheckResult:
         first.mono_ns if first else None)
     kept = [c for c in captures(obs) if damaged_ns is None or (c.snapshot and c.snapshot.mono_ns < damaged_ns)]
     for capture in kept:
-        if capture.error is not None:
+        if capture.version_unknown:
+            found.cannot(f"the store {capture.moment} is of a version its reader does not know: {capture.error}",
+                         moment=capture.moment)
+        elif capture.error is not None:
             found.fail(LOG, f"the store {capture.moment} could not be read: {capture.error}", moment=capture.moment)
-    _nothing_lost(obs, kept, found)
+    final = [LogCapture(moment=AT_THE_END, snapshot=obs.log_snapshot)] if obs.log_snapshot and not damaged else []
+    _nothing_lost(obs, [*kept, *final], found)
     log = obs.log
     if log is None:
-        if obs.log_error and not damaged:
+        if obs.log_version_unknown:
+            found.cannot(f"the final store is of a version its reader does not know: {obs.log_error}",
+                         reader=obs.log_error)
+        elif obs.log_error and not damaged:
             found.fail(LOG, f"the session log breaks the format: {obs.log_error}", reader=obs.log_error)
         elif not obs.log_error and not damaged:
             found.cannot(f"the agent left no session store{' at ' + obs.log_path if obs.log_path else ''}")
@@ -92,18 +101,7 @@ def log_format_holds(obs: Observation) -> CheckResult:
             found.fail(LOG, problem.note, event_item(problem.event) if problem.event else {"restart": number})
         if not problems and restart.before.log.torn_tail is not None:
             found.ok(LOG, restart=number, note=f"restart {number} continued the store by its rules after a torn tail")
-    for capture in kept:
-        if capture.log is None:
-            continue
-        changed = first_changed_event(capture.log, log)
-        if changed is not None:
-            found.fail(LOG, f"{_place(changed.line, changed.where)} was lost or rewritten after the store "
-                       f"{capture.moment}", event_item(changed))
     return found.result(f"the {fmt.name} store keeps its format, its continuation and its damage rules")
-
-
-def _place(line: int | None, where: str | None) -> str:
-    return where or f"line {line}"
 
 
 def _nothing_lost(obs: Observation, kept: Sequence[LogCapture], found: Findings) -> None:
@@ -190,10 +188,10 @@ def checkpoints_are_durable(obs: Observation) -> CheckResult:
             found.note(kill=number, at=kill.at, note="no checkpoint is defined at this moment")
             continue
         at_checkpoints += 1
-        failed_before = len(found.problems)
+        said_before = len(found.problems) + len(found.undecided)
         boxed = _resumed_carries(obs, number, kill, found)
         logged = _kill_log(obs, number, kill, judge, found)
-        if boxed is None and logged is None and len(found.problems) == failed_before:
+        if boxed is None and logged is None and len(found.problems) + len(found.undecided) == said_before:
             found.cannot(f"kill {number} at {kill.at}: no restart followed by a request shows what was durable, and "
                          + ("there is no log reader" if obs.log_format is None
                             else "the store after the kill was not captured"),
@@ -205,9 +203,21 @@ def checkpoints_are_durable(obs: Observation) -> CheckResult:
 
 def _kill_log(obs: Observation, number: int, kill: AgentKill,
               judge: Callable[[Observation, AgentKill, SessionLog], list[Item]], found: Findings) -> bool | None:
-    """The log half: what the store held right after the kill. None when it cannot be read."""
+    """The log half: what the store held right after the kill. None when it cannot be read. A
+    store looked for where the profile keeps it and not there holds nothing: a failure."""
     capture = kill.log
-    if obs.log_format is None or capture is None or capture.snapshot is None:
+    if obs.log_format is None or capture is None:
+        return None
+    if capture.snapshot is None:
+        if capture.absent_from is None:
+            return None
+        found.fail(LOG, f"killed at {kill.at} (kill {number}), the agent had no session store at "
+                   f"{capture.absent_from}: nothing the checkpoint covers was durable", kill=number, at=kill.at,
+                   looked_in=capture.absent_from)
+        return False
+    if capture.version_unknown:
+        found.cannot(f"the log left by kill {number} is of a version its reader does not know: {capture.error}",
+                     kill=number, at=kill.at)
         return None
     if capture.log is None:
         found.fail(LOG, f"the log left by kill {number} is damaged: {capture.error}", kill=number, at=kill.at)

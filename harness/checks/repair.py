@@ -1,17 +1,29 @@
-"""The repair after a kill says what is known of each interrupted tool call (C14)."""
+"""The repair after a kill — and the answer after a Stop or a timeout that ended a running
+tool — says what is known of each interrupted tool call (C14)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from harness.checks.base import Findings, check, result
+from harness.checks.base import Findings, check, event_item, result, stops_seen
 from harness.checks.calls import Known, KnownCall, Says, is_repair, known_at, says, wording
-from harness.checks.views import Request, clip, first_request_after, squeeze, tool_answer
-from harness.model import Capability, CheckResult, Conventions, DecidedBy, Observation, Outcome
+from harness.checks.views import (
+    Request,
+    clip,
+    first_request_after,
+    request_item,
+    squeeze,
+    tool_answer,
+    window_call,
+    windows_open_at,
+)
+from harness.model import Capability, CheckResult, Conventions, DecidedBy, Observation, Outcome, StopDelivery
 
 BOX, LOG = DecidedBy.BLACK_BOX, DecidedBy.LOG
 STARTED_CLASSES = (Known.STARTED, Known.RAN_TO_END)
+# What an answer may not say of a call that was running: that it never ran, or was refused.
+NEVER_RAN_CLASSES = (Says.NOT_STARTED, Says.NEVER_RAN, Says.BOTH)
 
 
 @dataclass(frozen=True)
@@ -33,7 +45,8 @@ class Answer:
 
 @check("C14")
 def repair_says_what_is_known(obs: Observation) -> CheckResult:
-    """Each call interrupted by a kill is answered with what is known of it.
+    """Each call interrupted by a kill is answered with what is known of it; a call a Stop or a
+    timeout ended while it ran is never answered as if it never ran.
 
     A call whose start was durably recorded (its bash window opened, or its ``tool_call`` is in
     the log the kill left) is answered "outcome unknown"; one the model asked for that never
@@ -43,11 +56,19 @@ def repair_says_what_is_known(obs: Observation) -> CheckResult:
     was rejected), a never-started one answered "outcome unknown", one wording for both
     classes, and a call that finished before the kill answered with a repair instead of its
     result. Undeclared wording used for one class only cannot be judged.
+
+    A Stop, a timeout or a CI watchdog that ended a running tool (its window was open) leaves a
+    call whose window ran: the next request's answer for it (black-box) and its result in the
+    log must not say it never ran, was not started, or was rejected by the user.
     """
-    if not obs.kills:
-        return result("C14", Outcome.SKIPPED, "the agent was never killed")
+    ended = _tools_ended(obs)
+    if not obs.kills and not ended:
+        return result("C14", Outcome.SKIPPED, "the agent was never killed, and no Stop or timeout ended a running "
+                      "tool")
     conventions = obs.conventions
     found = Findings("C14")
+    for stop, window, call_id in ended:
+        _judge_ended(obs, stop, window, call_id, found)
     answers: list[Answer] = []
     for n, kill in enumerate(obs.kills, start=1):
         req = first_request_after(obs, kill.mono_ns)
@@ -69,9 +90,55 @@ def repair_says_what_is_known(obs: Observation) -> CheckResult:
         for a in deferred:
             found.cannot(_why_undecided(a), item=a.item(),
                          needs_reader=a.call.known is Known.REQUESTED and not obs.has(Capability.TOOL_STARTS))
-    return found.result(f"{len(answers)} tool call(s) known at {len(obs.kills)} kill(s) answered with what was known "
-                        "of them",
+    summary = [f"{len(answers)} tool call(s) known at {len(obs.kills)} kill(s) answered with what was known of them"]
+    if ended:
+        summary.append(f"{len(ended)} tool call(s) ended by a Stop or timeout answered as having run")
+    return found.result("; ".join(summary) if obs.kills else summary[-1],
                         nothing="no tool call was pending or recent at any kill")
+
+
+def _tools_ended(obs: Observation) -> list[tuple[StopDelivery, str, str]]:
+    """Each Stop, timeout or watchdog that reached a running tool: (the Stop, its window, the
+    window's call). The window was open at the Stop, so the call had started."""
+    out = []
+    for stop in stops_seen(obs):
+        open_then = windows_open_at(obs, stop.mono_ns)
+        window = stop.window if stop.window in open_then else (open_then[-1] if open_then else None)
+        call_id = window_call(obs, window)[1] if window else None
+        if window and call_id:
+            out.append((stop, window, call_id))
+    return out
+
+
+def _judge_ended(obs: Observation, stop: StopDelivery, window: str, call_id: str, found: Findings) -> None:
+    """The answer to a call whose window a Stop or timeout ended: never "it never ran"."""
+    what = f"{'a timeout' if stop.source == 'timeout' else 'Stop'} ({stop.how})"
+    judged = False
+    req = first_request_after(obs, stop.mono_ns)
+    answer = tool_answer(req.messages, call_id)[1] if req is not None and req.parsed else None
+    if req is not None and answer is not None:
+        judged = True
+        said = says(answer.text, obs.conventions)
+        item = request_item(req, note=f"answers tool call {call_id} {clip(answer.text, 80)!r}")
+        if said in NEVER_RAN_CLASSES:
+            found.fail(BOX, f"tool call {call_id} was running in window {window} when {what} ended it, but request "
+                       f"{req.number} answers it {clip(answer.text, 80)!r}: {said.value}", item, call_id=call_id)
+        else:
+            found.ok(BOX, item, call_id=call_id, window=window)
+    logged = [e for e in obs.log.of_type("tool_result") if e.get("call_id") == call_id] if obs.log else []
+    for event in logged[:1]:
+        judged = True
+        said = says(str(event.get("output", "")), obs.conventions)
+        if event.get("rejected") is True or said in NEVER_RAN_CLASSES:
+            claim = "the user's refusal" if event.get("rejected") is True else said.value
+            found.fail(LOG, f"tool call {call_id} was running in window {window} when {what} ended it, but its "
+                       f"result in the log records {claim}", event_item(event), call_id=call_id)
+        else:
+            found.ok(LOG, event_item(event, note=f"the result of tool call {call_id}, ended by {what}"))
+    if not judged:
+        found.cannot(f"tool call {call_id} was running in window {window} when {what} ended it, but no request "
+                     "after it answers the call and no log shows its result", needs_reader=obs.log_format is None,
+                     call_id=call_id, window=window)
 
 
 def _answers(kill: int, req: Request, calls: Iterable[KnownCall], conventions: Conventions,

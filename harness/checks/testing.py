@@ -212,9 +212,10 @@ class RunBuilder:
         return (self.store or self.log).to_bytes()
 
     def capture(self, moment: str, data: bytes | _Unset | None = NOW) -> LogCapture:
-        """The store now (or ``data``), parsed by the reader; None data: there was no store."""
+        """The store now (or ``data``), parsed by the reader; None data: there was no store at
+        the log path."""
         if data is None:
-            return LogCapture(moment=moment, snapshot=None)
+            return LogCapture(moment=moment, snapshot=None, absent_from=self.log_path)
         snapshot = Snapshot(reader=self.reader.name, path=self.log_path,
                             data=self.store_bytes() if isinstance(data, _Unset) else data, mono_ns=self.clock.tick())
         return parse_capture(self.reader, snapshot, moment)
@@ -298,7 +299,9 @@ class RunBuilder:
             records=tuple(self.records.records), inputs=tuple(self.inputs), stops=tuple(self.stops),
             settlements=tuple(self.settlements), kills=tuple(self.kills), restarts=tuple(self.restarts),
             exits=tuple(self.exits), windows=tuple(self.windows), log_format=self.reader, log=final.log,
-            log_error=final.error, log_path=self.log_path, canary_hits=tuple(self.canary_hits),
+            log_snapshot=final.snapshot,
+            log_error=final.error, log_version_unknown=final.version_unknown, log_path=self.log_path,
+            canary_hits=tuple(self.canary_hits),
             failure=self.failure, conventions=self.conventions,
         )
         if black_box:
@@ -308,7 +311,7 @@ class RunBuilder:
 
 def without_reader(obs: Observation) -> Observation:
     """The same run for an agent whose profile has no reader: no log, no captures."""
-    return replace(obs, log_format=None, log=None, log_error=None,
+    return replace(obs, log_format=None, log=None, log_snapshot=None, log_error=None, log_version_unknown=False,
                    kills=tuple(dataclasses.replace(k, log=None) for k in obs.kills),
                    restarts=tuple(dataclasses.replace(r, before=None, after_load=None) for r in obs.restarts))
 

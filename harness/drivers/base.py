@@ -21,6 +21,7 @@ import codecs
 import glob
 import os
 import re
+import signal
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -29,7 +30,7 @@ from typing import Any, ClassVar, Protocol
 
 from harness.history import History
 from harness.model import ProcessExit, Settlement, StopDelivery, UserInput
-from harness.procs import ProcRef
+from harness.procs import ProcRef, signal_pid
 from harness.profiles import Profile, fill
 
 
@@ -64,6 +65,8 @@ class Driver(Protocol):
     def session_id(self) -> str | None: ...
     @property
     def log_path(self) -> str | None: ...
+    @property
+    def store_glob(self) -> str | None: ...  # where the profile keeps session stores, filled in
     def transcript(self) -> str: ...
     def processes(self) -> list[ProcRef]: ...
     def turn_running(self) -> bool: ...
@@ -79,6 +82,7 @@ class Driver(Protocol):
     async def idle(self) -> None: ...  # returns once the agent can no longer act on its own
     async def exited(self) -> ProcessExit | None: ...  # the agent's exit, once it has exited on its own
     async def kill(self) -> tuple[int, int]: ...  # (mono_ns, pid)
+    def freeze(self) -> int | None: ...  # SIGSTOP the agent now, for a kill that follows: when, or None
     async def restart(self, *, expect: str = "ready", text: str = "") -> bool: ...  # True: loaded, at its prompt
     async def close(self) -> None: ...
 
@@ -109,6 +113,26 @@ class DriverBase:
             self._discover()
             self._log_path = self._log_path or find_log(self.ctx, self._session_id)
         return self._log_path
+
+    @property
+    def store_glob(self) -> str | None:
+        """Where the profile says this run's session stores are (its ``log_glob``, filled in):
+        where a store that does not exist was looked for. None when the profile does not say."""
+        glob_ = self.ctx.profile.session.log_glob
+        return fill(glob_, self.ctx.values) if glob_ else None
+
+    def freeze(self) -> int | None:
+        """Stop the agent's process where it is (SIGSTOP), at once and synchronously, for a
+        SIGKILL that follows: the kill then finds exactly what the agent had done at this
+        moment, however long the harness takes to get there. The moment, or None when no
+        agent process runs (or the driver has none to stop)."""
+        pid = self._agent_pid()
+        now = time.monotonic_ns()
+        return now if pid is not None and signal_pid(pid, signal.SIGSTOP) else None
+
+    def _agent_pid(self) -> int | None:
+        """The running agent process a kill would hit; None when there is none."""
+        return None
 
     def _discover(self) -> None:
         session = self.ctx.profile.session

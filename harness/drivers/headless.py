@@ -61,6 +61,9 @@ class HeadlessDriver(DriverBase):
     def turn_running(self) -> bool:
         return self._proc is not None and self._proc.returncode is None
 
+    def _agent_pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None and self.turn_running() else None
+
     def text_since_input(self) -> str:
         return self._stdout.text
 

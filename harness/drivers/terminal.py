@@ -280,6 +280,9 @@ class TerminalDriver(DriverBase):
             await self._reap("completed")
         return self.history.last(ProcessExit)
 
+    def _agent_pid(self) -> int | None:
+        return self._child.pid if self._child is not None and self._child.isalive() else None
+
     async def kill(self) -> tuple[int, int]:
         if self._child is None or not self._child.isalive():
             raise DriverError("SIGKILL asked for, but the agent process had already exited")

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.model.session import Capability, LogCapture, LogFormat, SessionLog
+from harness.model.session import Capability, LogCapture, LogFormat, SessionLog, Snapshot
 
 # ---------------------------------------------------------------------------
 # Observations: what one task run saw. The runner's recorder collects them as they happen
@@ -175,7 +175,9 @@ class Observation:
     windows: tuple[WindowObservation, ...] = ()
     log_format: LogFormat | None = None  # None: the profile has no reader (black-box agent)
     log: SessionLog | None = None  # the final store, parsed
+    log_snapshot: Snapshot | None = None  # the final store as it was taken (for the reader's ``lost``)
     log_error: str | None = None  # the reader refused the final store
+    log_version_unknown: bool = False  # … because it was not written for the store's version
     log_path: str | None = None
     canary_hits: tuple[CanaryHit, ...] = ()
     transcript: str = ""  # what the terminal showed / the agent printed (raw)

@@ -67,7 +67,11 @@ class SessionEvent:
 
     ``line`` is where the store keeps it (the 1-based line of a JSONL file, the header
     being line 1; a row number for a database), so evidence can point at it; ``where``
-    says the same in words for stores that are not line-based; ``data`` keeps every field.
+    says the same in words for stores that are not line-based; ``data`` keeps every field
+    of the record as the store holds it. ``derived`` is what the reader concluded from other
+    records (e.g. that a later resume left the record off the conversation it reloads): it
+    may change as the store grows though the record itself does not, so whether a record was
+    lost or changed is never decided on it.
     """
 
     seq: int
@@ -77,9 +81,11 @@ class SessionEvent:
     turn: int | None = None
     data: Mapping[str, Any] = field(default_factory=dict)
     where: str | None = None
+    derived: Mapping[str, Any] = field(default_factory=dict)
 
     def get(self, key: str, default: Any = None) -> Any:
-        return self.data.get(key, default)
+        """A field as written, else as the reader derived it."""
+        return self.data[key] if key in self.data else self.derived.get(key, default)
 
 
 @dataclass(frozen=True)
@@ -90,6 +96,9 @@ class SessionLog:
     header: SessionHeader
     events: tuple[SessionEvent, ...]
     torn_tail: bytes | None = None  # an unterminated or unparsable last record, kept as it was
+    # Records a crash cut short before the last, left in place by a restart that started a new
+    # line after them (line, bytes as on disk): a store whose format allows it keeps them unparsed.
+    cut_records: tuple[tuple[int, bytes], ...] = ()
 
     def of_type(self, *types: str) -> list[SessionEvent]:
         return [e for e in self.events if e.type in types]
@@ -120,6 +129,10 @@ class LogCapture:
     snapshot: Snapshot | None  # None: there was no store to capture then
     log: SessionLog | None = None
     error: str | None = None  # the reader refused the snapshot, naming file and line
+    version_unknown: bool = False  # the refusal: a store version the reader was not written for
+    # No snapshot because the store was looked for here (a path, or the profile's glob) and did
+    # not exist: evidence that nothing was durable. None: nobody knew where to look.
+    absent_from: str | None = None
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from harness.readers.base import (
     Damage,
     LogDamaged,
     Reader,
+    UnknownVersion,
     capture,
     parse_capture,
 )
@@ -67,6 +68,7 @@ __all__ = [
     "CannotDamage",
     "Damage",
     "LogDamaged",
+    "UnknownVersion",
     "Reader",
     "UnknownReader",
     "capture",

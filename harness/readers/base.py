@@ -40,6 +40,11 @@ class LogDamaged(Exception):
         self.problem = problem
 
 
+class UnknownVersion(LogDamaged):
+    """The store is of a version the reader was not written for. Its reader's limit, never
+    the agent's failure: the checks that need the log answer ``unknown``, naming both versions."""
+
+
 class CannotDamage(Exception):
     """The format has no such damage (e.g. a torn tail in a database)."""
 
@@ -83,17 +88,20 @@ class Reader(Protocol):
     def continuation_problems(self, before: LogCapture, after: SessionLog) -> list[FormatProblem]: ...
 
 
-def capture(reader: Reader, path: str | None, moment: str) -> LogCapture:
-    """The store at ``path`` now, parsed: the one way the runner captures a moment."""
+def capture(reader: Reader, path: str | None, moment: str, *, looked_in: str | None = None) -> LogCapture:
+    """The store at ``path`` now, parsed: the one way the runner captures a moment. With no
+    ``path``, ``looked_in`` says where a store was looked for and not found (the profile's glob)."""
     snap = reader.snapshot(path) if path else None
     if snap is None:
-        return LogCapture(moment=moment, snapshot=None)
+        return LogCapture(moment=moment, snapshot=None, absent_from=path or looked_in)
     return parse_capture(reader, snap, moment)
 
 
 def parse_capture(reader: Reader, snap: Snapshot, moment: str) -> LogCapture:
     try:
         return LogCapture(moment=moment, snapshot=snap, log=reader.parse(snap))
+    except UnknownVersion as exc:
+        return LogCapture(moment=moment, snapshot=snap, error=str(exc), version_unknown=True)
     except LogDamaged as exc:
         return LogCapture(moment=moment, snapshot=snap, error=str(exc))
 

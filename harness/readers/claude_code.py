@@ -6,7 +6,9 @@ line: the header is gathered from the first records (``sessionId``, ``cwd``, ``t
 the first assistant ``model``). Records form a tree through ``uuid`` / ``parentUuid``; the
 conversation the agent reloads is the chain from the last record back to the root, so an
 event whose record is not on that chain is marked ``off_chain: true`` (that is how a resume
-after a kill drops a call: the follow-up is parented on an earlier record).
+after a kill drops a call: the follow-up is parented on an earlier record). That mark is
+derived from the records after it (``SessionEvent.derived``), not written on the record: a
+resume adds it to records it never touched.
 
 ==============================================  =================================================
 record                                           canonical event
@@ -44,7 +46,7 @@ from harness.model import (
     SessionLog,
     Snapshot,
 )
-from harness.readers.base import LogDamaged, newest
+from harness.readers.base import LogDamaged, UnknownVersion, newest
 from harness.readers.jsonl import Events, JsonlStore, Line, project_folder, text_of
 
 SUPPORTED_VERSIONS = ("2.1.",)
@@ -67,7 +69,7 @@ class ClaudeCodeReader(JsonlStore):
         return newest(root, f"{folder}/{session_id or '*'}.jsonl")
 
     def parse(self, snapshot: Snapshot) -> SessionLog:
-        lines, torn = self.lines(snapshot)
+        lines, torn, cut = self.lines(snapshot)
         path = snapshot.path
         for line in lines:
             _check(path, line, self.agent_versions)
@@ -82,9 +84,8 @@ class ClaudeCodeReader(JsonlStore):
                 continue
             message = rec["message"]
             content = message.get("content")
-            extra = {"uuid": rec["uuid"], "timestamp": rec.get("timestamp")}
-            if rec["uuid"] not in chain:
-                extra["off_chain"] = True
+            extra: dict[str, Any] = {"uuid": rec["uuid"], "timestamp": rec.get("timestamp"),
+                                     "derived": {} if rec["uuid"] in chain else {"off_chain": True}}
             if kind == "assistant":
                 mid = message.get("id") or rec["uuid"]
                 if open_message is not None and open_message[0] == mid:
@@ -118,7 +119,7 @@ class ClaudeCodeReader(JsonlStore):
                 events.add("stop_requested", line.number, source="user", text=text, **extra)
                 continue
             events.start_turn(line.number, input=text, inbox=[], **extra)
-        return SessionLog(path=path, header=header, events=tuple(events.items), torn_tail=torn)
+        return SessionLog(path=path, header=header, events=tuple(events.items), torn_tail=torn, cut_records=cut)
 
     def format_problems(self, log: SessionLog) -> list[FormatProblem]:
         """Claude Code's own rules: each record's ``parentUuid`` names an earlier record, and
@@ -148,7 +149,7 @@ def _check(path: str, line: Line, versions: str) -> None:
         raise LogDamaged(path, line.number, f"record has no type (not a {versions} session record)")
     version = rec.get("version")
     if version is not None and not (isinstance(version, str) and version.startswith(SUPPORTED_VERSIONS)):
-        raise LogDamaged(path, line.number, f"record written by Claude Code {version}; this reader was written "
+        raise UnknownVersion(path, line.number, f"record written by Claude Code {version}; this reader was written "
                                             f"for {versions} and does not know this version's format")
     if kind in MESSAGE_TYPES:
         for key in ("uuid", "message", "sessionId"):

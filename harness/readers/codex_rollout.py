@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.model import Capability, FormatProblem, SessionHeader, SessionLog, Snapshot
-from harness.readers.base import LogDamaged
+from harness.readers.base import LogDamaged, UnknownVersion
 from harness.readers.jsonl import Events, JsonlStore, Line, text_of
 
 SUPPORTED_VERSIONS = ("0.171.",)
@@ -65,7 +65,7 @@ class CodexRolloutReader(JsonlStore):
         return str(files[-1]) if files else None
 
     def parse(self, snapshot: Snapshot) -> SessionLog:
-        lines, torn = self.lines(snapshot)
+        lines, torn, cut = self.lines(snapshot)
         path = snapshot.path
         if not lines:
             raise LogDamaged(path, 1, "empty rollout: no session_meta line")
@@ -76,7 +76,7 @@ class CodexRolloutReader(JsonlStore):
         events = mapper.run(lines[1:])
         if header.model is None and mapper.model is not None:
             header = dataclasses.replace(header, model=mapper.model)
-        return SessionLog(path=path, header=header, events=tuple(events), torn_tail=torn)
+        return SessionLog(path=path, header=header, events=tuple(events), torn_tail=torn, cut_records=cut)
 
     def _header(self, path: str, line: Line) -> SessionHeader:
         rec = line.record
@@ -88,7 +88,7 @@ class CodexRolloutReader(JsonlStore):
         if not isinstance(version, str):
             raise LogDamaged(path, 1, f"session_meta has no cli_version (this reader is for {self.agent_versions})")
         if not version.startswith(SUPPORTED_VERSIONS):
-            raise LogDamaged(path, 1, f"rollout written by Codex CLI {version}; this reader was written for "
+            raise UnknownVersion(path, 1, f"rollout written by Codex CLI {version}; this reader was written for "
                                       f"{self.agent_versions} and does not know this version's format")
         for key in ("id", "timestamp", "cwd"):
             if not isinstance(meta.get(key), str):

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.model import Capability, FormatProblem, SessionHeader, SessionLog, Snapshot
-from harness.readers.base import LogDamaged, chain_problems, newest, unanswered_results
+from harness.readers.base import LogDamaged, UnknownVersion, chain_problems, newest, unanswered_results
 from harness.readers.jsonl import Events, JsonlStore, Line
 
 SUPPORTED_VERSIONS = ("1.0.",)
@@ -64,10 +64,11 @@ class CopilotReader(JsonlStore):
         return newest(root, f"{session_id or '*'}/events.jsonl")
 
     def parse(self, snapshot: Snapshot) -> SessionLog:
-        lines, torn = self.lines(snapshot)
+        lines, torn, cut = self.lines(snapshot)
         path = snapshot.path
         if not lines:
-            return SessionLog(path=path, header=SessionHeader(session_id=None), events=(), torn_tail=torn)
+            return SessionLog(path=path, header=SessionHeader(session_id=None), events=(), torn_tail=torn,
+                              cut_records=cut)
         for line in lines:
             _check(path, line, self.agent_versions)
         header = _header(path, lines, self.agent_versions)
@@ -100,7 +101,7 @@ class CopilotReader(JsonlStore):
                 reason = data.get("reason")
                 events.add("stop_requested", line.number, source=STOP_SOURCES.get(reason, reason),
                            native_reason=reason, **extra)
-        return SessionLog(path=path, header=header, events=tuple(events.items), torn_tail=torn)
+        return SessionLog(path=path, header=header, events=tuple(events.items), torn_tail=torn, cut_records=cut)
 
     def format_problems(self, log: SessionLog) -> list[FormatProblem]:
         """Copilot's own rules: each event's ``parentId`` names the event before it (the file
@@ -124,8 +125,8 @@ def _header(path: str, lines: list[Line], versions: str) -> SessionHeader:
     version = data.get("copilotVersion")
     known = isinstance(version, str) and version.startswith(SUPPORTED_VERSIONS)
     if data.get("version") != FORMAT_VERSION or not known:
-        raise LogDamaged(path, 1, f"written by Copilot CLI {version} (event format {data.get('version')}); this reader "
-                                  f"was written for {versions} and does not know this version's format")
+        raise UnknownVersion(path, 1, f"written by Copilot CLI {version} (event format {data.get('version')}); "
+                                      f"this reader was written for {versions} and does not know this version's format")
     context = data.get("context") if isinstance(data.get("context"), dict) else {}
     parents = [(ln.record["id"], ln.record.get("parentId"), ln.number) for ln in lines]
     return SessionHeader(session_id=data.get("sessionId"), created=data.get("startTime"), cwd=context.get("cwd"),

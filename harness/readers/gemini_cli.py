@@ -76,7 +76,7 @@ class GeminiCliReader(JsonlStore):
         return newest(Path(home, ".gemini", "tmp"), f"*/chats/{name}")
 
     def parse(self, snapshot: Snapshot) -> SessionLog:
-        lines, torn = self.lines(snapshot)
+        lines, torn, cut = self.lines(snapshot)
         metadata, messages = _replay(snapshot.path, lines, self.agent_versions)
         events = Events()
         calls: dict[str, dict[str, Any]] = {}     # call id → its toolCalls entry
@@ -124,7 +124,8 @@ class GeminiCliReader(JsonlStore):
         header = SessionHeader(session_id=metadata.get("sessionId"), created=metadata.get("startTime"),
                                cwd=workspace.group(1).strip() if workspace else None, model=model, adapter="gemini",
                                raw={"projectHash": metadata.get("projectHash"), "kind": metadata.get("kind")})
-        return SessionLog(path=snapshot.path, header=header, events=tuple(events.items), torn_tail=torn)
+        return SessionLog(path=snapshot.path, header=header, events=tuple(events.items), torn_tail=torn,
+                          cut_records=cut)
 
     def format_problems(self, log: SessionLog) -> list[FormatProblem]:
         """Gemini CLI's own rule: each function response answers a call made before it."""

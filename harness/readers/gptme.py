@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.model import Capability, FormatProblem, SessionHeader, SessionLog, Snapshot
-from harness.readers.base import LogDamaged, newest, unanswered_results
+from harness.readers.base import LogDamaged, UnknownVersion, newest, unanswered_results
 from harness.readers.jsonl import Events, JsonlStore, Line, local_stamp
 
 SUPPORTED_VERSIONS = ("0.35.",)
@@ -64,7 +64,7 @@ class GptmeReader(JsonlStore):
         return newest(root, f"{session_id or '*'}/conversation.jsonl")
 
     def parse(self, snapshot: Snapshot) -> SessionLog:
-        lines, torn = self.lines(snapshot)
+        lines, torn, cut = self.lines(snapshot)
         path = snapshot.path
         for line in lines:
             _check(path, line)
@@ -106,7 +106,7 @@ class GptmeReader(JsonlStore):
                        aborted=content == INTERRUPTED, exit_code=_exit_code(content), **extra)
             if name == FINISH_TOOL:
                 events.add("turn_ended", line.number, reason="completed", source=None, error=None, **extra)
-        return SessionLog(path=path, header=header, events=tuple(events.items), torn_tail=torn)
+        return SessionLog(path=path, header=header, events=tuple(events.items), torn_tail=torn, cut_records=cut)
 
     def format_problems(self, log: SessionLog) -> list[FormatProblem]:
         """gptme's own rule: a result names the call it answers, and that call came before it."""
@@ -149,7 +149,7 @@ def _header(path: str, lines: list[Line], versions: str) -> SessionHeader:
     found = VERSION.search(first["content"]) if first["role"] == "system" else None
     version = found.group(1) if found else None
     if version is not None and not version.startswith(SUPPORTED_VERSIONS):
-        raise LogDamaged(path, 1, f"conversation written by gptme {version}; this reader was written for "
+        raise UnknownVersion(path, 1, f"conversation written by gptme {version}; this reader was written for "
                                   f"{versions} and does not know this version's format")
     model = next(((ln.record.get("metadata") or {}).get("model") for ln in lines if ln.record["role"] == "assistant"
                   and isinstance((ln.record.get("metadata") or {}).get("model"), str)), None)

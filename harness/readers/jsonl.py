@@ -6,14 +6,18 @@ appended as things happen. Their readers subclass :class:`JsonlStore` and supply
 ``read_records`` (lines → canonical events); everything here is about bytes and lines.
 
 A last line with no newline, or one that is not a JSON object, is a torn tail: kept in
-``SessionLog.torn_tail``, never parsed. Any other line that is not a JSON object is damage:
-:class:`LogDamaged` names the file and the line.
+``SessionLog.torn_tail``, never parsed. A line before the last that is the start of a JSON
+object cut short is a torn tail a restart left in place, starting a new line after it (these
+formats record no cut, so that is one of the two ways to continue that
+``JsonlStore.continuation_problems`` accepts): kept in ``SessionLog.cut_records``, never parsed.
+Any other line that is not a JSON object is damage: :class:`LogDamaged` names the file and the line.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -72,22 +76,146 @@ def _is_object(raw: bytes) -> bool:
         return False
 
 
-def load_lines(path: str, data: bytes, *, skip_blank: bool = False) -> tuple[list[Line], bytes | None]:
-    """Every complete line as a JSON object; ``LogDamaged`` at the first that is not one."""
+def load_lines(path: str, data: bytes, *,
+               skip_blank: bool = False) -> tuple[list[Line], bytes | None, tuple[tuple[int, bytes], ...]]:
+    """Every complete line as a JSON object, the torn tail, and the records a crash cut short
+    that a restart left in place (line, bytes); ``LogDamaged`` at the first line that is none
+    of these."""
     numbered, torn = split_lines(data)
     out = []
+    cut: list[tuple[int, bytes]] = []
     for number, raw in numbered:
         if skip_blank and not raw.strip():
             continue
         try:
             value = json.loads(raw)
         except ValueError as err:
-            raise LogDamaged(path, number, f"unreadable line (not JSON: {err}); only the last line may be torn") \
-                from None
+            if is_cut_record(raw):
+                cut.append((number, raw))
+                continue
+            raise LogDamaged(path, number, f"unreadable line (not JSON: {err}); only the last line may be torn, "
+                                           "or a record cut short before a new line") from None
         if not isinstance(value, dict):
             raise LogDamaged(path, number, f"unreadable line (a JSON {type(value).__name__}, not an object)")
         out.append(Line(number, value, raw))
-    return out, torn
+    return out, torn, tuple(cut)
+
+
+_NUMBER = re.compile(rb"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
+_LITERALS = (b"true", b"false", b"null")
+_ESCAPES = b'"\\/bfnrt'
+_HEX = frozenset(b"0123456789abcdefABCDEF")
+_SPACE = frozenset(b" \t\r\n")
+
+
+def is_cut_record(raw: bytes) -> bool:
+    """Whether ``raw`` is a JSON object cut short: a proper prefix of some JSON object text (what
+    a crash mid-write leaves), as opposed to damage — bytes no JSON text starts with."""
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        if err.reason != "unexpected end of data":  # only a character cut short at the end is a cut
+            return False
+        raw = raw[:err.start]
+    return raw.startswith(b"{") and _ends_inside_a_value(raw)
+
+
+def _ends_inside_a_value(data: bytes) -> bool:
+    """Whether ``data`` is JSON text that stops before its first value is complete, with nothing
+    on the way that no JSON text could hold."""
+    stack: list[int] = []  # the open containers, b"{" or b"["
+    want = "value"  # what may come next
+    i, n = 0, len(data)
+    while i < n:
+        c = data[i]
+        if c in _SPACE:
+            i += 1
+            continue
+        if want in ("value", "value or close"):
+            if want == "value or close" and c == ord("]"):
+                stack.pop()
+                i, want = i + 1, "after value"
+            elif c in b"{[":
+                stack.append(c)
+                i, want = i + 1, "key or close" if c == ord("{") else "value or close"
+            elif c == ord('"'):
+                end = _string_end(data, i)
+                if end is None or end < 0:
+                    return end is None
+                i, want = end, "after value"
+            elif c in b"-0123456789":
+                j = i
+                while j < n and data[j] in b"-+.eE0123456789":
+                    j += 1
+                number = data[i:j]
+                if j == n:  # cut inside the number, or right after it
+                    return bool(_NUMBER.fullmatch(number) or _NUMBER.fullmatch(number + b"0"))
+                if not _NUMBER.fullmatch(number):
+                    return False
+                i, want = j, "after value"
+            else:
+                literal = next((w for w in _LITERALS if data.startswith(w, i) or w.startswith(data[i:])), None)
+                if literal is None:
+                    return False
+                if not data.startswith(literal, i):
+                    return True  # cut inside the literal
+                i, want = i + len(literal), "after value"
+        elif want in ("key", "key or close"):
+            if want == "key or close" and c == ord("}"):
+                stack.pop()
+                i, want = i + 1, "after value"
+            elif c != ord('"'):
+                return False
+            else:
+                end = _string_end(data, i)
+                if end is None or end < 0:
+                    return end is None
+                i, want = end, "colon"
+        elif want == "colon":
+            if c != ord(":"):
+                return False
+            i, want = i + 1, "value"
+        else:  # after a value inside a container
+            if c == ord(","):
+                want = "key" if stack[-1] == ord("{") else "value"
+            elif c != (ord("}") if stack[-1] == ord("{") else ord("]")):
+                return False
+            else:
+                stack.pop()
+            i += 1
+        if want == "after value" and not stack:
+            return False  # the first value is complete: nothing was cut
+    return True
+
+
+def _string_end(data: bytes, start: int) -> int | None:
+    """The offset after the string opening at ``start``; None when ``data`` ends inside it
+    (a cut); -1 when it holds what no JSON string may (a control character, a bad escape)."""
+    i, n = start + 1, len(data)
+    while i < n:
+        c = data[i]
+        if c == ord('"'):
+            return i + 1
+        if c < 0x20:
+            return -1
+        if c == ord("\\"):
+            if i + 1 == n:
+                return None
+            e = data[i + 1]
+            if e == ord("u"):
+                digits = data[i + 2:i + 6]
+                if not all(d in _HEX for d in digits):
+                    return -1
+                if len(digits) < 4:
+                    return None
+                i += 6
+                continue
+            if e not in _ESCAPES:
+                return -1
+            i += 2
+            continue
+        i += 1
+    return None
 
 
 def text_of(content: Any) -> str:
@@ -149,13 +277,17 @@ class JsonlStore:
         if prior is None or before.snapshot is None or prior.torn_tail is None:
             return []
         torn = prior.torn_tail.rstrip(b"\n")
-        if after.torn_tail is not None and after.torn_tail != prior.torn_tail and after.torn_tail.startswith(torn):
-            return [FormatProblem(note=f"{before.moment}: the restart appended onto the torn last line "
-                                       "instead of cutting it or starting a new line")]
+        line = complete_prefix(before.snapshot.data).count(b"\n") + 1
+        onto = after.torn_tail is not None and after.torn_tail != prior.torn_tail and after.torn_tail.startswith(torn)
+        # A torn line left in place must stay as it was: one that grew was written onto.
+        onto = onto or any(number == line and raw != torn for number, raw in after.cut_records)
+        if onto:
+            return [FormatProblem(line=line, note=f"{before.moment}: the restart appended onto the torn last line "
+                                                  f"(line {line}) instead of cutting it or starting a new line")]
         return []
 
     # --- for subclasses -----------------------------------------------------------------
-    def lines(self, snapshot: Snapshot) -> tuple[list[Line], bytes | None]:
+    def lines(self, snapshot: Snapshot) -> tuple[list[Line], bytes | None, tuple[tuple[int, bytes], ...]]:
         return load_lines(snapshot.path, snapshot.data)
 
 
@@ -172,11 +304,14 @@ class Events:
         self._wall_minus_mono = time.time_ns() - time.monotonic_ns()
 
     def add(self, kind: str, line: int, *, turn: int | None = None, where: str | None = None,
-            **data: Any) -> SessionEvent:
+            derived: dict[str, Any] | None = None, **data: Any) -> SessionEvent:
+        """One more event: ``data`` as its record holds it, ``derived`` what the reader
+        concluded from other records (``SessionEvent.derived``)."""
         turn = self.turn if turn is None else turn
         event = SessionEvent(seq=len(self.items) + 1, type=kind, line=line, turn=turn,
                              mono_ns=self._mono(data.get("timestamp")),
-                             data={"turn": turn, **data} if turn is not None else dict(data), where=where)
+                             data={"turn": turn, **data} if turn is not None else dict(data), where=where,
+                             derived=derived or {})
         self.items.append(event)
         return event
 

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.model import Capability, FormatProblem, SessionHeader, SessionLog, Snapshot
-from harness.readers.base import LogDamaged
+from harness.readers.base import LogDamaged, UnknownVersion
 from harness.readers.jsonl import Events, JsonlStore, Line, text_of
 
 SUPPORTED_PROTOCOLS = ("1.",)
@@ -50,7 +50,7 @@ class KimiCliReader(JsonlStore):
     torn_fragment = b'{"timestamp": 1796000000.0, "message": {"type": "ContentPart", "payload": {"type": "te'
 
     def parse(self, snapshot: Snapshot) -> SessionLog:
-        lines, torn = self.lines(snapshot)
+        lines, torn, cut = self.lines(snapshot)
         path = snapshot.path
         if not lines:
             raise LogDamaged(path, 1, "empty wire log: no metadata line")
@@ -59,13 +59,13 @@ class KimiCliReader(JsonlStore):
         if meta.get("type") != "metadata" or not isinstance(protocol, str):
             raise LogDamaged(path, 1, f"line 1 is not the metadata line ({self.agent_versions} writes one first)")
         if not protocol.startswith(SUPPORTED_PROTOCOLS):
-            raise LogDamaged(path, 1, f"wire protocol {protocol}; this reader was written for {self.agent_versions} "
-                                      "and does not know this version's format")
+            raise UnknownVersion(path, 1, f"wire protocol {protocol}; this reader was written for "
+                                          f"{self.agent_versions} and does not know this version's format")
         messages = [(line, *_message(path, line)) for line in lines[1:]]
         first = next((line.record["timestamp"] for line, kind, _ in messages if kind == "TurnBegin"), None)
         header = SessionHeader(session_id=Path(path).parent.name, created=_iso(first), adapter="chat",
                                raw={"protocol_version": protocol})
-        return SessionLog(path=path, header=header, events=tuple(_events(messages)), torn_tail=torn)
+        return SessionLog(path=path, header=header, events=tuple(_events(messages)), torn_tail=torn, cut_records=cut)
 
     def format_problems(self, log: SessionLog) -> list[FormatProblem]:
         """kimi's own rules: a turn begins before anything of it (``TurnBegin`` first, ``TurnEnd``

@@ -31,7 +31,7 @@ from typing import Any
 
 from harness.model import Capability, Change, FormatProblem, LogCapture, SessionHeader, SessionLog, Snapshot
 from harness.readers import sqlite as sqlite_store
-from harness.readers.base import CannotDamage, Damage, LogDamaged
+from harness.readers.base import CannotDamage, Damage, LogDamaged, UnknownVersion
 from harness.readers.jsonl import Events
 
 KNOWN_MIGRATION = "m027_turns_response_json"
@@ -72,7 +72,7 @@ class LlmLogsReader:
                              where="table _llm_migrations")
         names = [r[0] for r in con.execute("select name from _llm_migrations order by rowid")]
         if not names or names[-1] != KNOWN_MIGRATION:
-            raise LogDamaged(db, None, f"schema at migration {names[-1] if names else None!r}; this reader was "
+            raise UnknownVersion(db, None, f"schema at migration {names[-1] if names else None!r}; this reader was "
                                        f"written for {self.agent_versions} ({KNOWN_MIGRATION}) and does not know it",
                              where="table _llm_migrations")
         for table, columns in REQUIRED_COLUMNS.items():

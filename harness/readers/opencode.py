@@ -48,7 +48,7 @@ from harness.model import (
     Snapshot,
 )
 from harness.readers import sqlite as sqlite_store
-from harness.readers.base import CannotDamage, Damage, LogDamaged
+from harness.readers.base import CannotDamage, Damage, LogDamaged, UnknownVersion
 from harness.readers.jsonl import Events
 
 REQUIRED_COLUMNS = {
@@ -100,7 +100,7 @@ class OpenCodeReader:
         migrations = sorted(r[0] for r in con.execute("select id from migration"))
         newest = migrations[-1] if migrations else None
         if newest != self.known_migration:
-            raise LogDamaged(db, None, f"schema at migration {newest!r}; this reader was written for "
+            raise UnknownVersion(db, None, f"schema at migration {newest!r}; this reader was written for "
                                        f"{self.agent_versions} (schema {self.known_migration}) and does not know it",
                              where="table migration")
         for table, columns in REQUIRED_COLUMNS.items():
@@ -162,7 +162,7 @@ class OpenCodeReader:
             raise LogDamaged(db, None, f"no session {sid!r}", where="table session")
         rowid, sid, directory, version, created, model = row
         if not (isinstance(version, str) and version.startswith(self.supported_versions)):
-            raise LogDamaged(db, None, f"session {sid} was written by {self.program} {version}; this reader was "
+            raise UnknownVersion(db, None, f"session {sid} was written by {self.program} {version}; this reader was "
                                        f"written for {self.agent_versions}", where=f"row {rowid} of table session")
         try:
             model_id = json.loads(model).get("id") if model else None

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.model import Capability, FormatProblem, SessionHeader, SessionLog, Snapshot
-from harness.readers.base import LogDamaged, chain_problems, newest, unanswered_results
+from harness.readers.base import LogDamaged, UnknownVersion, chain_problems, newest, unanswered_results
 from harness.readers.jsonl import Events, JsonlStore, Line, text_of
 
 SUPPORTED_VERSIONS = (3,)
@@ -60,10 +60,11 @@ class PiReader(JsonlStore):
         return newest(root, f"*/*_{session_id or '*'}.jsonl")
 
     def parse(self, snapshot: Snapshot) -> SessionLog:
-        lines, torn = self.lines(snapshot)
+        lines, torn, cut = self.lines(snapshot)
         path = snapshot.path
         if not lines:
-            return SessionLog(path=path, header=SessionHeader(session_id=None), events=(), torn_tail=torn)
+            return SessionLog(path=path, header=SessionHeader(session_id=None), events=(), torn_tail=torn,
+                              cut_records=cut)
         header = _header(path, lines, self.agent_versions)
         events = Events()
         for line in lines[1:]:
@@ -95,7 +96,7 @@ class PiReader(JsonlStore):
                            native_id=message.get("toolCallId"),
                            name=message.get("toolName"), output=output, is_error=error, exit_code=None,
                            aborted=error and output.rstrip().endswith(ABORTED_STATUS), **extra)
-        return SessionLog(path=path, header=header, events=tuple(events.items), torn_tail=torn)
+        return SessionLog(path=path, header=header, events=tuple(events.items), torn_tail=torn, cut_records=cut)
 
     def format_problems(self, log: SessionLog) -> list[FormatProblem]:
         """pi's own rules: each entry's ``parentId`` names an earlier entry (the first names
@@ -109,7 +110,7 @@ def _header(path: str, lines: list[Line], versions: str) -> SessionHeader:
     if first.get("type") != "session" or not isinstance(first.get("id"), str):
         raise LogDamaged(path, 1, f"the first line is not a session header (as {versions} writes it)")
     if first.get("version") not in SUPPORTED_VERSIONS:
-        raise LogDamaged(path, 1, f"session format version {first.get('version')!r}; this reader was written for "
+        raise UnknownVersion(path, 1, f"session format version {first.get('version')!r}; this reader was written for "
                                   f"{versions} and does not know this version's format")
     answers = [ln.record["message"] for ln in lines[1:] if ln.record.get("type") == "message"
                and isinstance(ln.record.get("message"), dict) and ln.record["message"].get("role") == "assistant"]

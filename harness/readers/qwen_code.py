@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.model import Capability, FormatProblem, SessionHeader, SessionLog, Snapshot
-from harness.readers.base import LogDamaged, chain_problems, newest, unanswered_results
+from harness.readers.base import LogDamaged, UnknownVersion, chain_problems, newest, unanswered_results
 from harness.readers.jsonl import Events, JsonlStore, Line, project_folder
 
 SUPPORTED_VERSIONS = ("0.15.",)
@@ -54,7 +54,7 @@ class QwenCodeReader(JsonlStore):
         return newest(root, f"{folder}/chats/{session_id or '*'}.jsonl")
 
     def parse(self, snapshot: Snapshot) -> SessionLog:
-        lines, torn = self.lines(snapshot)
+        lines, torn, cut = self.lines(snapshot)
         path = snapshot.path
         for line in lines:
             _check(path, line, self.agent_versions)
@@ -94,7 +94,7 @@ class QwenCodeReader(JsonlStore):
                            output=output if isinstance(output, str) else json.dumps(output),
                            aborted=status == "cancelled", status=status, exit_code=_exit_code(output),
                            is_error="error" in body, **extra)
-        return SessionLog(path=path, header=header, events=tuple(events.items), torn_tail=torn)
+        return SessionLog(path=path, header=header, events=tuple(events.items), torn_tail=torn, cut_records=cut)
 
     def format_problems(self, log: SessionLog) -> list[FormatProblem]:
         """Qwen Code's own rules: each record's ``parentUuid`` names the record before it (the
@@ -112,7 +112,7 @@ def _check(path: str, line: Line, versions: str) -> None:
     if not isinstance(version, str):
         raise LogDamaged(path, line.number, f"{kind} record has no version (as {versions} writes it)")
     if not version.startswith(SUPPORTED_VERSIONS):
-        raise LogDamaged(path, line.number, f"record written by Qwen Code {version}; this reader was written for "
+        raise UnknownVersion(path, line.number, f"record written by Qwen Code {version}; this reader was written for "
                                             f"{versions} and does not know this version's format")
     for key in ("uuid", "sessionId"):
         if not isinstance(rec.get(key), str):

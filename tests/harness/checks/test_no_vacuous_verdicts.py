@@ -131,8 +131,10 @@ ABSENT: dict[str, list[tuple[str, Callable[[Observation], bool]]]] = {
             ("no reader, no settlement, no exit", lambda obs: no_reader(obs) and not obs.settlements
              and not obs.exits)],
     "C13": [("no canary key", lambda obs: not obs.api_key)],
-    "C14": [("no kill", no_kill), ("no request after any kill", lambda obs: not any(
-        later(obs, k.mono_ns) for k in obs.kills))],
+    "C14": [("no kill, and no Stop or timeout while a window ran", lambda obs: no_kill(obs) and not any(
+                windows_open_at(obs, s.mono_ns) for s in obs.stops if s.exercised) and no_stop(obs)),
+            ("no request after any kill or Stop, and no reader", lambda obs: no_reader(obs) and not any(
+                later(obs, ns) for ns in [k.mono_ns for k in obs.kills] + [s.mono_ns for s in stops_reaching(obs)]))],
     "A1": [("no restart", no_restart), ("no request after any restart", lambda obs: not any(
         later(obs, r.mono_ns) for r in obs.restarts))],
     "A2": [("no kill while a window ran", lambda obs: not any(windows_open_at(obs, k.mono_ns) for k in obs.kills))],

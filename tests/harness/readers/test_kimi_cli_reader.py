@@ -62,7 +62,10 @@ def test_a_torn_last_line_is_kept_apart_and_damage_before_it_is_refused(tmp_path
     cap = capture(READER, str(torn), "torn")
     assert cap.error is None and cap.log.torn_tail == READER.torn_fragment
     lines = data.split(b"\n")
-    lines[3] = b'{"timestamp": 1, "mess'
+    lines[3] = b'{"timestamp": 1, "mess'  # a record cut short, then a new line: a restart left it
+    torn.write_bytes(b"\n".join(lines))
+    assert capture(READER, str(torn), "left").log.cut_records == ((4, lines[3]),)
+    lines[3] = b'{"timestamp": 1, \x00 "mess'  # bytes no record starts with: damage
     torn.write_bytes(b"\n".join(lines))
     assert "wire.jsonl:4: unreadable line" in capture(READER, str(torn), "damaged").error
 
