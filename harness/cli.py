@@ -33,7 +33,7 @@ from harness.model import LatencySample, RunResult, RunStatus, TaskResult
 from harness.mutants import FailpointsError, list_failpoints, mutation_summary
 from harness.planning import ShardError, WorkItem, parse_shard, plan, shard_items
 from harness.profiles import Profile, ProfileError, agent_binary, builtin_names, load_profile
-from harness.provenance import digests, run_header
+from harness.provenance import digests, driven_version, run_header
 from harness.report import format_written, gate_main, load_results, merge_main, report_main, write_reports
 from harness.report.folder_lock import FolderLocked, hold_folder
 from harness.report.load import ResultsError
@@ -114,8 +114,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help=COMMANDS[0][1])
     run.add_argument("--agent", action="append", default=[],
-                     help="built-in profile name or path of a profile TOML (default reference); "
-                          "several run in turn, with a leaderboard")
+                     help="built-in profile name or path of a profile TOML (default reference); NAME@VERSION "
+                          "drives that installed version of the agent; several run in turn, with a leaderboard")
     run.add_argument("--agents", choices=["installed"],
                      help="'installed': every built-in profile whose real agent is installed, in turn, one leaderboard")
     run.add_argument("--keep", action="store_true",
@@ -171,6 +171,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         return run_agent(args, names[0], Path(args.report_dir))
     if args.resume:
         raise UsageError("--resume continues one agent's run; name one --agent")
+    for name in names:  # every agent loads and is installed before the first one runs
+        _profile(name)
     codes, runs = [], []
     with _report_dir_held(args, Path(args.report_dir), LEADERBOARD_FILES):
         for name in names:
@@ -387,6 +389,9 @@ def _resumed(path: str, profile: Profile, items: list[WorkItem],
         raise UsageError(str(exc)) from None
     if earlier.run.get("agent") != profile.name:
         raise UsageError(f"{path}: results of agent {earlier.run.get('agent')!r}, not {profile.name!r}")
+    version = driven_version(profile)
+    if version and "agent_version_reported" in earlier.run and earlier.run.get("agent_version") != version:
+        raise UsageError(f"{path}: results of {profile.name} {earlier.run.get('agent_version')}, not {version}")
     changed = _changed_since(earlier.run.get("digests"), now)
     if changed:
         raise UsageError(f"{path}: cannot resume: {changed}; its verdicts are not this run's — "
@@ -447,13 +452,19 @@ def cmd_list(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------------------------------
 
 
-def _load(args: argparse.Namespace, agent: str) -> tuple[Profile, list[Task]]:
+def _profile(agent: str) -> Profile:
+    """The profile ``--agent`` names, its real agent installed (at the version asked for)."""
     try:
         profile = load_profile(agent)
         if profile.agent:
             agent_binary(profile)
     except (ProfileError, NotInstalled) as exc:
         raise UsageError(str(exc)) from None
+    return profile
+
+
+def _load(args: argparse.Namespace, agent: str) -> tuple[Profile, list[Task]]:
+    profile = _profile(agent)
     for warning in profile.warnings:
         print(f"stopbench: warning: {profile.path}: {warning}", file=sys.stderr)
     tasks = _tasks(args)

@@ -11,6 +11,7 @@ imports an agent statically).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 import signal
@@ -20,7 +21,7 @@ from typing import Any, NoReturn
 
 from fake_server.scenario import ScenarioError, parse_finish_action
 from fake_server.wire import wires
-from harness.agents.catalog import AGENTS
+from harness.agents.catalog import AGENTS, split_version
 from harness.contract import EXIT_CODE_FOR_REASON, TURN_END_REASONS
 from harness.datafile import DataFileError, read_toml
 from harness.profile_model import (
@@ -69,17 +70,29 @@ def builtin_names() -> list[str]:
 
 
 def load_profile(name_or_path: str | Path) -> Profile:
-    """A built-in profile by name, or a profile file by path."""
+    """A built-in profile by name, or a profile file by path. ``NAME@VERSION`` is the built-in
+    profile driving that installed version of its real agent instead of the pinned one."""
     text = str(name_or_path)
     path = Path(text)
+    version = None
     if not (text.endswith(".toml") or "/" in text):
+        try:
+            text, version = split_version(text)
+        except ValueError as exc:
+            raise ProfileError(text, "agent", str(exc)) from None
         path = BUILTIN_DIR / f"{text}.toml"
         if not path.is_file():
             raise ProfileError(text, "agent",
                                f"no built-in profile of that name (built-in: {', '.join(builtin_names())})")
     if not path.is_file():
         raise ProfileError(path, "agent", "file not found")
-    return parse_profile(read_toml(path, ProfileError), path)
+    profile = parse_profile(read_toml(path, ProfileError), path)
+    if version is None:
+        return profile
+    if profile.agent is None:
+        raise ProfileError(path, "agent", f"{text}@{version}: profile {text!r} drives no agent of the catalog, "
+                                          "so it has no versions to choose from")
+    return dataclasses.replace(profile, agent_version=version)
 
 
 _TOP_KEYS = {
