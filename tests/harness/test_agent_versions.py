@@ -129,3 +129,15 @@ def test_agents_path_of_name_at_version(cache, capsys):
     assert capsys.readouterr().out.strip() == str(program)
     assert main(["agents", "path", "claude-code"]) == 2
     assert "run: stopbench agents install claude-code)" in capsys.readouterr().err
+
+
+def test_resume_refuses_results_of_another_version(cache, tmp_path, capsys):
+    stand_in(OTHER)
+    earlier = tmp_path / "results.json"
+    earlier.write_text(json.dumps({
+        "format": "stopbench-results", "version": 2, "tasks": [], "latencies": [],
+        "run": {"agent": "claude-code", "agent_version": PIN, "agent_version_reported": f"{PIN} (Claude Code)"}}),
+        encoding="utf-8")
+    assert main(["run", "--agent", f"claude-code@{OTHER}", "--resume", str(earlier),
+                 "--report-dir", str(tmp_path / "r")]) == 2
+    assert f"results of claude-code {PIN}, not {OTHER}" in capsys.readouterr().err
