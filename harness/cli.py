@@ -31,7 +31,7 @@ from harness.contract import DRIVERS
 from harness.machine import null_agent_costs
 from harness.model import LatencySample, RunResult, RunStatus, TaskResult
 from harness.mutants import FailpointsError, list_failpoints, mutation_summary
-from harness.planning import ShardError, WorkItem, parse_shard, plan, shard_items
+from harness.planning import WorkItem, plan
 from harness.profiles import Profile, ProfileError, agent_binary, builtin_names, load_profile
 from harness.provenance import digests, driven_version, run_header
 from harness.report import format_written, gate_main, load_results, merge_main, report_main, write_reports
@@ -50,6 +50,7 @@ from harness.report.writer import (
 from harness.rundir import make_private
 from harness.runner import DEFAULT_RETRIES, HarnessError, ItemOutcome
 from harness.schedule import run_all
+from harness.sharding import ShardError, parse_shard, shard_items
 from harness.signals import Interrupted, run_until_signalled
 from harness.tasks import TASKS_DIR, Task, TaskError, load_all
 
