@@ -1,4 +1,4 @@
-"""The ``stopbench`` command: ``run``, ``list``, ``serve``, ``report`` (and ``report merge``), ``gate``.
+"""The ``stopbench`` command: ``run``, ``list``, ``serve``, ``report`` (and ``report merge``), ``gate``, ``diff``.
 
 Exit codes of ``run``: 0 the agent is conformant or conformant (black-box) (and with
 ``--mutants`` every mutant was caught), 1 it is not conformant or the score is incomplete,
@@ -34,7 +34,15 @@ from harness.mutants import FailpointsError, list_failpoints, mutation_summary
 from harness.planning import WorkItem, plan
 from harness.profiles import Profile, ProfileError, agent_binary, builtin_names, load_profile
 from harness.provenance import digests, driven_version, run_header
-from harness.report import format_written, gate_main, load_results, merge_main, report_main, write_reports
+from harness.report import (
+    diff_main,
+    format_written,
+    gate_main,
+    load_results,
+    merge_main,
+    report_main,
+    write_reports,
+)
 from harness.report.folder_lock import FolderLocked, hold_folder
 from harness.report.load import ResultsError
 from harness.report.progress import Progress, item_label, latency_table, mutation_table, scoreboard
@@ -64,6 +72,7 @@ COMMANDS = (
     ("report", "render results files (several make a leaderboard); 'report merge' joins shards"),
     ("gate", "compare a run with a baseline: exit 1 on pass→fail or a real latency regression"),
     ("calibrate", "the error and floor of stopbench's own stopwatch on this machine"),
+    ("diff", "what changed between two results files (releases of an agent): exit 1 on anything newly broken"),
 )
 
 
@@ -90,6 +99,8 @@ def _main(argv: list[str]) -> int:
         return merge_main(argv[2:]) if argv[1:2] == ["merge"] else report_main(argv[1:])
     if argv[:1] == ["gate"]:
         return gate_main(argv[1:])
+    if argv[:1] == ["diff"]:
+        return diff_main(argv[1:])
     if argv[:1] == ["calibrate"]:
         from harness.calibrate.cli import main as calibrate_main
 
