@@ -132,3 +132,22 @@ def test_the_diff_module_loads_no_driver_reader_or_installer():
             "print([m for m in ('harness.drivers', 'harness.readers', 'harness.agents.install') if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
     assert out.stdout.strip() == "[]"
+
+
+def test_an_older_file_of_the_agent_compares_with_a_release_as_one_agent(tmp_path, capsys):
+    """A version-1 file, whose agent_version was what the program printed, beside a file that
+    records the version driven and the one reported: rows match, whatever the versions."""
+    old = {"format": "stopbench-results", "version": 1, "latencies": [],
+           "run": {"agent": "claude-code", "agent_version": "2.1.197 (Claude Code)"},
+           "tasks": [{"task": "exit-codes", "agent": "claude-code", "adapter": "http", "driver": "subprocess",
+                      "repeat": 0, "checks": [{"check": "C8", "outcome": "pass", "tier": "mandatory",
+                                               "evidence": {"summary": "exit 2"}}]}]}
+    base = tmp_path / "old.json"
+    base.write_text(json.dumps(old), encoding="utf-8")
+    release = run(task("exit-codes", {"C8": P}), version="2.1.332")
+    new = write(tmp_path / "new.json", RunResult(run={**release.run, "agent_version_reported": "2.1.332 (Claude Code)"},
+                                                 tasks=release.tasks, latencies=()))
+    assert main(["diff", str(base), str(new)]) == 0
+    out = capsys.readouterr().out
+    assert "claude-code 2.1.197 (Claude Code)" in out and "claude-code 2.1.332" in out
+    assert "2 unchanged" in out  # the task row and C8: one agent on both sides
