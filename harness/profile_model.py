@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from fake_server.scenario import FinishAction, Scenario
+from harness.agents.catalog import get_agent
 from harness.agents.install import NotInstalled, binary, installed_path
 
 PLACEHOLDERS = frozenset(
@@ -36,6 +37,7 @@ PLACEHOLDERS = frozenset(
         "session_uuid",  # a session id the harness chooses and hands to the agent (--session-id …)
         "agent_bin",  # the program of the installed real agent the profile names (agent = "codex")
         "agent_dir",  # … and its install folder (what the catalog's warm-up unpacked is under cache/)
+        "agent_version",  # … and its version (the one asked for, --agent NAME@VERSION, else the pin)
     }
 )
 OPTIONS = "{options}"  # a list element replaced by the spliced option lists
@@ -207,6 +209,7 @@ def base_values(profile: Profile) -> dict[str, str]:
         try:
             values["agent_bin"] = str(agent_binary(profile))
             values["agent_dir"] = str(installed_path(profile.agent, profile.agent_version))
+            values["agent_version"] = profile.agent_version or get_agent(profile.agent).version
         except NotInstalled:
             pass
     return values

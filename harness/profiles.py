@@ -241,7 +241,8 @@ def parse_profile(data: Mapping[str, Any], path: str | Path = "<profile>") -> Pr
     if agent is not None and agent not in AGENTS:
         v.fail("agent", f"{agent!r} is not an agent of the catalog (known: {', '.join(sorted(AGENTS))})")
     if v.uses_agent and not agent:
-        v.fail(v.uses_agent, "{agent_bin} and {agent_dir} need agent = NAME (the catalog's agent they are of)")
+        v.fail(v.uses_agent, "{agent_bin}, {agent_dir} and {agent_version} need agent = NAME (the catalog's agent "
+                             "they are of)")
     not_run = v.table(data, "not_run")
     for task, why in not_run.items():
         if not isinstance(why, str) or not why.strip():
@@ -287,7 +288,7 @@ class _Validator:
     def __init__(self, path: str | Path):
         self.path = path
         self.warnings: list[str] = []  # what is allowed but unwise, said at load and by doctor
-        self.uses_agent: str | None = None  # the first item naming {agent_bin} or {agent_dir}
+        self.uses_agent: str | None = None  # the first item naming {agent_bin}, {agent_dir} or {agent_version}
 
     def fail(self, item: str, problem: str) -> NoReturn:
         raise ProfileError(self.path, item, problem)
@@ -377,7 +378,7 @@ class _Validator:
             where, allowed = _ONLY_IN[name]
             if not allowed(item):
                 self.fail(item, f"{{{name}}} has a value only in {where}")
-        if names & {"agent_bin", "agent_dir"} and self.uses_agent is None:
+        if names & {"agent_bin", "agent_dir", "agent_version"} and self.uses_agent is None:
             self.uses_agent = item
         if "api_key" in names and set(item.split(".")) & {*_ARGV_ITEMS, "list_command", "version_command"}:
             warning = (f"{item}: {{api_key}} puts the key on the command line, where every user of this machine "

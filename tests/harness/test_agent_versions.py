@@ -16,7 +16,7 @@ import pytest
 from harness.agents.catalog import get_agent, split_version
 from harness.agents.install import MARKER, install_dir
 from harness.cli import main
-from harness.profiles import ProfileError, base_values, load_profile
+from harness.profiles import ProfileError, base_values, fill, load_profile
 from harness.provenance import run_header
 
 PROGRAM = "node_modules/.bin/claude"  # claude-code's program in its install folder
@@ -141,3 +141,15 @@ def test_resume_refuses_results_of_another_version(cache, tmp_path, capsys):
     assert main(["run", "--agent", f"claude-code@{OTHER}", "--resume", str(earlier),
                  "--report-dir", str(tmp_path / "r")]) == 2
     assert f"results of claude-code {PIN}, not {OTHER}" in capsys.readouterr().err
+
+
+def test_a_profile_names_the_version_it_drives_in_its_own_values(cache):
+    folder = install_dir("copilot", "1.0.200")
+    program = folder / "node_modules/@github/copilot-linux-x64/copilot"
+    program.parent.mkdir(parents=True)
+    program.write_text("#!/bin/sh\n", encoding="utf-8")
+    program.chmod(0o755)
+    (folder / MARKER).write_text('{"name": "copilot"}', encoding="utf-8")
+    profile = load_profile("copilot@1.0.200")
+    assert fill(profile.env["COPILOT_CLI_DIST_DIR"], base_values(profile)) == \
+        f"{folder}/cache/copilot/pkg/linux-x64/1.0.200"  # what its warm-up unpacked for that version
