@@ -17,6 +17,10 @@ import sys
 EXIT_OK, EXIT_ERROR = 0, 2
 
 
+class UsageError(Exception):
+    """Arguments that contradict themselves."""
+
+
 def add_parser(subparsers) -> argparse.ArgumentParser:
     parser = subparsers.add_parser("agents", help="pinned real agents: list, install, record their session stores")
     sub = parser.add_subparsers(dest="agents_command", required=True)
@@ -82,10 +86,6 @@ def _name_and_version(spec: str, option: str | None) -> tuple[str, str | None]:
     if version and option and option != version:
         raise UsageError(f"{spec!r} and --version {option} name two versions; give one")
     return name, version or option
-
-
-class UsageError(Exception):
-    """Arguments that contradict themselves."""
 
 
 def _doctor(agent: str) -> int:

@@ -133,8 +133,8 @@ def diff_main(argv: Sequence[str]) -> int:
     )
     parser.add_argument("base", type=Path, help="the earlier results.json")
     parser.add_argument("new", type=Path, help="the later results.json")
-    parser.add_argument("--md", type=Path, help="also write the diff as Markdown here")
-    parser.add_argument("--json", type=Path, help="also write the diff as JSON here")
+    parser.add_argument("--md", type=Path, metavar="FILE", help="also write the diff as Markdown here")
+    parser.add_argument("--json", type=Path, metavar="FILE", help="also write the diff as JSON here (every row)")
     args = parser.parse_args(list(argv))
     problem = _output_problem([("--md", args.md), ("--json", args.json)])
     if problem:
