@@ -139,7 +139,8 @@ def diff(base: RunResult, new: RunResult) -> Diff:
     before, after = _side_rows(base, key_of), _side_rows(new, key_of)
     _not_ran(before, after)
     _not_ran(after, before)
-    checks = [_change(key, before.get(key), after.get(key), _consequence(new, key_of, key))
+    consequences = _consequences(new, key_of)
+    checks = [_change(key, before.get(key), after.get(key), consequences.get(key))
               for key in sorted(before.keys() | after.keys(), key=_row_order)]
     return Diff(base, new, tuple(checks), _latencies(base, new, key_of))
 
@@ -182,13 +183,16 @@ def _plain_tasks(run: RunResult) -> list[TaskResult]:
     return [t for t in run.tasks if t.mutant is None]  # a failpoint's run is expected to fail
 
 
-def _consequence(run: RunResult, key_of: Callable[[str], str], key: Key) -> str | None:
-    """The earlier check every failure of this row on the new side rests on, if they all do."""
-    agent, task, driver, adapter, check = key
-    failures = [c for t in _plain_tasks(run) if (key_of(t.agent), t.task, t.driver, t.adapter) == key[:4]
-                and t.status is RunStatus.RAN for c in t.checks if c.check == check and c.outcome is Outcome.FAIL]
-    earlier = {consequence_of(c) for c in failures}
-    return earlier.pop() if len(earlier) == 1 and None not in earlier else None
+def _consequences(run: RunResult, key_of: Callable[[str], str]) -> dict[Key, str]:
+    """Per row, the earlier check every failure of it rests on, when they all rest on one."""
+    earlier: dict[Key, set[str | None]] = {}
+    for t in _plain_tasks(run):
+        if t.status is RunStatus.RAN:
+            for c in t.checks:
+                if c.outcome is Outcome.FAIL:
+                    key = (key_of(t.agent), t.task, t.driver, t.adapter, c.check)
+                    earlier.setdefault(key, set()).add(consequence_of(c))
+    return {key: check for key, found in earlier.items() if len(found) == 1 and (check := next(iter(found)))}
 
 
 def _change(key: Key, base: str | None, new: str | None, consequence: str | None) -> CheckChange:
