@@ -153,3 +153,16 @@ def test_a_profile_names_the_version_it_drives_in_its_own_values(cache):
     profile = load_profile("copilot@1.0.200")
     assert fill(profile.env["COPILOT_CLI_DIST_DIR"], base_values(profile)) == \
         f"{folder}/cache/copilot/pkg/linux-x64/1.0.200"  # what its warm-up unpacked for that version
+
+
+def test_two_releases_run_in_turn_into_one_leaderboard_with_a_row_each(cache, tmp_path, capsys):
+    stand_in(PIN), stand_in(OTHER)
+    report = tmp_path / "board"
+    code = main(["run", "--agent", "claude-code", "--agent", f"claude-code@{OTHER}", "--task", "exit-codes",
+                 "--driver", "subprocess", "--report-dir", str(report)])
+    assert code in (0, 1), capsys.readouterr().err
+    versions = [json.loads((report / folder / "results.json").read_text(encoding="utf-8"))["run"]["agent_version"]
+                for folder in ("claude-code", f"claude-code@{OTHER}")]
+    assert versions == [PIN, OTHER]
+    board = (report / "leaderboard.md").read_text(encoding="utf-8")
+    assert f"claude-code@{PIN}" in board and f"claude-code@{OTHER}" in board
