@@ -1,4 +1,4 @@
-"""The ``stopbench`` command: ``run``, ``list``, ``serve``, ``report`` (and ``report merge``), ``gate``.
+"""The ``stopbench`` command: ``run``, ``list``, ``serve``, ``report`` (and ``report merge``), ``gate``, ``diff``.
 
 Exit codes of ``run``: 0 the agent is conformant or conformant (black-box) (and with
 ``--mutants`` every mutant was caught), 1 it is not conformant or the score is incomplete,
@@ -31,10 +31,18 @@ from harness.contract import DRIVERS
 from harness.machine import null_agent_costs
 from harness.model import LatencySample, RunResult, RunStatus, TaskResult
 from harness.mutants import FailpointsError, list_failpoints, mutation_summary
-from harness.planning import ShardError, WorkItem, parse_shard, plan, shard_items
+from harness.planning import WorkItem, plan
 from harness.profiles import Profile, ProfileError, agent_binary, builtin_names, load_profile
-from harness.provenance import digests, run_header
-from harness.report import format_written, gate_main, load_results, merge_main, report_main, write_reports
+from harness.provenance import digests, driven_version, run_header
+from harness.report import (
+    diff_main,
+    format_written,
+    gate_main,
+    load_results,
+    merge_main,
+    report_main,
+    write_reports,
+)
 from harness.report.folder_lock import FolderLocked, hold_folder
 from harness.report.load import ResultsError
 from harness.report.progress import Progress, item_label, latency_table, mutation_table, scoreboard
@@ -50,6 +58,7 @@ from harness.report.writer import (
 from harness.rundir import make_private
 from harness.runner import DEFAULT_RETRIES, HarnessError, ItemOutcome
 from harness.schedule import run_all
+from harness.sharding import ShardError, parse_shard, shard_items
 from harness.signals import Interrupted, run_until_signalled
 from harness.tasks import TASKS_DIR, Task, TaskError, load_all
 
@@ -63,6 +72,7 @@ COMMANDS = (
     ("report", "render results files (several make a leaderboard); 'report merge' joins shards"),
     ("gate", "compare a run with a baseline: exit 1 on pass→fail or a real latency regression"),
     ("calibrate", "the error and floor of stopbench's own stopwatch on this machine"),
+    ("diff", "what changed between two results files (releases of an agent): exit 1 on anything newly broken"),
 )
 
 
@@ -89,6 +99,8 @@ def _main(argv: list[str]) -> int:
         return merge_main(argv[2:]) if argv[1:2] == ["merge"] else report_main(argv[1:])
     if argv[:1] == ["gate"]:
         return gate_main(argv[1:])
+    if argv[:1] == ["diff"]:
+        return diff_main(argv[1:])
     if argv[:1] == ["calibrate"]:
         from harness.calibrate.cli import main as calibrate_main
 
@@ -114,8 +126,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help=COMMANDS[0][1])
     run.add_argument("--agent", action="append", default=[],
-                     help="built-in profile name or path of a profile TOML (default reference); "
-                          "several run in turn, with a leaderboard")
+                     help="built-in profile name or path of a profile TOML (default reference); NAME@VERSION "
+                          "drives that installed version of the agent; several run in turn, with a leaderboard")
     run.add_argument("--agents", choices=["installed"],
                      help="'installed': every built-in profile whose real agent is installed, in turn, one leaderboard")
     run.add_argument("--keep", action="store_true",
@@ -171,6 +183,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         return run_agent(args, names[0], Path(args.report_dir))
     if args.resume:
         raise UsageError("--resume continues one agent's run; name one --agent")
+    for name in names:  # every agent loads and is installed before the first one runs
+        _profile(name)
     codes, runs = [], []
     with _report_dir_held(args, Path(args.report_dir), LEADERBOARD_FILES):
         for name in names:
@@ -387,6 +401,9 @@ def _resumed(path: str, profile: Profile, items: list[WorkItem],
         raise UsageError(str(exc)) from None
     if earlier.run.get("agent") != profile.name:
         raise UsageError(f"{path}: results of agent {earlier.run.get('agent')!r}, not {profile.name!r}")
+    version = driven_version(profile)
+    if version and "agent_version_reported" in earlier.run and earlier.run.get("agent_version") != version:
+        raise UsageError(f"{path}: results of {profile.name} {earlier.run.get('agent_version')}, not {version}")
     changed = _changed_since(earlier.run.get("digests"), now)
     if changed:
         raise UsageError(f"{path}: cannot resume: {changed}; its verdicts are not this run's — "
@@ -447,13 +464,19 @@ def cmd_list(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------------------------------
 
 
-def _load(args: argparse.Namespace, agent: str) -> tuple[Profile, list[Task]]:
+def _profile(agent: str) -> Profile:
+    """The profile ``--agent`` names, its real agent installed (at the version asked for)."""
     try:
         profile = load_profile(agent)
         if profile.agent:
             agent_binary(profile)
     except (ProfileError, NotInstalled) as exc:
         raise UsageError(str(exc)) from None
+    return profile
+
+
+def _load(args: argparse.Namespace, agent: str) -> tuple[Profile, list[Task]]:
+    profile = _profile(agent)
     for warning in profile.warnings:
         print(f"stopbench: warning: {profile.path}: {warning}", file=sys.stderr)
     tasks = _tasks(args)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from fake_server.scenario import FinishAction, Scenario
+from harness.agents.catalog import get_agent
 from harness.agents.install import NotInstalled, binary, installed_path
 
 PLACEHOLDERS = frozenset(
@@ -36,6 +37,7 @@ PLACEHOLDERS = frozenset(
         "session_uuid",  # a session id the harness chooses and hands to the agent (--session-id …)
         "agent_bin",  # the program of the installed real agent the profile names (agent = "codex")
         "agent_dir",  # … and its install folder (what the catalog's warm-up unpacked is under cache/)
+        "agent_version",  # … and its version (the one asked for, --agent NAME@VERSION, else the pin)
     }
 )
 OPTIONS = "{options}"  # a list element replaced by the spliced option lists
@@ -144,6 +146,7 @@ class Profile:
     interactive: Interactive | None = None
     stop_signal: int = signal.SIGINT
     agent: str | None = None  # the real agent of the catalog (harness.agents) this profile drives
+    agent_version: str | None = None  # … the installed version of it to drive (--agent NAME@VERSION); None: its pin
     sequential_tools: bool = False  # declared: a response's tool calls run one after another, in order
     session: SessionSpec = field(default_factory=SessionSpec)
     streams: bool = True  # False: the agent's model requests are not streamed (waits for chunks wait for the answer)
@@ -205,13 +208,15 @@ def base_values(profile: Profile) -> dict[str, str]:
     if profile.agent:
         try:
             values["agent_bin"] = str(agent_binary(profile))
-            values["agent_dir"] = str(installed_path(profile.agent))
+            values["agent_dir"] = str(installed_path(profile.agent, profile.agent_version))
+            values["agent_version"] = profile.agent_version or get_agent(profile.agent).version
         except NotInstalled:
             pass
     return values
 
 
 def agent_binary(profile: Profile) -> Path:
-    """The installed program of the profile's real agent; ``NotInstalled`` says how to install it."""
+    """The installed program of the profile's real agent, at the version asked for (else its
+    pin); ``NotInstalled`` says how to install it."""
     assert profile.agent is not None
-    return binary(profile.agent)
+    return binary(profile.agent, profile.agent_version)

@@ -11,6 +11,7 @@ imports an agent statically).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 import signal
@@ -20,7 +21,7 @@ from typing import Any, NoReturn
 
 from fake_server.scenario import ScenarioError, parse_finish_action
 from fake_server.wire import wires
-from harness.agents.catalog import AGENTS
+from harness.agents.catalog import AGENTS, split_version
 from harness.contract import EXIT_CODE_FOR_REASON, TURN_END_REASONS
 from harness.datafile import DataFileError, read_toml
 from harness.profile_model import (
@@ -69,17 +70,29 @@ def builtin_names() -> list[str]:
 
 
 def load_profile(name_or_path: str | Path) -> Profile:
-    """A built-in profile by name, or a profile file by path."""
+    """A built-in profile by name, or a profile file by path. ``NAME@VERSION`` is the built-in
+    profile driving that installed version of its real agent instead of the pinned one."""
     text = str(name_or_path)
     path = Path(text)
+    version = None
     if not (text.endswith(".toml") or "/" in text):
+        try:
+            text, version = split_version(text)
+        except ValueError as exc:
+            raise ProfileError(text, "agent", str(exc)) from None
         path = BUILTIN_DIR / f"{text}.toml"
         if not path.is_file():
             raise ProfileError(text, "agent",
                                f"no built-in profile of that name (built-in: {', '.join(builtin_names())})")
     if not path.is_file():
         raise ProfileError(path, "agent", "file not found")
-    return parse_profile(read_toml(path, ProfileError), path)
+    profile = parse_profile(read_toml(path, ProfileError), path)
+    if version is None:
+        return profile
+    if profile.agent is None:
+        raise ProfileError(path, "agent", f"{text}@{version}: profile {text!r} drives no agent of the catalog, "
+                                          "so it has no versions to choose from")
+    return dataclasses.replace(profile, agent_version=version)
 
 
 _TOP_KEYS = {
@@ -228,7 +241,8 @@ def parse_profile(data: Mapping[str, Any], path: str | Path = "<profile>") -> Pr
     if agent is not None and agent not in AGENTS:
         v.fail("agent", f"{agent!r} is not an agent of the catalog (known: {', '.join(sorted(AGENTS))})")
     if v.uses_agent and not agent:
-        v.fail(v.uses_agent, "{agent_bin} and {agent_dir} need agent = NAME (the catalog's agent they are of)")
+        v.fail(v.uses_agent, "{agent_bin}, {agent_dir} and {agent_version} need agent = NAME (the catalog's agent "
+                             "they are of)")
     not_run = v.table(data, "not_run")
     for task, why in not_run.items():
         if not isinstance(why, str) or not why.strip():
@@ -274,7 +288,7 @@ class _Validator:
     def __init__(self, path: str | Path):
         self.path = path
         self.warnings: list[str] = []  # what is allowed but unwise, said at load and by doctor
-        self.uses_agent: str | None = None  # the first item naming {agent_bin} or {agent_dir}
+        self.uses_agent: str | None = None  # the first item naming {agent_bin}, {agent_dir} or {agent_version}
 
     def fail(self, item: str, problem: str) -> NoReturn:
         raise ProfileError(self.path, item, problem)
@@ -364,7 +378,7 @@ class _Validator:
             where, allowed = _ONLY_IN[name]
             if not allowed(item):
                 self.fail(item, f"{{{name}}} has a value only in {where}")
-        if names & {"agent_bin", "agent_dir"} and self.uses_agent is None:
+        if names & {"agent_bin", "agent_dir", "agent_version"} and self.uses_agent is None:
             self.uses_agent = item
         if "api_key" in names and set(item.split(".")) & {*_ARGV_ITEMS, "list_command", "version_command"}:
             warning = (f"{item}: {{api_key}} puts the key on the command line, where every user of this machine "

@@ -1,7 +1,8 @@
-"""Where a run's results came from: agent and exact version, the profile and its hash,
-stopbench's version, host and Python, when, what was asked (argv, shard, repeat, the
-selection of the whole run) and the digests of the profile, tasks and scenarios it ran
-with — what ``--resume`` and ``report merge`` compare before joining results."""
+"""Where a run's results came from: agent and exact version (as driven and as the program
+reports it), the profile and its hash, stopbench's version, host and Python, when, what was
+asked (argv, shard, repeat, the selection of the whole run) and the digests of the profile,
+tasks and scenarios it ran with — what ``--resume`` and ``report merge`` compare before
+joining results."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
+from harness.agents.catalog import get_agent
 from harness.planning import WorkItem
 from harness.profiles import BUILTIN_DIR, Profile, base_values, fill
 
@@ -29,9 +31,11 @@ def run_header(profile: Profile, items: Sequence[WorkItem], *, argv: list[str], 
         stopbench_version = version("stopbench")
     except PackageNotFoundError:
         stopbench_version = "unknown"
+    reported = reported_version(profile) if profile.version_command else None
     return {
         "agent": profile.name,
-        "agent_version": agent_version(profile),
+        "agent_version": driven_version(profile) or reported or "unknown",
+        **({"agent_version_reported": reported} if reported is not None else {}),
         "profile": None if Path(profile.path).parent == BUILTIN_DIR else profile.path,
         "profile_sha256": profile_hash(profile),
         "stopbench_version": stopbench_version,
@@ -77,10 +81,17 @@ def _file_hash(path: Path) -> str | None:
         return None
 
 
-def agent_version(profile: Profile) -> str:
+def driven_version(profile: Profile) -> str | None:
+    """The version of the catalog agent the run drives, as asked (``--agent NAME@VERSION``)
+    or pinned: one agent's releases share its name and differ here. None for a profile
+    that drives no catalog agent."""
+    if profile.agent is None:
+        return None
+    return profile.agent_version or get_agent(profile.agent).version
+
+
+def reported_version(profile: Profile) -> str:
     """What the profile's version command prints (first line), or "unknown" with the reason."""
-    if not profile.version_command:
-        return "unknown"
     argv = [fill(a, base_values(profile)) for a in profile.version_command]
     try:
         out = subprocess.run(argv, capture_output=True, text=True, timeout=VERSION_TIMEOUT_S, stdin=subprocess.DEVNULL)

@@ -114,6 +114,20 @@ def get_agent(name: str) -> Agent:
         raise UnknownAgent(name) from None
 
 
+def split_version(spec: str) -> tuple[str, str | None]:
+    """``"claude-code@2.1.332"`` -> ``("claude-code", "2.1.332")``; a bare name has no version
+    (the pinned one is meant). ValueError for an empty name or version around the ``@``."""
+    name, at, version = spec.partition("@")
+    if at and not (name and version):
+        raise ValueError(f"{spec!r}: expected NAME@VERSION, e.g. claude-code@2.1.197")
+    return name, version if at else None
+
+
+def install_command(name: str, version: str | None = None) -> str:
+    """The command that installs ``name`` (at ``version``, else its pin)."""
+    return f"stopbench agents install {name}" + (f"@{version}" if version else "")
+
+
 def parse_python_spec(spec: str) -> list[tuple[str, tuple[int, ...]]]:
     """``">=3.10,<3.13"`` → ``[(">=", (3, 10)), ("<", (3, 13))]``; ValueError on anything else."""
     out = []

@@ -1,8 +1,8 @@
 """``stopbench agents``: the catalog of pinned real agents, their installs, and recordings.
 
     stopbench agents list
-    stopbench agents install NAME [--version V] [--registry URL] [--force]
-    stopbench agents path NAME [--version V]
+    stopbench agents install NAME[@VERSION] [--registry URL] [--force]   # --version V: the same as @V
+    stopbench agents path NAME[@VERSION]
     stopbench agents record NAME CASE [--out DIR] [--keep]
     stopbench agents doctor NAME|PROFILE      # one short turn: what the profile starts, sends and finds
 
@@ -17,18 +17,22 @@ import sys
 EXIT_OK, EXIT_ERROR = 0, 2
 
 
+class UsageError(Exception):
+    """Arguments that contradict themselves."""
+
+
 def add_parser(subparsers) -> argparse.ArgumentParser:
     parser = subparsers.add_parser("agents", help="pinned real agents: list, install, record their session stores")
     sub = parser.add_subparsers(dest="agents_command", required=True)
     sub.add_parser("list", help="each agent, its pinned version, and whether and where it is installed")
     inst = sub.add_parser("install", help="install an agent into the cache ($STOPBENCH_CACHE or ~/.cache/stopbench)")
-    inst.add_argument("name")
-    inst.add_argument("--version", help="another version than the pinned one")
+    inst.add_argument("name", help="a catalog agent, NAME or NAME@VERSION (another version than the pinned one)")
+    inst.add_argument("--version", help="another version than the pinned one (the same as NAME@VERSION)")
     inst.add_argument("--registry", help="registry URL (npm --registry, pip --index-url)")
     inst.add_argument("--force", action="store_true", help="reinstall even if installed")
     path = sub.add_parser("path", help="print the program of an installed agent")
-    path.add_argument("name")
-    path.add_argument("--version")
+    path.add_argument("name", help="NAME or NAME@VERSION")
+    path.add_argument("--version", help="the same as NAME@VERSION")
     doctor = sub.add_parser("doctor", help="one short turn against the demo scenario, and what went wrong if it did")
     doctor.add_argument("agent", help="a built-in profile name or a profile TOML")
     from harness.agents import record
@@ -43,6 +47,8 @@ def main(args: argparse.Namespace) -> int:
     from harness.agents.install import InstallError, NotInstalled
 
     try:
+        if args.agents_command in ("install", "path"):
+            args.name, args.version = _name_and_version(args.name, args.version)
         if args.agents_command == "list":
             return _list()
         if args.agents_command == "install":
@@ -62,11 +68,24 @@ def main(args: argparse.Namespace) -> int:
             from harness.agents import record
 
             return record.main(args)
-    except (UnknownAgent, InstallError, NotInstalled) as exc:
+    except (UnknownAgent, InstallError, NotInstalled, UsageError) as exc:
         print(f"stopbench agents: {exc}", file=sys.stderr)
         return EXIT_ERROR
     print(f"stopbench agents: unknown command {args.agents_command!r}", file=sys.stderr)
     return EXIT_ERROR
+
+
+def _name_and_version(spec: str, option: str | None) -> tuple[str, str | None]:
+    """NAME@VERSION or NAME with ``--version``; both ways at once must agree."""
+    from harness.agents.catalog import split_version
+
+    try:
+        name, version = split_version(spec)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    if version and option and option != version:
+        raise UsageError(f"{spec!r} and --version {option} name two versions; give one")
+    return name, version or option
 
 
 def _doctor(agent: str) -> int:

@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.agents.catalog import AGENTS, Agent, get_agent, python_accepts
+from harness.agents.catalog import AGENTS, Agent, get_agent, install_command, python_accepts
 
 MARKER = "stopbench-install.json"
 DEFAULT_PYPI = "https://pypi.org/simple"
@@ -100,8 +100,7 @@ def binary(name: str, version: str | None = None) -> Path:
     folder = installed_path(name, version)
     if folder is None:
         raise NotInstalled(f"{agent.name} {version or agent.version} is not installed "
-                           f"(run: stopbench agents install {agent.name}"
-                           + (f" --version {version}" if version else "") + ")")
+                           f"(run: {install_command(agent.name, version)})")
     marker = read_marker(folder) or {}
     recorded = marker.get("binary")
     if isinstance(recorded, str) and (folder / recorded).is_file():

@@ -1,11 +1,11 @@
 """Reports, CI gate and shards: everything that reads the results JSON.
 
-Renderers (JUnit XML, Markdown, HTML) and the gate read a ``RunResult`` and nothing else,
+Renderers (JUnit XML, Markdown, HTML), the gate and the diff read a ``RunResult`` and nothing else,
 so any results file — from this machine, a CI artifact or a merge of shards — renders
 and gates the same way.
 """
 
-from harness.report.cli import gate_main, merge_main, report_main
+from harness.report.cli import diff_main, gate_main, merge_main, report_main
 from harness.report.gate import compare, format_gate, format_gate_markdown
 from harness.report.html import render_html
 from harness.report.junit import render_junit
@@ -17,6 +17,7 @@ from harness.report.writer import format_written, write_reports
 __all__ = [
     "ResultsError",
     "comparable",
+    "diff_main",
     "compare",
     "format_gate",
     "format_gate_markdown",

@@ -11,6 +11,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from harness.report.diff import diff, diff_json, format_diff, format_diff_markdown
 from harness.report.gate import compare, format_gate, format_gate_markdown
 from harness.report.html import render_html
 from harness.report.junit import render_junit
@@ -120,3 +121,35 @@ def gate_main(argv: Sequence[str]) -> int:
     if args.md:
         write_text(args.md, format_gate_markdown(result))
     return 1 if result.failed else 0
+
+
+def diff_main(argv: Sequence[str]) -> int:
+    prog = "stopbench diff"
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description="What changed between two results files (e.g. two releases of one agent): per task, "
+                    "driver, adapter and check — fixed, newly broken, newly undecidable, unchanged — and the "
+                    "latencies side by side. Exit 1 on anything newly broken, 0 otherwise, 2 on unusable input.",
+    )
+    parser.add_argument("base", type=Path, help="the earlier results.json")
+    parser.add_argument("new", type=Path, help="the later results.json")
+    parser.add_argument("--md", type=Path, metavar="FILE", help="also write the diff as Markdown here")
+    parser.add_argument("--json", type=Path, metavar="FILE", help="also write the diff as JSON here (every row)")
+    args = parser.parse_args(list(argv))
+    problem = _output_problem([("--md", args.md), ("--json", args.json)])
+    if problem:
+        return _fail(prog, problem)
+    try:
+        base, new = load_results(args.base), load_results(args.new)
+    except ResultsError as exc:
+        return _fail(prog, str(exc))
+    result = diff(base, new)
+    if not result.checks and not result.latencies:
+        return _fail(prog, f"{args.base} and {args.new} have no task results or latency samples to compare")
+    names = (str(args.base), str(args.new))
+    sys.stdout.write(format_diff(result, *names))
+    if args.md:
+        write_text(args.md, format_diff_markdown(result, *names))
+    if args.json:
+        write_text(args.json, diff_json(result, *names))
+    return result.exit_code

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from harness.contract import check_order
@@ -49,6 +49,7 @@ TASK_ROW = "(task)"  # the pseudo-check that stands for "the task ran without a 
 LOAD_PER_CPU_APART = 0.5
 NULL_SPAWN_APART = 2.0
 NOT_COMPARABLE = "not comparable: machine differs"
+TOO_FEW = "no evidence of change: too few samples to tell"
 
 
 @dataclass(frozen=True)
@@ -139,14 +140,14 @@ class GateResult:
         return any(r.failing for r in self.checks) or any(r.failing for r in self.latencies)
 
 
-def _check_statuses(run: RunResult, agent_key) -> tuple[dict, dict, set]:
+def _check_statuses(run: RunResult, key_of) -> tuple[dict, dict, set]:
     outcomes: dict[tuple, list[Outcome]] = {}
     tiers: dict[tuple, str] = {}
     tasks_checked: set[tuple] = set()  # ran (its checks are verdicts) at least once
     for t in run.tasks:
         if t.mutant is not None:
             continue
-        task_key = (agent_key(t.agent), t.adapter, t.task)
+        task_key = (key_of(t.agent), t.adapter, t.task)
         if t.status is RunStatus.RAN:
             tasks_checked.add(task_key)
         outcomes.setdefault((*task_key, TASK_ROW), []).append(Outcome.FAIL if t.error else Outcome.PASS)
@@ -157,7 +158,7 @@ def _check_statuses(run: RunResult, agent_key) -> tuple[dict, dict, set]:
     return {k: fold(v) for k, v in outcomes.items()}, tiers, tasks_checked
 
 
-def _agent_key(baseline: RunResult, current: RunResult):
+def agent_key(baseline: RunResult, current: RunResult) -> Callable[[str], str]:
     """Ignore agent names when each file holds one agent (a renamed or re-versioned agent is
     still compared with its baseline); match on them otherwise."""
     both_single = all(len({t.agent for t in r.tasks} | {s.agent for s in r.latencies}) <= 1
@@ -166,14 +167,14 @@ def _agent_key(baseline: RunResult, current: RunResult):
 
 
 def compare(baseline: RunResult, current: RunResult, tolerance: float = 0.10, alpha: float = 0.01) -> GateResult:
-    agent_key = _agent_key(baseline, current)
-    before, tiers_b, _ = _check_statuses(baseline, agent_key)
-    after, tiers_c, checked_now = _check_statuses(current, agent_key)
+    agent_key_of = agent_key(baseline, current)
+    before, tiers_b, _ = _check_statuses(baseline, agent_key_of)
+    after, tiers_c, checked_now = _check_statuses(current, agent_key_of)
     checks = []
     for key in sorted(before.keys() | after.keys(), key=_row_order):
         checks.append(_check_row(key, tiers_c.get(key) or tiers_b[key], before.get(key), after.get(key),
                                  key[:3] in checked_now))
-    samples_b, samples_c = _samples(baseline, agent_key), _samples(current, agent_key)
+    samples_b, samples_c = _samples(baseline, agent_key_of), _samples(current, agent_key_of)
     machine_b, machine_c = MachineLoad.of(baseline), MachineLoad.of(current)
     differs = machines_differ(machine_b, machine_c)
     latencies = [
@@ -210,10 +211,10 @@ def _check_row(key, tier: str, before: str | None, after: str | None, task_check
     return CheckRow(key, tier, before, after, f"changed: {before} -> {after}", False)
 
 
-def _samples(run: RunResult, agent_key) -> dict[tuple, list[int]]:
+def _samples(run: RunResult, key_of) -> dict[tuple, list[int]]:
     out: dict[tuple, list[int]] = {}
     for s in run.latencies:
-        out.setdefault((agent_key(s.agent), s.adapter, s.task, s.latency), []).append(s.value_ns)
+        out.setdefault((key_of(s.agent), s.adapter, s.task, s.latency), []).append(s.value_ns)
     return out
 
 
@@ -230,8 +231,7 @@ def _latency_row(key, base: Sequence[int], cur: Sequence[int], tolerance: float,
     if machine_differs:  # the figures are shown; what they mean cannot be told
         return LatencyRow(**row, interval=None, verdict=NOT_COMPARABLE, failing=False)
     if 1 / math.comb(len(base) + len(cur), len(cur)) >= alpha:
-        return LatencyRow(**row, interval=None, verdict="no evidence of change: too few samples to tell",
-                          failing=False)
+        return LatencyRow(**row, interval=None, verdict=TOO_FEW, failing=False)
     row["interval"] = bootstrap_median_ratio(base, cur, confidence=1 - 2 * alpha)
     if slower < alpha:
         if med_c - med_b > tolerance * max(abs(med_b), FLOOR_NS):
@@ -295,7 +295,7 @@ def format_gate(result: GateResult) -> str:
     """The comparison table a person reads in the CI log, ending with the decision."""
     lines = [f"stopbench gate: tolerance {result.tolerance:.0%}, alpha {result.alpha:g}", machines_line(result)]
     for caption, header, rows in _tables(result):
-        lines += ["", caption, *(_columns(header, rows) if rows else [])]
+        lines += ["", caption, *(columns(header, rows) if rows else [])]
     return "\n".join([*lines, "", decision(result)]) + "\n"
 
 
@@ -323,7 +323,7 @@ def _interval(interval: RatioInterval | None) -> str:
     return "-" if interval is None else f"{interval.low:.2f}-{interval.high:.2f}"
 
 
-def _columns(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+def columns(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     widths = [max(len(str(x)) for x in col) for col in zip(header, *rows, strict=False)]
     fmt = "  ".join(f"{{:<{w}}}" for w in widths)
     return [fmt.format(*header).rstrip(), fmt.format(*("-" * w for w in widths)).rstrip(),

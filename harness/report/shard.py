@@ -1,4 +1,4 @@
-"""Joining the shards of one run again (the split itself is ``harness.planning``'s).
+"""Joining the shards of one run again (the split itself is ``harness.sharding``'s).
 
 ``merge`` joins the shard files of one run into the result the unsharded run would have
 produced, apart from timings: tasks and latency samples in a canonical order, run info of
@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from harness.model import LatencySample, RunResult, TaskResult
-from harness.planning import ShardError, item_key, parse_shard
+from harness.sharding import ShardError, item_key, parse_shard
 
 # Run info that must agree between shards of one run (when present).
 SAME_IN_EVERY_SHARD = ("agent", "agent_version", "profile", "stopbench_version", "repeat", "selection", "digests")

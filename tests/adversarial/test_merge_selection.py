@@ -16,8 +16,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "reports"))
 from report_builders import build_run  # noqa: E402
 
 from harness import cli  # noqa: E402
-from harness.planning import shard_items  # noqa: E402
 from harness.report import comparable, merge  # noqa: E402
+from harness.sharding import shard_items  # noqa: E402
 
 ITEMS = [(t, a, r) for t in ("interrupt-cancel", "interrupt-timeout") for a in ("inproc", "http") for r in range(2)]
 

@@ -11,9 +11,9 @@ import pytest
 
 from harness.contract import LATENCY_IDS, Verdict
 from harness.model import RESULTS_FORMAT, RESULTS_VERSION, DecidedBy, Outcome, RunResult, RunStatus, Tier
-from harness.planning import shard_items
 from harness.report.shard import merge
 from harness.report.writer import ResultsCheckpoint, results_text
+from harness.sharding import shard_items
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = json.loads((ROOT / "harness/report/results.schema.json").read_text())

@@ -107,3 +107,21 @@ def test_one_agent_on_several_wires_is_told_apart_by_adapter_and_a_repeat_by_its
     assert [(b.label, b.adapter) for b in scoreboards([chat, gemini])] == [("pi", "chat"), ("pi", "gemini")]
     again = build_run([("interrupt-cancel", "chat", 0)], agent="pi", repeat=1)
     assert [b.label for b in scoreboards([chat, gemini, again])] == ["pi (file 1)", "pi", "pi (file 3)"]
+
+
+def test_releases_of_one_agent_are_one_agent_with_a_row_per_version():
+    import dataclasses
+
+    from report_builders import build_run
+
+    from harness.report.aggregate.scoreboard import scoreboards
+
+    def release(version: str):
+        run = build_run([("interrupt-cancel", "chat", 0)], agent="claude-code", repeat=1)
+        return dataclasses.replace(run, run={**run.run, "agent_version": version})
+
+    boards = scoreboards([release("2.1.197"), release("2.1.332")])
+    assert [(b.label, b.agent, b.version) for b in boards] == [("claude-code@2.1.197", "claude-code", "2.1.197"),
+                                                               ("claude-code@2.1.332", "claude-code", "2.1.332")]
+    same = scoreboards([release("2.1.197"), release("2.1.197")])  # a version run twice: the file tells them apart
+    assert [b.label for b in same] == ["claude-code (file 1)", "claude-code (file 2)"]

@@ -156,6 +156,7 @@ def scoreboards(runs: Sequence[RunResult]) -> list[Scoreboard]:
             if (i, agent, adapter) not in keys:
                 keys.append((i, agent, adapter))
     repeated = _in_several_files(keys)
+    versions = [str(run.run.get("agent_version") or "") for run in runs]
     boards = []
     used: set[str] = set()
     for index, (i, agent, adapter) in enumerate(keys):
@@ -176,7 +177,7 @@ def scoreboards(runs: Sequence[RunResult]) -> list[Scoreboard]:
         boards.append(Scoreboard(
             index=index,
             file=i,
-            label=f"{agent} (file {i + 1})" if (agent, adapter) in repeated else agent,
+            label=_label(agent, i, repeated.get((agent, adapter), set()), versions),
             agent=agent,
             version=str(run.run.get("agent_version") or ""),
             adapter=adapter,
@@ -189,13 +190,24 @@ def scoreboards(runs: Sequence[RunResult]) -> list[Scoreboard]:
     return boards
 
 
-def _in_several_files(keys: Sequence[tuple[int, str, str]]) -> set[tuple[str, str]]:
-    """The (agent, adapter) pairs more than one results file holds: only their rows need the
-    file to tell them apart (one agent on several wires is told apart by the adapter)."""
+def _in_several_files(keys: Sequence[tuple[int, str, str]]) -> dict[tuple[str, str], set[int]]:
+    """The (agent, adapter) pairs more than one results file holds, with those files: only
+    their rows need telling apart (one agent on several wires is told apart by the adapter)."""
     files_of: dict[tuple[str, str], set[int]] = {}
     for i, agent, adapter in keys:
         files_of.setdefault((agent, adapter), set()).add(i)
-    return {pair for pair, files in files_of.items() if len(files) > 1}
+    return {pair: files for pair, files in files_of.items() if len(files) > 1}
+
+
+def _label(agent: str, file: int, files: set[int], versions: Sequence[str]) -> str:
+    """The agent as its row shows it: by name; ``name@version`` when other files hold other
+    versions of it (a release beside another); ``name (file N)`` when only the file tells
+    its rows apart."""
+    if not files:
+        return agent
+    if versions[file] and len({versions[f] for f in files}) == len(files):
+        return f"{agent}@{versions[file]}"
+    return f"{agent} (file {file + 1})"
 
 
 

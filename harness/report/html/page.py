@@ -133,8 +133,8 @@ def _header(runs: Sequence[RunResult], boards: Sequence[Scoreboard], title: str)
 
 
 def _files(runs: Sequence[RunResult]) -> list[str]:
-    keys = ("agent", "agent_version", "profile", "stopbench_version", "host", "python", "started", "ended",
-            "adapters", "tasks", "repeat", "shard", "incomplete", "argv")
+    keys = ("agent", "agent_version", "agent_version_reported", "profile", "stopbench_version", "host", "python",
+            "started", "ended", "adapters", "tasks", "repeat", "shard", "incomplete", "argv")
     present = [k for k in keys if any(r.run.get(k) is not None for r in runs)]
     rows = [[f"<code>{esc(k)}</code>", *(esc(plain(r.run.get(k))) for r in runs)] for k in present]
     return ['<h2 id="files">Results files</h2>',
