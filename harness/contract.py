@@ -178,10 +178,13 @@ class Verdict(enum.StrEnum):
 
     CONFORMANT = "conformant"
     CONFORMANT_BLACK_BOX = "conformant (black-box)"
+    # As either level above, but some check passed only non-strictly: a convention that
+    # differs from the contract's letter while keeping its meaning (C8: exit 130 after Stop).
+    CONFORMANT_NON_STRICT = "conformant (non-strict)"
     NOT_CONFORMANT = "not conformant"
     INCOMPLETE = "incomplete"
 
     @property
     def ok(self) -> bool:
-        """The two conformant levels: ``stopbench run`` exits 0 for them."""
-        return self in (Verdict.CONFORMANT, Verdict.CONFORMANT_BLACK_BOX)
+        """The conformant levels: ``stopbench run`` exits 0 for them."""
+        return self in (Verdict.CONFORMANT, Verdict.CONFORMANT_BLACK_BOX, Verdict.CONFORMANT_NON_STRICT)

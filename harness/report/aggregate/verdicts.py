@@ -15,6 +15,8 @@ VERDICT_MEANING: dict[Verdict, str] = {
     Verdict.CONFORMANT: "every mandatory check of every task that applies to the agent passed",
     Verdict.CONFORMANT_BLACK_BOX: "every mandatory check decidable without a log reader passed, and the rest are "
                                   "unknown only because the profile has no reader",
+    Verdict.CONFORMANT_NON_STRICT: "as either level above, but some check passed only non-strictly (a convention "
+                                   "that differs from the contract's letter while keeping its meaning)",
     Verdict.NOT_CONFORMANT: "a mandatory check failed",
     Verdict.INCOMPLETE: "nothing failed, but a task that applies could not run or a check is unknown for "
                         "another reason",

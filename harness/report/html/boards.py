@@ -145,6 +145,7 @@ def legend_section() -> list[str]:
     cells = "".join(f"<dt>{badge(word, css)}</dt><dd>{esc(meaning)}</dd>" for word, css, meaning in (
         ("3/3 pass", "pass", "passed in each of the 3 runs that exercised it"),
         ("1/3 fail", "fail", "failed in 1 of the 3 runs that exercised it (it decides: not conformant)"),
+        ("1/3 → C8", "consequence", "failed only on what C8 failed on (one defect: shown, counted once, there)"),
         ("unknown", "unknown", "the evidence could not decide it in any run (2/3 unknown: in 2 of 3)"),
         ("skipped", "skipped", "no run exercised it (the turn had ended before Stop, …)"),
         ("not run", "not-run", "the task does not apply to the agent (no driver for it); never counted as conformant"),

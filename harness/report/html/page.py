@@ -57,6 +57,7 @@ table.kv table { width: 100%; margin: 0; table-layout: fixed; } table.kv td ol {
 .lvl-not-conformant { background: #f9d6d5; } .lvl-incomplete { background: #fdf0c8; }
 .lvl-nothing-ran { background: #eee; } .lvl-board { background: #e6eef8; }
 .pass { background: #e3f4e1; } .fail { background: #f9d6d5; } .unknown { background: #fdf0c8; }
+.consequence { background: #fbeceb; color: #555; } .lvl-conformant-non-strict { background: #e8f2d8; }
 .skipped, .not-run { background: #eee; color: #666; } .not-exercised { background: #e8e4f6; }
 .errored { background: #f3c9b8; } .missed { background: #f9d6d5; } .caught { background: #e3f4e1; }
 .badge { white-space: nowrap; display: inline-block; padding: 0 .45em; border-radius: 3px; font-size: .9em;
