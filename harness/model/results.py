@@ -163,6 +163,9 @@ class RunStatus(enum.StrEnum):
     NOT_RUN = "not run"  # the task does not apply to this agent (no driver, reader cannot damage, …)
     NOT_EXERCISED = "not exercised"  # a race: the moment the task meant to interrupt never came
     ERRORED = "errored"  # the harness itself failed; nothing about the agent is known
+    # The profile does not fit the agent (a session it cannot name after a kill, a screen
+    # pattern that never matches): what to fix is the profile's; nothing about the agent is known.
+    PROFILE_PROBLEM = "profile problem"
 
 
 @dataclass(frozen=True)
@@ -289,8 +292,7 @@ VERDICT_ORDER = (Verdict.NOT_CONFORMANT, Verdict.INCOMPLETE, Verdict.CONFORMANT_
 
 def combine_verdicts(verdicts: list[Verdict]) -> Verdict:
     """An agent's score over many task runs: the worst level of any run."""
-    order = VERDICT_ORDER
-    return next((v for v in order if v in verdicts), Verdict.INCOMPLETE)
+    return next((v for v in VERDICT_ORDER if v in verdicts), Verdict.INCOMPLETE)
 
 
 @dataclass(frozen=True)

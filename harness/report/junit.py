@@ -81,6 +81,9 @@ def _status_case(classname: str, task: TaskResult) -> ET.Element:
     reason = task.reason or ""
     if task.status is RunStatus.ERRORED:
         ET.SubElement(case, "error", message=xml_safe(reason), type="harness").text = xml_safe(reason)
+    elif task.status is RunStatus.PROFILE_PROBLEM:  # someone must fix the profile; the agent is not judged
+        ET.SubElement(case, "error", message=xml_safe(f"profile problem: {reason}"), type="profile").text = (
+            xml_safe(reason))
     elif task.status is RunStatus.NOT_RUN:
         ET.SubElement(case, "skipped", message=xml_safe(f"not run: {reason}"))
     else:

@@ -62,6 +62,8 @@ class Progress:
         word = verdict.value if verdict is not None else result.status.value
         if result.status is RunStatus.ERRORED:
             word = "error"
+        elif result.status is RunStatus.PROFILE_PROBLEM:
+            word = "profile problem"
         tries = len(result.attempts)
         retried = f", {tries} retr{'ies' if tries > 1 else 'y'}" if tries else ""
         self.finished += 1
@@ -120,7 +122,8 @@ def scoreboard(tasks: Sequence[TaskResult]) -> str:
             ("ran", len(ran)),
             ("not run", sum(t.status is RunStatus.NOT_RUN for t in results)),
             ("not exercised", sum(t.status is RunStatus.NOT_EXERCISED for t in results)),
-            ("errored", sum(t.status is RunStatus.ERRORED for t in results))) if n or what == "ran")
+            ("errored", sum(t.status is RunStatus.ERRORED for t in results)),
+            ("profile problem", sum(t.status is RunStatus.PROFILE_PROBLEM for t in results))) if n or what == "ran")
         out.append(f"{agent} on {adapter}: {combine_verdicts(verdicts).value if verdicts else 'nothing ran'} — "
                    f"{counts}; {sum(v.ok for v in verdicts)} conformant")
         out.append(f"  {'task':<{width}}  " + " ".join(f"{c:>4}" for c in checks) + "  runs")

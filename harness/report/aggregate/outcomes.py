@@ -7,7 +7,8 @@ fraction counts: ``3/3 pass`` (passed in all 3 runs that decided it), ``1/3 fail
 *Findings* are what went wrong, grouped so that identical outcomes read as one line
 (``C1, C2, C10, C11: unknown in 12 runs — no log reader …``) and ordered so that real
 failures come first: failed mandatory checks, failures that are only the consequence of another
-check's failure (linked to it, one defect counted once), the agent's own failures, harness errors,
+check's failure (linked to it, one defect counted once), the agent's own failures, what the
+profile got wrong, harness errors,
 undecided mandatory checks, advisory failures, checks undecided only for want of a log
 reader, races not exercised, and tasks not run.
 
@@ -129,8 +130,8 @@ class Cell:
 
 
 # Ranks, most important first.
-(RANK_FAIL, RANK_CONSEQUENCE, RANK_AGENT, RANK_ERRORED, RANK_UNKNOWN, RANK_ADVISORY, RANK_READER, RANK_NOT_EXERCISED,
- RANK_NOT_RUN) = range(9)
+(RANK_FAIL, RANK_CONSEQUENCE, RANK_AGENT, RANK_PROFILE, RANK_ERRORED, RANK_UNKNOWN, RANK_ADVISORY, RANK_READER,
+ RANK_NOT_EXERCISED, RANK_NOT_RUN) = range(10)
 
 
 @dataclass(frozen=True)
@@ -182,7 +183,8 @@ class Finding:
 
 def _finding_rank(task: TaskResult, result: CheckResult | None) -> int | None:
     if result is None:
-        return {RunStatus.ERRORED: RANK_ERRORED, RunStatus.NOT_EXERCISED: RANK_NOT_EXERCISED,
+        return {RunStatus.ERRORED: RANK_ERRORED, RunStatus.PROFILE_PROBLEM: RANK_PROFILE,
+                RunStatus.NOT_EXERCISED: RANK_NOT_EXERCISED,
                 RunStatus.NOT_RUN: RANK_NOT_RUN, RunStatus.RAN: RANK_AGENT}[task.status]
     mandatory = result.tier is Tier.MANDATORY
     if result.outcome is Outcome.FAIL and result.consequence_of is not None:

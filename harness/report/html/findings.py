@@ -16,9 +16,10 @@ MAX_MEMBERS_WITH_EVIDENCE = 5  # per finding; the other runs are listed as links
 
 def findings_section(page: Page) -> list[str]:
     out = ['<h2 id="findings">What went wrong</h2>',
-           "<p>Failed checks first, then the agent’s own failures, harness errors, undecided checks, advisory "
-           "findings, checks that need a log reader, races not exercised and tasks not run. Identical outcomes "
-           "are one line.</p>"]
+           "<p>Failed checks first, then failures that only follow from another check’s (the same defect, "
+           "counted there), the agent’s own failures, what the profile got wrong, harness errors, undecided "
+           "checks, advisory findings, checks that need a log reader, races not exercised and tasks not run. "
+           "Identical outcomes are one line.</p>"]
     any_found = False
     for a in agents(page.boards):
         found = a.findings
