@@ -39,6 +39,13 @@ class Unsupported(DriverError):
     """This driver cannot perform the step at all."""
 
 
+class ProfileMisfit(Exception):
+    """The profile, not the agent, got something wrong: the harness cannot drive the agent
+    the way the profile says (a session it gives no way to name after a kill, a screen
+    pattern that never matches a live agent). Reported as such, never as the agent's failure;
+    the message says what to fix."""
+
+
 @dataclass
 class AgentContext:
     """Everything about one task run that a driver needs to start the agent."""

@@ -18,6 +18,7 @@ from harness.drivers.base import (
     DriverBase,
     DriverError,
     OutputBuffer,
+    ProfileMisfit,
     Unsupported,
     exit_of,
     pump,
@@ -72,7 +73,7 @@ class HeadlessDriver(DriverBase):
             raise DriverError("a headless run is still going; a new turn would be a second process")
         resume = self._runs > 0
         if resume and self.session_id is None and self.spec.needs_session_id:
-            raise DriverError("the agent never named its session, so it cannot be resumed by id")
+            self._unnamed_session()
         self._runs += 1
         self._role = "resume" if resume else "run"
         own_timeout = timeout_s is not None and bool(self.spec.timeout_options)
@@ -169,11 +170,22 @@ class HeadlessDriver(DriverBase):
         ``expect="refused"`` (a damaged log) the resume run is started now with ``text`` and
         must exit without a turn."""
         if self.session_id is None and self.spec.needs_session_id:
-            raise DriverError("restart asked for, but the agent never named its session")
+            self._unnamed_session()
         if expect == "refused":
             await self.send(text, expect="refused")
             await self.settle()
         return False
+
+    def _unnamed_session(self) -> None:
+        """No session id to resume by: the profile's fault when the harness's own SIGKILL ended
+        the only process that could have named it (an agent that tells its id at exit)."""
+        if self._expect == "killed":
+            raise ProfileMisfit(
+                "cannot resume: the profile gives no way to name the session after a kill (the agent had not told "
+                "its session id when the harness SIGKILLed it, and resume_options resume by {session_id}); fix the "
+                "profile: resume the latest session instead (a --continue-style option, no {session_id}), or name "
+                "the session some other way the agent offers")
+        raise DriverError("the agent never named its session, so it cannot be resumed by id")
 
     async def close(self) -> None:
         if self._exit_stamp is not None:
