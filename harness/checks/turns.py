@@ -210,6 +210,8 @@ def own_cancel_is_not_an_error(obs: Observation) -> CheckResult:
     found = Findings("C12")
     log = log_half(obs, found, Capability.TURN_ENDS, Capability.MONO_TIMES)
     for stop in stops:
+        if stop.missed:  # the harness's signal never reached the part of the agent that streams
+            found.note(stop=stop.how, missed=stop.missed)
         boxed = _settled_from_outside(obs, stop, found)
         logged = isinstance(log, SessionLog) and _settled_in_log(obs, log, stop, found)
         if not (boxed or logged or found.failed):

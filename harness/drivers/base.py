@@ -143,12 +143,12 @@ class DriverBase:
 
     def _record_stop(self, source: str, how: str, phase: str, running: bool, stop_ns: int,
                      request: int | None, window: str | None, chunks_seen: int | None = None,
-                     by: str = "harness") -> StopDelivery:
+                     by: str = "harness", missed: str | None = None) -> StopDelivery:
         text = self.text_since_input() if running else None
         delivery = StopDelivery(
             mono_ns=stop_ns, source=source, how=how, phase=phase, exercised=running,
             request=request, window=window, text_seen=text or None, chunks_seen=chunks_seen if running else None,
-            by=by,
+            by=by, missed=missed,
         )
         self.history.record(delivery)
         return delivery

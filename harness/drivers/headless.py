@@ -2,8 +2,10 @@
 
 A turn is a process: the first ``send`` starts the agent's headless command, a later one
 resumes the same session (``resume_options``). Stop is the profile's signal to the agent's
-PID; the settlement is the exit code. SIGKILL and restart are real: the process is killed at
-a beacon and the next ``send`` starts a new process on the same session.
+process group, as a terminal's Ctrl-C reaches the foreground group, so an agent that relaunched
+itself as a child is stopped where it streams (a Stop that still missed the process holding
+the model connection says so); the settlement is the exit code. SIGKILL and restart are real:
+the process is killed at a beacon and the next ``send`` starts a new process on the same session.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import asyncio
 import signal
 import time
 from collections.abc import Mapping
+from urllib.parse import urlsplit
 
 from harness.drivers.base import (
     AgentContext,
@@ -26,7 +29,7 @@ from harness.drivers.base import (
 )
 from harness.history import History
 from harness.model import ProcessExit, Settlement, StopDelivery
-from harness.procs import ExitStamp, ProcRef, kill_tree, signal_pid, spawn
+from harness.procs import ExitStamp, ProcRef, connection_holders, kill_tree, signal_group, signal_pid, spawn
 from harness.profiles import fill
 
 
@@ -117,11 +120,27 @@ class HeadlessDriver(DriverBase):
         sig = signal.Signals[signal_name] if signal_name else signal.Signals(self.ctx.profile.stop_signal)
         running = self.turn_running()
         stop_ns = time.monotonic_ns()
-        delivered = running and signal_pid(self._proc.pid, sig)
+        # As a terminal's Ctrl-C (or CI's `timeout`) does: to the agent's whole process group.
+        delivered = running and signal_group(self._proc.pid, sig)
         self._expect = "timeout" if source == "timeout" else "stopped"
         how = f"{'watchdog' if by == 'watchdog' else 'signal'}:{sig.name}"
+        missed = await self._missed_holder(sig) if delivered and phase == "stream" else None
         return self._record_stop(source, how, phase, delivered, stop_ns, request, window,
-                                 chunks_seen=chunks_seen, by=by)
+                                 chunks_seen=chunks_seen, by=by, missed=missed)
+
+    async def _missed_holder(self, sig: signal.Signals) -> str | None:
+        """Which process holds the model connection, when the Stop just sent to the agent's
+        process group did not reach it (looked up after delivery, so it delays nothing)."""
+        assert self._proc is not None
+        port = urlsplit(str(self.ctx.values.get("base_url", ""))).port
+        if port is None:
+            return None
+        holders = await asyncio.to_thread(connection_holders, self._proc.pid, port)
+        if not holders or any(group == self._proc.pid for _, group, _ in holders):
+            return None
+        pid, group, command = holders[0]
+        return (f"the {sig.name} went to process group {self._proc.pid}, but the process holding the model "
+                f"connection, pid {pid} ({command}), is in group {group} and did not get it")
 
     async def settle(self) -> Settlement:
         """Wait for the run process to exit: its exit code is the settlement a headless run shows."""

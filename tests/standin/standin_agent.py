@@ -49,6 +49,11 @@ EXIT_CONVENTIONS = {
 # When the session id is told on stderr (STANDIN_SESSION_NOTICE): first thing, or only as the
 # process exits (then a process killed with SIGKILL never tells it).
 SESSION_NOTICES = ("start", "exit")
+# Whether it relaunches itself (STANDIN_RELAUNCH), as CLIs that restart under other runtime
+# options do: the outer process waits for the inner one and forwards no signal. "child": the
+# inner one stays in the outer one's process group (a terminal's Ctrl-C reaches both);
+# "session": it starts a session of its own (nothing sent to the group reaches it).
+RELAUNCH_MODES = ("no", "child", "session")
 
 FAULTS = {
     "orphan-tools": (["C3"], "on Stop in a tool, exit without killing the tool's process tree"),
@@ -1104,8 +1109,29 @@ def setting(name: str, choices) -> str:
     return value
 
 
+def relaunch(mode: str, argv: list[str]) -> int:
+    """The outer process of a relaunch: start the agent again as a child and exit as it does.
+    It ignores the Stop signals itself and forwards none."""
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_IGN)
+    inner = subprocess.Popen([sys.executable, os.path.abspath(__file__), *argv],
+                             env={**os.environ, "STANDIN_RELAUNCH": "no"}, start_new_session=mode == "session",
+                             preexec_fn=lambda: [signal.signal(s, signal.SIG_DFL)
+                                                 for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)])
+    code = inner.wait()
+    return code if code >= 0 else 128 - code
+
+
 def main(argv: list[str] | None = None) -> int:
     began = time.monotonic()
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        mode = setting("STANDIN_RELAUNCH", RELAUNCH_MODES)
+    except Fatal as exc:
+        say(f"error: {exc}")
+        return 2
+    if mode != "no":
+        return relaunch(mode, argv)
     args = parse_args(argv)
     if args.list_faults:
         print(json.dumps({name: {"checks": checks, "description": text}

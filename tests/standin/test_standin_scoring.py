@@ -103,3 +103,22 @@ def test_a_session_named_only_at_exit_under_resume_by_id_is_a_profile_problem(pr
     assert "cannot resume: the profile gives no way to name the session after a kill" in (result.reason or "")
     assert not [c for c in result.checks if c.outcome is Outcome.FAIL]
     assert task_verdict(result) is Verdict.INCOMPLETE
+
+
+def test_a_stop_reaches_an_agent_that_relaunched_itself_as_a_terminal_would(profile):
+    """The outer process ignores SIGINT and forwards nothing; Stop reaches the whole process
+    group, as a terminal's Ctrl-C does, so the inner agent is the one judged."""
+    relaunched = dataclasses.replace(profile, env={**profile.env, "STANDIN_RELAUNCH": "child"})
+    result = run_task(relaunched, "http-stream-cancel")
+    assert result.status is RunStatus.RAN, result.reason
+    assert not counted_failures(result), [(c.check, c.evidence.summary) for c in result.checks]
+    assert task_verdict(result) is Verdict.CONFORMANT_BLACK_BOX
+
+
+def test_a_stop_that_never_reached_the_process_streaming_says_so(profile):
+    relaunched = dataclasses.replace(profile, env={**profile.env, "STANDIN_RELAUNCH": "session"},
+                                     budgets=dataclasses.replace(profile.budgets, settle=3.0))
+    result = run_task(relaunched, "http-stream-cancel")
+    stops = [m.label for m in result.timeline if m.kind == "stop"]
+    assert any("the process holding the model connection" in label and "did not get it" in label
+               for label in stops), stops
