@@ -195,8 +195,10 @@ async def _run_contained(profile: Profile, item: WorkItem, dirs: RunDirs, contai
                          RunStatus.NOT_EXERCISED, str(exc), None, None)
         return ItemOutcome(_redacted(result, api_key), [], None)
     except ProfileMisfit as exc:
-        result = _result(profile, item, started, t0_ns, _all(item, skipped, f"not judged: the profile does not fit: "
-                                                             f"{exc}"), RunStatus.PROFILE_PROBLEM, str(exc), None, None)
+        result = _result(profile, item, started, t0_ns, _all(item, skipped, f"not judged: {exc}"),
+                         RunStatus.PROFILE_PROBLEM, str(exc), None, None)
+        if exc.screen is not None:
+            result = dataclasses.replace(result, evidence={**result.evidence, "screen": exc.screen})
         return ItemOutcome(_redacted(result, api_key), [], None)
     except Unsupported as exc:
         result = _result(profile, item, started, t0_ns, _all(item, skipped, f"not run: {exc}"),

@@ -43,7 +43,11 @@ class ProfileMisfit(Exception):
     """The profile, not the agent, got something wrong: the harness cannot drive the agent
     the way the profile says (a session it gives no way to name after a kill, a screen
     pattern that never matches a live agent). Reported as such, never as the agent's failure;
-    the message says what to fix."""
+    the message says what to fix, ``screen`` what the terminal showed."""
+
+    def __init__(self, message: str, screen: str | None = None):
+        super().__init__(message)
+        self.screen = screen
 
 
 @dataclass

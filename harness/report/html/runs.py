@@ -56,7 +56,7 @@ def _run_section(page: Page, t: TaskResult) -> str:
         extra.append(attempts_text(t))
     if t.mutant:
         extra.append(f"failpoint {t.mutant}")
-    is_open = " open" if _run_failed(t) or t.status is RunStatus.ERRORED else ""
+    is_open = " open" if _run_failed(t) or t.status in (RunStatus.ERRORED, RunStatus.PROFILE_PROBLEM) else ""
     parts = [f'<details class="run" id="{anchor}"{is_open}><summary>{badge(status, css)} {esc(run_name(t))} · '
              f"{esc(' · '.join(extra))}</summary>"]
     if t.reason:
@@ -65,6 +65,9 @@ def _run_section(page: Page, t: TaskResult) -> str:
     if t.attempts:
         parts.append("<p>Earlier tries (not exercised, run again): " + "; ".join(
             f"{n}. {esc(a.reason)} ({a.duration_s:.2f} s)" for n, a in enumerate(t.attempts, 1)) + ".</p>")
+    screen = t.evidence.get("screen") if isinstance(t.evidence, Mapping) else None
+    if screen:  # a profile problem: what the terminal showed while the pattern never matched
+        parts.append(f"<p>The screen:</p><pre>{esc(screen)}</pre>")
     reproduce = t.evidence.get("reproduce") if isinstance(t.evidence, Mapping) else None
     if reproduce:
         parts.append(f"<p>Run it again: <code>{esc(reproduce)}</code></p>")
