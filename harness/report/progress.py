@@ -20,7 +20,8 @@ from harness.report.latency import format_ns, summarise_by_adapter
 CELL = {"pass": "pass", "fail": "FAIL", "unknown": "unk?", "skipped": "skip", "partial": "p/s"}
 LEGEND = ("pass = held in every repeat · FAIL = failed in at least one · unk? = undecided in at least one "
           "(the evidence could not decide) · skip = not exercised in any repeat · p/s = passed where exercised, "
-          "skipped in other repeats · - = not a check of this task · lower case = advisory (shown, not scored)")
+          "skipped in other repeats · →C8 = failed only as a consequence of C8's failure (one defect, counted "
+          "there) · - = not a check of this task · lower case = advisory (shown, not scored)")
 
 
 def fold(outcomes: Iterable[Outcome]) -> str:
@@ -136,6 +137,9 @@ def scoreboard(tasks: Sequence[TaskResult]) -> str:
             for check in checks:
                 found = [c for t in runs if t.status is RunStatus.RAN for c in t.checks if c.check == check]
                 cell = CELL[fold(c.outcome for c in found)] if found else "-"
+                failed = [c for c in found if c.outcome is Outcome.FAIL]
+                if failed and all(c.consequence_of for c in failed):  # counted where it started
+                    cell = f"→{failed[0].consequence_of}"
                 if found and found[0].tier is not Tier.MANDATORY and cell != "-":
                     cell = cell.lower()  # advisory/informational: shown, not scored
                 cells.append(f"{cell:>4}")

@@ -103,3 +103,11 @@ def test_a_profile_problem_is_reported_and_judges_nothing():
     md = render_markdown(runs)
     assert "interrupt-restart: profile problem in 1 run** — cannot resume: the profile gives no way" in md
     assert 'type="profile"' in render_junit(runs)
+
+
+def test_the_terminal_scoreboard_shows_a_consequence_as_an_arrow_to_its_cause():
+    from harness.report.progress import scoreboard
+
+    text = scoreboard(consequence_run().tasks)
+    row = next(line for line in text.splitlines() if line.strip().startswith("http-stream-cancel"))
+    assert row.split()[1:4] == ["pass", "FAIL", "→C8"]
