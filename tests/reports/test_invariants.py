@@ -111,3 +111,9 @@ def test_the_terminal_scoreboard_shows_a_consequence_as_an_arrow_to_its_cause():
     text = scoreboard(consequence_run().tasks)
     row = next(line for line in text.splitlines() if line.strip().startswith("http-stream-cancel"))
     assert row.split()[1:4] == ["pass", "FAIL", "→C8"]
+
+
+def test_the_html_run_links_a_consequence_to_its_cause():
+    html = render_html([consequence_run()])
+    assert "<em>a consequence of C8 (counted there)</em>: should settle aborted, not completed" in html
+    assert "a consequence of C8, counted there</h4>" in html

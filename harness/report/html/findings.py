@@ -71,8 +71,9 @@ def _member(page: Page, task: TaskResult, r: CheckResult) -> str:
     anchor = page.anchor(task)
     links = [page.run_link(task, "timeline"), f'<a href="#{anchor}-processes">command lines and output</a>',
              f'<a href="#{anchor}-records">server records</a>']
+    follows = f" · a consequence of {r.consequence_of}, counted there" if r.consequence_of else ""
     return (f'<div class="member"><h4>{page.run_link(task)} · {esc(check_label(r.check, r.name))}'
-            f" · {esc(r.outcome.value)} ({esc(r.tier.value)}){esc(decided)}</h4>"
+            f" · {esc(r.outcome.value)} ({esc(r.tier.value)}){esc(decided)}{esc(follows)}</h4>"
             f"<p>{esc(r.evidence.summary)}</p>{_evidence(page, task, r)}"
             f'<p class="links">See: {" · ".join(links)}</p></div>')
 

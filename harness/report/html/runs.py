@@ -98,8 +98,13 @@ def _run_checks(page: Page, t: TaskResult) -> str:
         decided = c.decided_by.value if c.decided_by else ""
         if c.needs_reader:
             decided = (decided + ", " if decided else "") + "needs a log reader"
+        summary = esc(c.evidence.summary)
+        if c.consequence_of:  # one defect, one failure: the cause is in the same run, counted there
+            summary = f"<em>a consequence of {esc(c.consequence_of)} (counted there)</em>: {summary}"
+        elif c.non_strict:
+            summary = f"<em>non-strict</em>: {summary}"
         rows.append([esc(check_label(c.check, c.name)), f'{badge(c.outcome.value, c.outcome.value)}',
-                     esc(c.tier.value), esc(decided), esc(c.evidence.summary)])
+                     esc(c.tier.value), esc(decided), summary])
     return "<h4>Checks</h4>" + data_table(["check", "outcome", "tier", "decided by", "summary"], rows, css="wide",
                                           widths=["20em", "7em", "7em", "11em", ""])
 
