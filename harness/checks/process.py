@@ -52,7 +52,7 @@ def exit_codes_tell_the_truth(obs: Observation) -> CheckResult:
         settled, where = _settled(obs, exit_)
         if where is not None:
             item["settled"] = where
-        reason = _true_reason(exit_, settled)
+        reason = _true_reason(obs, exit_, settled)
         told = _how_told(obs, exit_, reason)
         note: str | None
         if told is None:
@@ -77,11 +77,18 @@ def exit_codes_tell_the_truth(obs: Observation) -> CheckResult:
     return verdict
 
 
-def _true_reason(exit_: ProcessExit, settled: str | None) -> str:
+def _true_reason(obs: Observation, exit_: ProcessExit, settled: str | None) -> str:
     """The settlement reason the run's exit must tell: what the task did to it, or — for a run
-    expected to complete that the model ended (``max_tokens``) — how it settled."""
+    expected to complete — how it really ended: the model ended it (``max_tokens``), or the
+    agent failed it (it refused to resume, crashed) and said so with a non-zero exit, which
+    is then judged as the error it is (whether the agent should have failed is another
+    check's: C7 for a refused resume)."""
     if exit_.expect == "completed" and settled in MODEL_ENDINGS:
         return settled
+    failure = obs.failure
+    if exit_.expect == "completed" and failure is not None and failure.exit is not None \
+            and failure.exit.pid == exit_.pid and exit_.returncode != obs.conventions.exit_codes.get("completed", 0):
+        return "error"
     return REASON_FOR_EXPECTATION[exit_.expect]
 
 
@@ -141,8 +148,8 @@ def _untruth(exit_: ProcessExit, reason: str, settled: str | None, declared: Map
     """Why this exit does not tell the truth about what the task did to the run."""
     expected = EXIT_CODE_FOR_REASON[reason]
     how = f"exit {exit_.returncode}" if exit_.returncode is not None else f"death by signal {exit_.signal}"
-    words = f"its turn settled {settled}" if reason != REASON_FOR_EXPECTATION[exit_.expect] \
-        else EXPECTATION_WORDS[exit_.expect]
+    words = EXPECTATION_WORDS[exit_.expect] if reason == REASON_FOR_EXPECTATION[exit_.expect] \
+        else f"its turn settled {settled}" if reason == settled else "the agent failed the run"
     note = f"the {exit_.role} process (pid {exit_.pid}) should exit {expected} ({words}), not {how}"
     if exit_.returncode == declared.get("completed", 0) and reason != "completed":
         return note + ", which says it completed"

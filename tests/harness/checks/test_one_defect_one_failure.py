@@ -74,3 +74,16 @@ def test_results_json_keeps_consequences_and_non_strict_passes_and_old_results_l
     old = {k: v for k, v in results[0].to_json().items() if k not in ("consequence_of", "non_strict")}
     loaded = CheckResult.from_json(old)
     assert loaded.consequence_of is None and not loaded.non_strict
+
+
+def test_an_agent_that_says_it_failed_to_resume_is_judged_on_telling_an_error():
+    """Exit 1 after a refused resume is a truthful error under a convention that tells errors
+    apart (non-strict), and C7's failure, not C8's, under the contract's 2."""
+    from harness.model import Conventions
+
+    unix = Conventions(exit_codes={"completed": 0, "error": 1, "aborted": 130, "interrupted": 124})
+    results = by_check(run_checks(kill_in_tool("unresumable").observation(conventions=unix)))
+    assert results["C8"].outcome is Outcome.PASS and results["C8"].non_strict
+    assert results["C7"].counts_as_failure
+    contract = by_check(run_checks(kill_in_tool("unresumable").observation()))["C8"]
+    assert "should exit 2 (the agent failed the run), not exit 1" in contract.evidence.summary
