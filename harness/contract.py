@@ -21,6 +21,11 @@ STOP_SOURCES = (*ABORT_SOURCES, "timeout")
 # The sources a task may name in a ``stop`` step (the harness plays the user or the parent).
 TASK_STOP_SOURCES = ("user", "parent")
 
+# The settlement reasons a Stop or a timeout ends a turn with, and those of a turn that failed:
+# the three outcomes an exit code must tell apart (C8), with ``completed``.
+STOPPED_REASONS = frozenset({"aborted", "interrupted"})
+ERROR_REASONS = frozenset({"error", "blocked", "max_tokens"})
+
 # C8: the headless exit code for each settlement reason.
 EXIT_CODE_FOR_REASON: dict[str, int] = {
     "completed": 0,

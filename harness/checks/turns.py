@@ -20,7 +20,13 @@ from harness.checks.base import (
 from harness.checks.calls import is_repair
 from harness.checks.facts import exit_fact
 from harness.checks.process import died_of_stop
-from harness.contract import ABORT_SOURCES, EXIT_CODE_FOR_REASON, REASON_FOR_EXPECTATION, TURN_END_REASONS
+from harness.contract import (
+    ABORT_SOURCES,
+    EXIT_CODE_FOR_REASON,
+    REASON_FOR_EXPECTATION,
+    STOPPED_REASONS,
+    TURN_END_REASONS,
+)
 from harness.model import (
     Capability,
     CheckResult,
@@ -256,7 +262,7 @@ def _settled_from_outside(obs: Observation, stop: StopDelivery, found: Findings)
         return False
     convention = dict(obs.conventions.exit_codes) or EXIT_CODE_FOR_REASON
     told = {r for r, code in convention.items() if code == exit_.returncode}
-    if told and told <= {"aborted", "interrupted"}:
+    if told and told <= STOPPED_REASONS:
         found.ok(BOX, item, note=f"exit {exit_.returncode} says {' or '.join(sorted(told))}")
         return True
     if _judged_by_c8(exit_):
