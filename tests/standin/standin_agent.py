@@ -54,6 +54,9 @@ SESSION_NOTICES = ("start", "exit")
 # inner one stays in the outer one's process group (a terminal's Ctrl-C reaches both);
 # "session": it starts a session of its own (nothing sent to the group reaches it).
 RELAUNCH_MODES = ("no", "child", "session")
+# What a Stop signal does (STANDIN_ON_STOP): stop the turn and exit 3 (or 130), or — as a
+# program that leaves SIGINT to its default action — die of it, settling nothing.
+ON_STOP = ("settle", "die")
 
 FAULTS = {
     "orphan-tools": (["C3"], "on Stop in a tool, exit without killing the tool's process tree"),
@@ -1138,7 +1141,13 @@ def main(argv: list[str] | None = None) -> int:
                           for name, (checks, text) in FAULTS.items()}, indent=1))
         return 0
     stopper = Stopper(began + args.timeout if args.timeout else None, args.timeout)
-    stopper.install()
+    try:
+        dies = setting("STANDIN_ON_STOP", ON_STOP) == "die"
+    except Fatal as exc:
+        say(f"error: {exc}")
+        return 2
+    if not dies:
+        stopper.install()
     become_subreaper()
     exit_codes, notice, told = EXIT_CONVENTIONS["contract"], "start", []
 

@@ -122,3 +122,16 @@ def test_a_stop_that_never_reached_the_process_streaming_says_so(profile):
     stops = [m.label for m in result.timeline if m.kind == "stop"]
     assert any("the process holding the model connection" in label and "did not get it" in label
                for label in stops), stops
+
+
+def test_dying_of_the_stop_signal_is_truthful_about_being_stopped(profile):
+    """SIGINT left to its default action: death by SIGINT (exit -2) says "stopped" — C8 passes
+    non-strictly, C12 sees a stop, not an error. What dying does lose, the text streamed so
+    far, is C5's failure: the one defect, counted once."""
+    dies = dataclasses.replace(profile, env={**profile.env, "STANDIN_ON_STOP": "die"})
+    result = run_task(dies, "http-stream-cancel")
+    assert result.status is RunStatus.RAN, result.reason
+    checks = {c.check: c for c in result.checks}
+    assert checks["C8"].non_strict and "died by SIGINT" in checks["C8"].evidence.summary
+    assert checks["C12"].outcome is Outcome.PASS, checks["C12"].evidence
+    assert counted_failures(result) == ["C5"], [(c.check, c.evidence.summary) for c in result.checks]
