@@ -21,6 +21,11 @@ STOP_SOURCES = (*ABORT_SOURCES, "timeout")
 # The sources a task may name in a ``stop`` step (the harness plays the user or the parent).
 TASK_STOP_SOURCES = ("user", "parent")
 
+# The settlement reasons a Stop or a timeout ends a turn with, and those of a turn that failed:
+# the three outcomes an exit code must tell apart (C8), with ``completed``.
+STOPPED_REASONS = frozenset({"aborted", "interrupted"})
+ERROR_REASONS = frozenset({"error", "blocked", "max_tokens"})
+
 # C8: the headless exit code for each settlement reason.
 EXIT_CODE_FOR_REASON: dict[str, int] = {
     "completed": 0,
@@ -178,10 +183,13 @@ class Verdict(enum.StrEnum):
 
     CONFORMANT = "conformant"
     CONFORMANT_BLACK_BOX = "conformant (black-box)"
+    # As either level above, but some check passed only non-strictly: a convention that
+    # differs from the contract's letter while keeping its meaning (C8: exit 130 after Stop).
+    CONFORMANT_NON_STRICT = "conformant (non-strict)"
     NOT_CONFORMANT = "not conformant"
     INCOMPLETE = "incomplete"
 
     @property
     def ok(self) -> bool:
-        """The two conformant levels: ``stopbench run`` exits 0 for them."""
-        return self in (Verdict.CONFORMANT, Verdict.CONFORMANT_BLACK_BOX)
+        """The conformant levels: ``stopbench run`` exits 0 for them."""
+        return self in (Verdict.CONFORMANT, Verdict.CONFORMANT_BLACK_BOX, Verdict.CONFORMANT_NON_STRICT)

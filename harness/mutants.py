@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from harness.contract import check_order
-from harness.model import Outcome, RunStatus, TaskResult, Tier
+from harness.model import RunStatus, TaskResult, Tier
 from harness.profiles import Profile, base_values, fill
 
 LIST_TIMEOUT_S = 60.0  # failsafe for a listing command that hangs
@@ -61,8 +61,8 @@ def mutation_summary(tasks: Sequence[TaskResult], failpoints: Mapping[str, Seque
     mutants: dict[str, Any] = {}
     for name, targets in failpoints.items():
         runs = [t for t in tasks if t.mutant == name]
-        failed_checks = sorted({c.check for t in runs for c in t.checks
-                                if c.outcome is Outcome.FAIL and c.tier is Tier.MANDATORY}, key=check_order)
+        failed_checks = sorted({c.check for t in runs for c in t.checks  # a consequence is its cause's
+                                if c.counts_as_failure and c.tier is Tier.MANDATORY}, key=check_order)
         errors = sorted({t.task for t in runs if t.status is RunStatus.ERRORED})
         mutants[name] = {
             "targets": list(targets),

@@ -292,6 +292,35 @@ def signal_pid(pid: int, sig: int) -> bool:
         return False
 
 
+def signal_group(pid: int, sig: int) -> bool:
+    """Send a signal the way a terminal's Ctrl-C does: to the whole process group ``pid`` leads
+    (``spawn`` made the agent a group leader), so an agent that relaunched itself as a child
+    gets it too; and to ``pid`` itself, should it have left that group. False when it was gone."""
+    try:
+        os.killpg(pid, sig)
+    except ProcessLookupError:
+        pass
+    return signal_pid(pid, sig)
+
+
+def connection_holders(pid: int, port: int) -> list[tuple[int, int, str]]:
+    """The processes of ``pid``'s tree (itself and its descendants, wherever their session)
+    holding a TCP connection to ``port`` on this host: (pid, process group, command line)."""
+    holders = []
+    try:
+        root = psutil.Process(pid)
+        tree = [root, *root.children(recursive=True)]
+    except psutil.Error:
+        return []
+    for proc in tree:
+        try:
+            if any(c.raddr and c.raddr.port == port for c in proc.net_connections(kind="tcp")):
+                holders.append((proc.pid, os.getpgid(proc.pid), " ".join(proc.cmdline())[:200]))
+        except (ProcessLookupError, psutil.Error):
+            continue
+    return holders
+
+
 class ExitStamp:
     """When a child process exited, read off its pidfd the moment the kernel marks it.
 

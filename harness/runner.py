@@ -28,7 +28,7 @@ from harness import secrets
 from harness.alone import Member, Stopwatch
 from harness.checks import run_checks
 from harness.containment import Containment, EndReport
-from harness.drivers import Driver, Unsupported, make_driver
+from harness.drivers import Driver, ProfileMisfit, Unsupported, make_driver
 from harness.history import History
 from harness.measure import timed_latencies
 from harness.model import (
@@ -193,6 +193,12 @@ async def _run_contained(profile: Profile, item: WorkItem, dirs: RunDirs, contai
     except NotExercised as exc:
         result = _result(profile, item, started, t0_ns, _all(item, skipped, f"not exercised: {exc}"),
                          RunStatus.NOT_EXERCISED, str(exc), None, None)
+        return ItemOutcome(_redacted(result, api_key), [], None)
+    except ProfileMisfit as exc:
+        result = _result(profile, item, started, t0_ns, _all(item, skipped, f"not judged: {exc}"),
+                         RunStatus.PROFILE_PROBLEM, str(exc), None, None)
+        if exc.screen is not None:
+            result = dataclasses.replace(result, evidence={**result.evidence, "screen": exc.screen})
         return ItemOutcome(_redacted(result, api_key), [], None)
     except Unsupported as exc:
         result = _result(profile, item, started, t0_ns, _all(item, skipped, f"not run: {exc}"),

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from fake_server import records
 from harness import starvation
 from harness.contract import TASK_STOP_SOURCES
-from harness.drivers import DriverError
+from harness.drivers import DriverError, ProfileMisfit
 from harness.model import AgentFailure, AgentKill, ProcessExit, Restart, StopDelivery
 from harness.profiles import Budgets
 
@@ -441,7 +441,27 @@ async def _play_step(run: TaskRun, step: Step, budgets: Budgets) -> None:
         if use.starved:
             raise NotExercised(f"step {step.index} ({step.do}): {overrun} — the machine, not the agent, "
                                "decided it") from None
+        await _pattern_never_matched(run, step)
         raise AgentFailed(run.failure(step, _awaited(step), f"{overrun}; last seen: {run.last_seen()}")) from None
+
+
+async def _pattern_never_matched(run: TaskRun, step: Step) -> None:
+    """Raise ``ProfileMisfit`` when the step ran out waiting for a screen pattern of the profile
+    while the agent was alive and had answered: its output since the input is on screen, and
+    no model stream of it is still open. That is the profile not fitting the agent's UI."""
+    awaiting = getattr(run.driver, "awaiting", None)
+    if awaiting is None or await run.driver.exited() is not None or not run.driver.text_since_input().strip():
+        return
+    seen = list(run.server.records)
+    opened = {r.request for r in seen if isinstance(r, records.Request) and r.status == 200}
+    closed = {r.request for r in seen if isinstance(r, (records.StreamEnd, records.Disconnect))}
+    if opened - closed:
+        return
+    what, pattern = awaiting
+    screen = run.driver.screen() if hasattr(run.driver, "screen") else run.driver.transcript()[-4000:]
+    raise ProfileMisfit(f"the profile does not fit: step {step.index} ({step.do}) waited for {what}, but the "
+                        f"pattern {pattern!r} never matched while the agent was alive and answering (the screen is "
+                        "in the evidence); fix the pattern in the profile's [interactive] section", screen=screen)
 
 
 def _agent_pids(run: TaskRun) -> list[int]:

@@ -22,7 +22,8 @@ def timeline(obs: Observation, start_ns: int) -> tuple[TimelineMark, ...]:
     for i in obs.inputs:
         add(TimelineMark("harness", "input", ms(i.mono_ns), ("queued: " if i.queued else "") + i.text[:60]))
     for s in obs.stops:
-        label = f"Stop ({s.how}, {s.source}, {s.phase})" + ("" if s.exercised else " — turn had ended")
+        label = f"Stop ({s.how}, {s.source}, {s.phase})" + ("" if s.exercised else " — turn had ended") + (
+            f" — {s.missed}" if s.missed else "")
         add(TimelineMark("harness", "stop", ms(s.mono_ns), label,
                          ref=f"request {s.request}" if s.request else (f"window {s.window}" if s.window else None)))
     for n, k in enumerate(obs.kills, 1):

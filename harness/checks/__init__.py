@@ -5,7 +5,9 @@
 default tier, all from the contract's one table (``harness.contract.CHECKS``), iterated in
 the contract's order. ``run_check``/``run_checks`` are the only way the runner calls a
 checker: a checker that raises yields ``unknown`` with the traceback's last frames, never
-``pass``. See ``docs/checks.md`` for each invariant in words and how it is observed.
+``pass``; ``run_checks`` then marks a failure that rests only on facts an earlier check failed
+on as that check's consequence (``facts``: one defect, one failure). See ``docs/checks.md`` for
+each invariant in words and how it is observed.
 """
 
 from harness.checks import (  # noqa: F401 (each module registers its checkers)

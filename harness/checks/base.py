@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from harness.checks.facts import exit_fact, link_consequences, refusal_fact
 from harness.checks.views import clip, record_item
 from harness.contract import Observes, check_info, check_order
 from harness.model import (
@@ -127,10 +128,11 @@ def run_check(key: str | CheckSpec, obs: Observation, tier: Tier | None = None) 
 
 
 def run_checks(obs: Observation, selection: Mapping[str, Tier] | None = None) -> tuple[CheckResult, ...]:
-    """Run the selected checks (ID or name → tier), or every registered one at its default tier."""
+    """Run the selected checks (ID or name → tier), or every registered one at its default tier;
+    a failure that rests only on facts an earlier check failed on is marked its consequence."""
     if selection is None:
-        return tuple(run_check(spec, obs) for spec in REGISTRY.values())
-    return tuple(run_check(key, obs, tier) for key, tier in selection.items())
+        return link_consequences([run_check(spec, obs) for spec in REGISTRY.values()])
+    return link_consequences([run_check(key, obs, tier) for key, tier in selection.items()])
 
 
 # --- results ----------------------------------------------------------------------------
@@ -237,8 +239,9 @@ def store_log(obs: Observation, *needs: Capability) -> SessionLog | NoLog:
 
 def no_log_result(check_id: str, why: NoLog) -> CheckResult:
     """What a log check answers when it has no log."""
-    items = [{"reader": why.reader}] if why.reader else []
+    items: list[Item] = [{"reader": why.reader}] if why.reader else []
     if why.refused:
+        items = [{"reader": why.reader, "fact": refusal_fact(why.reader)}]
         return result(check_id, Outcome.FAIL, why.note, items, decided_by=DecidedBy.LOG)
     if why.deliberate:
         return result(check_id, Outcome.SKIPPED, why.note, items)
@@ -259,7 +262,7 @@ def log_half(obs: Observation, found: Findings, *needs: Capability) -> SessionLo
     log = store_log(obs, *needs)
     if isinstance(log, NoLog):
         if log.refused:
-            found.fail(DecidedBy.LOG, log.note, reader=log.reader)
+            found.fail(DecidedBy.LOG, log.note, reader=log.reader, fact=refusal_fact(log.reader))
         elif not log.deliberate:
             found.note(log_half="not judged", why=log.note)
     return log
@@ -341,6 +344,7 @@ def failure_item(failure: AgentFailure) -> Item:
             item["signal"] = failure.exit.signal
         if failure.exit.stderr_tail:
             item["stderr_tail"] = clip(failure.exit.stderr_tail[-300:], 300)
+        item["fact"] = exit_fact(failure.exit)
     if failure.records:
         item["records"] = [record_item(r) for r in failure.records[-5:]]
     return item

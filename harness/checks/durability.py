@@ -7,6 +7,7 @@ import os
 from collections.abc import Callable, Sequence
 
 from harness.checks.base import Findings, Item, captures, check, event_item, result
+from harness.checks.facts import refusal_fact
 from harness.checks.views import (
     Message,
     Request,
@@ -79,7 +80,8 @@ def log_format_holds(obs: Observation) -> CheckResult:
             found.cannot(f"the final store is of a version its reader does not know: {obs.log_error}",
                          reader=obs.log_error)
         elif obs.log_error and not damaged:
-            found.fail(LOG, f"the session log breaks the format: {obs.log_error}", reader=obs.log_error)
+            found.fail(LOG, f"the session log breaks the format: {obs.log_error}", reader=obs.log_error,
+                       fact=refusal_fact(obs.log_error))
         elif not obs.log_error and not damaged:
             found.cannot(f"the agent left no session store{' at ' + obs.log_path if obs.log_path else ''}")
         return found.result(f"the {fmt.name} store keeps its format and its damage rules")

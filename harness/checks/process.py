@@ -3,17 +3,21 @@ own convention, A3) and that it starts nothing new (C9)."""
 
 from __future__ import annotations
 
+import dataclasses
+import signal
 from collections.abc import Mapping
 
 from harness.checks.base import Findings, Item, check, event_item, failure_item, result, stops_seen
+from harness.checks.facts import exit_fact
 from harness.checks.views import request_item, requests_between, windows_opened
 from harness.contract import (
+    ERROR_REASONS,
     EXIT_CODE_FOR_REASON,
     EXPECTATION_WORDS,
     REASON_FOR_EXPECTATION,
-    expected_exit_code,
+    STOPPED_REASONS,
 )
-from harness.model import Capability, CheckResult, DecidedBy, Observation, Outcome, ProcessExit
+from harness.model import Capability, CheckResult, DecidedBy, Observation, Outcome, ProcessExit, StopDelivery
 
 BOX = DecidedBy.BLACK_BOX
 # `run --timeout T` must exit "shortly after T". Measured from spawn, so start-up counts; the
@@ -30,6 +34,12 @@ def exit_codes_tell_the_truth(obs: Observation) -> CheckResult:
     aborted/interrupted; ``run --timeout T`` exits 3 shortly after T. Where the run's
     settlement is known (the driver's, or the log's last turn end in the process's lifetime),
     the code also matches it — a run expected to complete that settled ``max_tokens`` exits 2.
+
+    Non-strict (a pass, shown as such): another code that tells the same truth — the one the
+    agent's declared convention gives that outcome, when the convention tells completed, error
+    and stopped apart (0 / 1 / 130), or, after a Stop delivered as a signal, death by that
+    signal (or exit 128 + its number). A lie (0 after a Stop or an error), or a convention that
+    cannot tell a Stop from an error, fails.
     """
     judged = [e for e in obs.exits if e.expect in REASON_FOR_EXPECTATION]
     hung = obs.failure if obs.driver == "subprocess" and obs.failure and obs.failure.kind == "settle" else None
@@ -38,42 +48,124 @@ def exit_codes_tell_the_truth(obs: Observation) -> CheckResult:
     found = Findings("C8")
     if hung is not None:  # a run that never exits tells nothing with an exit code
         found.fail(BOX, f"a headless run never exited: {hung.what}", failure_item(hung))
+    loose: list[str] = []
     for exit_ in judged:
         item = _exit_item(exit_)
         settled, where = _settled(obs, exit_)
         if where is not None:
             item["settled"] = where
-        note = _exit_problem(exit_, settled, item)
-        if note is None and settled is not None and EXIT_CODE_FOR_REASON.get(settled) != exit_.returncode:
+        reason = _true_reason(obs, exit_, settled)
+        told = _how_told(obs, exit_, reason)
+        note: str | None
+        if told is None:
+            note = _untruth(exit_, reason, settled, obs.conventions.exit_codes)
+        elif settled is not None and _how_told(obs, exit_, settled) is None:
             note = (f"the {exit_.role} process exited {exit_.returncode} but its last turn settled {settled} "
                     f"(exit {EXIT_CODE_FOR_REASON.get(settled)})")
+        else:
+            note = _overshoot_problem(exit_, item)
+        if told and note is None:
+            loose.append(told)
+            item["non_strict"] = told
         if note:
-            found.fail(BOX, note, item)
+            found.fail(BOX, note, item, fact=exit_fact(exit_))
         else:
             found.ok(BOX, item)
-    return found.result(f"{len(judged)} headless exit code(s) matched the outcome")
+    verdict = found.result(f"{len(judged)} headless exit code(s) matched the outcome")
+    if verdict.outcome is Outcome.PASS and loose:
+        summary = f"{len(judged)} headless exit code(s) told the outcome, {len(loose)} non-strictly: {loose[0]}"
+        return dataclasses.replace(verdict, non_strict=True, evidence=dataclasses.replace(verdict.evidence,
+                                                                                          summary=summary))
+    return verdict
 
 
-def _expected_code(exit_: ProcessExit, settled: str | None) -> int:
+def _true_reason(obs: Observation, exit_: ProcessExit, settled: str | None) -> str:
+    """The settlement reason the run's exit must tell: what the task did to it, or — for a run
+    expected to complete — how it really ended: the model ended it (``max_tokens``), or the
+    agent failed it (it refused to resume, crashed) and said so with a non-zero exit, which
+    is then judged as the error it is (whether the agent should have failed is another
+    check's: C7 for a refused resume)."""
     if exit_.expect == "completed" and settled in MODEL_ENDINGS:
-        return EXIT_CODE_FOR_REASON[settled]
-    return expected_exit_code(exit_.expect)
+        return settled
+    failure = obs.failure
+    if exit_.expect == "completed" and failure is not None and failure.exit is not None \
+            and failure.exit.pid == exit_.pid and exit_.returncode != obs.conventions.exit_codes.get("completed", 0):
+        return "error"
+    return REASON_FOR_EXPECTATION[exit_.expect]
 
 
-def _exit_problem(exit_: ProcessExit, settled: str | None, item: Item) -> str | None:
-    """Why this exit does not tell the truth about what the task did to the run, if it does not."""
-    expected = _expected_code(exit_, settled)
-    if exit_.returncode != expected:
-        how = f"exit {exit_.returncode}" if exit_.returncode is not None else f"death by signal {exit_.signal}"
-        words = EXPECTATION_WORDS[exit_.expect] if expected == expected_exit_code(exit_.expect) \
-            else f"its turn settled {settled}"
-        return f"the {exit_.role} process (pid {exit_.pid}) should exit {expected} ({words}), not {how}"
+def _convention_problem(declared: Mapping[str, int]) -> str | None:
+    """Why a declared exit-code convention cannot tell completed, error and stopped apart, if
+    it cannot (an undeclared class counts as not told)."""
+    completed = declared.get("completed")
+    errors = {declared[r] for r in ERROR_REASONS if r in declared}
+    stops = {declared[r] for r in STOPPED_REASONS if r in declared}
+    if completed is None or not errors or not stops:
+        return "it does not declare a code for each of completed, error and stopped"
+    if completed in errors | stops:
+        return f"it exits {completed} both when completed and when {'stopped' if completed in stops else 'failed'}"
+    if errors & stops:
+        return f"it exits {sorted(errors & stops)[0]} both on an error and on a Stop"
+    return None
+
+
+def _how_told(obs: Observation, exit_: ProcessExit, reason: str) -> str | None:
+    """How the exit tells ``reason``: ``""`` by the contract's code; a note saying how when
+    it tells it non-strictly — death by the signal a Stop was delivered as, or the agent's
+    declared code for it under a convention that tells the outcomes apart; None if it does not."""
+    if exit_.returncode == EXIT_CODE_FOR_REASON.get(reason):
+        return ""
+    if reason in STOPPED_REASONS:
+        for stop in obs.stops:
+            if (told := died_of_stop(exit_, stop)) is not None:
+                return told
+    declared = obs.conventions.exit_codes
+    code = declared.get(reason)
+    if code is not None and exit_.returncode == code and _convention_problem(declared) is None:
+        return f"exit {code}, the agent's declared code for {reason}"
+    return None
+
+
+def died_of_stop(exit_: ProcessExit, stop: StopDelivery) -> str | None:
+    """How a process says it was stopped by a Stop delivered to it as a signal, if it does: it
+    died by that signal (as a program that leaves SIGINT to its default action does), or
+    exited 128 + its number (as a shell reports that death)."""
+    name = stop.how.partition(":")[2]
+    if name not in signal.Signals.__members__ or not stop.exercised \
+            or not exit_.started_ns <= stop.mono_ns <= exit_.ended_ns:
+        return None
+    sig = signal.Signals[name]
+    if exit_.signal == sig:
+        return f"died by {sig.name}, the signal its Stop was delivered as"
+    if exit_.returncode == 128 + sig:
+        return f"exit {exit_.returncode} (128 + {sig.name}), after a Stop delivered as that signal"
+    return None
+
+
+def _untruth(exit_: ProcessExit, reason: str, settled: str | None, declared: Mapping[str, int]) -> str:
+    """Why this exit does not tell the truth about what the task did to the run."""
+    expected = EXIT_CODE_FOR_REASON[reason]
+    how = f"exit {exit_.returncode}" if exit_.returncode is not None else f"death by signal {exit_.signal}"
+    words = EXPECTATION_WORDS[exit_.expect] if reason == REASON_FOR_EXPECTATION[exit_.expect] \
+        else f"its turn settled {settled}" if reason == settled else "the agent failed the run"
+    note = f"the {exit_.role} process (pid {exit_.pid}) should exit {expected} ({words}), not {how}"
+    if exit_.returncode == declared.get("completed", 0) and reason != "completed":
+        return note + ", which says it completed"
+    if declared and (problem := _convention_problem(declared)) is not None:
+        return note + f"; its declared exit codes cannot count instead: {problem}"
+    if declared and declared.get(reason) is not None:
+        return note + f", nor its declared {declared[reason]}"
+    return note
+
+
+def _overshoot_problem(exit_: ProcessExit, item: Item) -> str | None:
+    """Why a timed run's exit came too early or too late after its timeout, if it did."""
     if exit_.expect != "timeout" or exit_.timeout_s is None:
         return None
     overshoot = exit_.ended_ns - exit_.started_ns - int(exit_.timeout_s * 1e9)
     item["overshoot_ms"] = round(overshoot / 1e6, 1)
     if overshoot < 0:
-        return f"exit 3 {-overshoot / 1e9:.2f} s before the {exit_.timeout_s} s timeout"
+        return f"exit {exit_.returncode} {-overshoot / 1e9:.2f} s before the {exit_.timeout_s} s timeout"
     if overshoot > TIMEOUT_OVERSHOOT_LIMIT_NS:
         return (f"exit {overshoot / 1e9:.2f} s after the {exit_.timeout_s} s timeout "
                 f"(limit {TIMEOUT_OVERSHOOT_LIMIT_NS / 1e9:.1f} s)")
@@ -161,10 +253,10 @@ def exit_codes_tell_outcomes_apart(obs: Observation) -> CheckResult:
                        "cannot be told from a completed one", item)
         elif exit_.expect in STOPPED and exit_.returncode == completed:
             found.fail(BOX, f"the {exit_.role} process (pid {exit_.pid}) {EXPECTATION_WORDS[exit_.expect]}, but "
-                       f"exited {completed}, like a completed run", item)
+                       f"exited {completed}, like a completed run", item, fact=exit_fact(exit_))
         elif exit_.expect in FAILED and exit_.returncode == 0:
             found.fail(BOX, f"the {exit_.role} process (pid {exit_.pid}): {EXPECTATION_WORDS[exit_.expect]}, but it "
-                       "exited 0", item)
+                       "exited 0", item, fact=exit_fact(exit_))
         else:
             matches = exit_.returncode == convention.get(reason)
             found.ok(BOX, item, note=f"exit {exit_.returncode}" + (f", {whose} code for {reason}" if matches else

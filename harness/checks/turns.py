@@ -18,7 +18,15 @@ from harness.checks.base import (
     wants_reader,
 )
 from harness.checks.calls import is_repair
-from harness.contract import ABORT_SOURCES, EXIT_CODE_FOR_REASON, REASON_FOR_EXPECTATION, TURN_END_REASONS
+from harness.checks.facts import exit_fact
+from harness.checks.process import died_of_stop
+from harness.contract import (
+    ABORT_SOURCES,
+    EXIT_CODE_FOR_REASON,
+    REASON_FOR_EXPECTATION,
+    STOPPED_REASONS,
+    TURN_END_REASONS,
+)
 from harness.model import (
     Capability,
     CheckResult,
@@ -40,9 +48,11 @@ def turn_ends_exactly_once(obs: Observation) -> CheckResult:
     """Every turn ends exactly once, with a reason from the closed set.
 
     A turn may stay open in the store only when the agent was killed while it ran (the honest
-    record of a crash); a second turn end, a turn started while another is open in the same
-    process, or a turn left open with no kill are violations. Needs a store that records turn
-    ends; telling whether a kill fell inside an open turn needs its events' monotonic times.
+    record of a crash) — by the harness's SIGKILL or by any signal it died of, such as a Stop
+    delivered as SIGINT that it left to the default action (how its exit tells that is C8's);
+    a second turn end, a turn started while another is open in the same process, or a turn
+    left open while the process lived on are violations. Needs a store that records turn ends;
+    telling whether a death fell inside an open turn needs its events' monotonic times.
     """
     log = log_or_verdict(obs, "C1", Capability.TURN_ENDS)
     if isinstance(log, CheckResult):
@@ -51,7 +61,7 @@ def turn_ends_exactly_once(obs: Observation) -> CheckResult:
     if not starts:
         return result("C1", Outcome.SKIPPED, "the log has no turn")
     timed = obs.has(Capability.MONO_TIMES)
-    kill_times = sorted(k.mono_ns for k in obs.kills)
+    kill_times = sorted([k.mono_ns for k in obs.kills] + [e.ended_ns for e in obs.exits if e.signal is not None])
     problems: list[tuple[str, SessionEvent]] = []
     untimed: list[SessionEvent] = []
     open_turn: SessionEvent | None = None
@@ -206,6 +216,8 @@ def own_cancel_is_not_an_error(obs: Observation) -> CheckResult:
     found = Findings("C12")
     log = log_half(obs, found, Capability.TURN_ENDS, Capability.MONO_TIMES)
     for stop in stops:
+        if stop.missed:  # the harness's signal never reached the part of the agent that streams
+            found.note(stop=stop.how, missed=stop.missed)
         boxed = _settled_from_outside(obs, stop, found)
         logged = isinstance(log, SessionLog) and _settled_in_log(obs, log, stop, found)
         if not (boxed or logged or found.failed):
@@ -228,6 +240,9 @@ def _settled_from_outside(obs: Observation, stop: StopDelivery, found: Findings)
                        and (until is None or s.mono_ns < until)), None)
     if settlement is not None and settlement.reason is not None:
         item = _settlement_item(settlement)
+        exited = _exit_behind(obs, settlement)
+        if exited is not None:  # a headless run's settlement is its exit code read by the profile's convention
+            item["fact"] = exit_fact(exited)
         if settlement.reason != reason or (source and settlement.source and settlement.source != source):
             wanted = f"{reason} ({source})" if source else reason
             found.fail(BOX, f"Stop ({stop.how}, source {stop.source}) should settle {wanted}, not "
@@ -237,17 +252,29 @@ def _settled_from_outside(obs: Observation, stop: StopDelivery, found: Findings)
         found.ok(BOX, item, stop=stop.how)
         return True
     exit_ = next((e for e in obs.exits if e.started_ns <= stop.mono_ns <= e.ended_ns), None)
-    if exit_ is None or exit_.returncode is None:
+    if exit_ is None:
+        return False
+    item = {"pid": exit_.pid, "returncode": exit_.returncode, "stop": stop.how}
+    if (died := died_of_stop(exit_, stop)) is not None:
+        found.ok(BOX, item, note=f"it {died}: stopped, not failed")
+        return True
+    if exit_.returncode is None:
         return False
     convention = dict(obs.conventions.exit_codes) or EXIT_CODE_FOR_REASON
     told = {r for r, code in convention.items() if code == exit_.returncode}
-    item = {"pid": exit_.pid, "returncode": exit_.returncode, "stop": stop.how}
-    if told and told <= {"aborted", "interrupted"}:
+    if told and told <= STOPPED_REASONS:
         found.ok(BOX, item, note=f"exit {exit_.returncode} says {' or '.join(sorted(told))}")
         return True
     if _judged_by_c8(exit_):
         found.note(item, note=f"exit {exit_.returncode} does not say aborted; that exit code is C8's to judge")
     return False
+
+
+def _exit_behind(obs: Observation, settlement: Settlement) -> ProcessExit | None:
+    """The process exit a settlement was read off (the subprocess driver's ``exit N``), if any."""
+    if settlement.pid is None or not settlement.how.startswith(("exit ", "signal ")):
+        return None
+    return next((e for e in obs.exits if e.pid == settlement.pid), None)
 
 
 def _judged_by_c8(exit_: ProcessExit) -> bool:

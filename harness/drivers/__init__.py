@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from harness.contract import DRIVERS
-from harness.drivers.base import AgentContext, Driver, DriverError, Unsupported
+from harness.drivers.base import AgentContext, Driver, DriverError, ProfileMisfit, Unsupported
 from harness.drivers.headless import HeadlessDriver
 from harness.drivers.inproc import InprocDriver
 from harness.drivers.terminal import TerminalDriver
@@ -26,4 +26,4 @@ def make_driver(name: str, ctx: AgentContext, history: History) -> Driver:
     return cls(ctx, history)
 
 
-__all__ = ["AgentContext", "Driver", "DriverError", "Unsupported", "make_driver"]
+__all__ = ["AgentContext", "Driver", "DriverError", "ProfileMisfit", "Unsupported", "make_driver"]

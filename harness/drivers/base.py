@@ -42,6 +42,17 @@ class Unsupported(DriverError):
     """This driver cannot perform the step at all."""
 
 
+class ProfileMisfit(Exception):
+    """The profile, not the agent, got something wrong: the harness cannot drive the agent
+    the way the profile says (a session it gives no way to name after a kill, a screen
+    pattern that never matches a live agent). Reported as such, never as the agent's failure;
+    the message says what to fix, ``screen`` what the terminal showed."""
+
+    def __init__(self, message: str, screen: str | None = None):
+        super().__init__(message)
+        self.screen = screen
+
+
 @dataclass
 class AgentContext:
     """Everything about one task run that a driver needs to start the agent."""
@@ -162,12 +173,12 @@ class DriverBase:
 
     def _record_stop(self, source: str, how: str, phase: str, running: bool, stop_ns: int,
                      request: int | None, window: str | None, chunks_seen: int | None = None,
-                     by: str = "harness") -> StopDelivery:
+                     by: str = "harness", missed: str | None = None) -> StopDelivery:
         text = self.text_since_input() if running else None
         delivery = StopDelivery(
             mono_ns=stop_ns, source=source, how=how, phase=phase, exercised=running,
             request=request, window=window, text_seen=text or None, chunks_seen=chunks_seen if running else None,
-            by=by,
+            by=by, missed=missed,
         )
         self.history.record(delivery)
         return delivery

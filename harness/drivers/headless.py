@@ -2,8 +2,10 @@
 
 A turn is a process: the first ``send`` starts the agent's headless command, a later one
 resumes the same session (``resume_options``). Stop is the profile's signal to the agent's
-PID; the settlement is the exit code. SIGKILL and restart are real: the process is killed at
-a beacon and the next ``send`` starts a new process on the same session.
+process group, as a terminal's Ctrl-C reaches the foreground group, so an agent that relaunched
+itself as a child is stopped where it streams (a Stop that still missed the process holding
+the model connection says so); the settlement is the exit code. SIGKILL and restart are real:
+the process is killed at a beacon and the next ``send`` starts a new process on the same session.
 """
 
 from __future__ import annotations
@@ -12,12 +14,14 @@ import asyncio
 import signal
 import time
 from collections.abc import Mapping
+from urllib.parse import urlsplit
 
 from harness.drivers.base import (
     AgentContext,
     DriverBase,
     DriverError,
     OutputBuffer,
+    ProfileMisfit,
     Unsupported,
     exit_of,
     pump,
@@ -25,7 +29,7 @@ from harness.drivers.base import (
 )
 from harness.history import History
 from harness.model import ProcessExit, Settlement, StopDelivery
-from harness.procs import ExitStamp, ProcRef, kill_tree, signal_pid, spawn
+from harness.procs import ExitStamp, ProcRef, connection_holders, kill_tree, signal_group, signal_pid, spawn
 from harness.profiles import fill
 
 
@@ -75,7 +79,7 @@ class HeadlessDriver(DriverBase):
             raise DriverError("a headless run is still going; a new turn would be a second process")
         resume = self._runs > 0
         if resume and self.session_id is None and self.spec.needs_session_id:
-            raise DriverError("the agent never named its session, so it cannot be resumed by id")
+            self._unnamed_session()
         self._runs += 1
         self._role = "resume" if resume else "run"
         own_timeout = timeout_s is not None and bool(self.spec.timeout_options)
@@ -120,11 +124,27 @@ class HeadlessDriver(DriverBase):
         sig = signal.Signals[signal_name] if signal_name else signal.Signals(self.ctx.profile.stop_signal)
         running = self.turn_running()
         stop_ns = time.monotonic_ns()
-        delivered = running and signal_pid(self._proc.pid, sig)
+        # As a terminal's Ctrl-C (or CI's `timeout`) does: to the agent's whole process group.
+        delivered = running and signal_group(self._proc.pid, sig)
         self._expect = "timeout" if source == "timeout" else "stopped"
         how = f"{'watchdog' if by == 'watchdog' else 'signal'}:{sig.name}"
+        missed = await self._missed_holder(sig) if delivered and phase == "stream" else None
         return self._record_stop(source, how, phase, delivered, stop_ns, request, window,
-                                 chunks_seen=chunks_seen, by=by)
+                                 chunks_seen=chunks_seen, by=by, missed=missed)
+
+    async def _missed_holder(self, sig: signal.Signals) -> str | None:
+        """Which process holds the model connection, when the Stop just sent to the agent's
+        process group did not reach it (looked up after delivery, so it delays nothing)."""
+        assert self._proc is not None
+        port = urlsplit(str(self.ctx.values.get("base_url", ""))).port
+        if port is None:
+            return None
+        holders = await asyncio.to_thread(connection_holders, self._proc.pid, port)
+        if not holders or any(group == self._proc.pid for _, group, _ in holders):
+            return None
+        pid, group, command = holders[0]
+        return (f"the {sig.name} went to process group {self._proc.pid}, but the process holding the model "
+                f"connection, pid {pid} ({command}), is in group {group} and did not get it")
 
     async def settle(self) -> Settlement:
         """Wait for the run process to exit: its exit code is the settlement a headless run shows."""
@@ -173,11 +193,22 @@ class HeadlessDriver(DriverBase):
         ``expect="refused"`` (a damaged log) the resume run is started now with ``text`` and
         must exit without a turn."""
         if self.session_id is None and self.spec.needs_session_id:
-            raise DriverError("restart asked for, but the agent never named its session")
+            self._unnamed_session()
         if expect == "refused":
             await self.send(text, expect="refused")
             await self.settle()
         return False
+
+    def _unnamed_session(self) -> None:
+        """No session id to resume by: the profile's fault when the harness's own SIGKILL ended
+        the only process that could have named it (an agent that tells its id at exit)."""
+        if self._expect == "killed":
+            raise ProfileMisfit(
+                "cannot resume: the profile gives no way to name the session after a kill (the agent had not told "
+                "its session id when the harness SIGKILLed it, and resume_options resume by {session_id}); fix the "
+                "profile: resume the latest session instead (a --continue-style option, no {session_id}), or name "
+                "the session some other way the agent offers")
+        raise DriverError("the agent never named its session, so it cannot be resumed by id")
 
     async def close(self) -> None:
         if self._exit_stamp is not None:

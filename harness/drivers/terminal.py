@@ -40,6 +40,9 @@ class TerminalDriver(DriverBase):
         if ctx.profile.interactive is None:
             raise Unsupported(f"profile {ctx.profile.name!r} has no [interactive] command")
         self.spec = ctx.profile.interactive
+        # What the driver is waiting to see, and the profile's pattern for it, while it waits:
+        # a pattern that never matches a live, answering agent is the profile's problem.
+        self.awaiting: tuple[str, str] | None = None
         self._child: pexpect.spawn | None = None
         self._raw = OutputBuffer()
         self._raws: list[OutputBuffer] = []
@@ -173,12 +176,19 @@ class TerminalDriver(DriverBase):
         """Wait for the prompt after the last settlement (or start), and the session line."""
         if self._child is None:
             await self._spawn(resume=False)
+        self.awaiting = ("the prompt", self.spec.prompt_regex)
         if self._on_screen:
             if not await self._view.wait(self._at_prompt):
                 raise DriverError(f"the terminal closed before the prompt; last screen: {self._view.text()[-400:]!r}")
+            self.awaiting = None
             return
         start = self._settle_from if not self._running else self._input_at
         await self._raw.wait_for(self.spec.prompt_regex, start=start, what="the prompt")
+        self.awaiting = None
+
+    def screen(self) -> str:
+        """What the terminal shows now: the rendered screen, or the tail of a line-oriented UI's output."""
+        return self._view.text() if self._on_screen else ANSI.sub("", self._raw.text[-4000:])
 
     def _at_prompt(self) -> bool:
         """The rendered screen shows the prompt and no busy indicator."""
@@ -253,8 +263,10 @@ class TerminalDriver(DriverBase):
                                  request, window, chunks_seen=chunks_seen, by=by)
 
     async def settle(self) -> Settlement:
+        self.awaiting = ("the turn's end", self.spec.turn_ended_regex or f"{self.spec.busy_regex} going away")
         if not await self._view.wait(lambda: self._turn_end() is not None):
             raise DriverError(f"the agent's output ended before the turn-ended line; last output: {self._raw.tail()!r}")
+        self.awaiting = None
         ended = self._turn_end()
         assert ended is not None
         line, self._settle_from = ended

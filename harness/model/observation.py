@@ -48,6 +48,9 @@ class StopDelivery:
     chunks_seen: int | None = None
     text_seen: str | None = None
     by: str = "harness"  # "harness", "agent-timeout", "watchdog"
+    # A Stop delivered as a signal that did not reach the process holding the model
+    # connection (an agent that relaunched itself into another process group): which, and why.
+    missed: str | None = None
 
 
 @dataclass(frozen=True)

@@ -70,6 +70,23 @@ class CheckResult:
     # Why the check could not be decided, when that is only for want of a log reader: a
     # black-box agent is then "conformant (black-box)", not "incomplete".
     needs_reader: bool = False
+    # A pass under a convention that differs from the contract's letter while keeping its
+    # meaning (C8: exit 130 after Stop): shown, never a failure; the verdict says non-strict.
+    non_strict: bool = False
+    # A failure that rests only on facts an earlier check (in the contract's order) of the same
+    # task run failed on: shown and linked to that check, not counted again (one defect, one failure).
+    consequence_of: str | None = None
+
+    @property
+    def facts(self) -> tuple[str, ...]:
+        """The observed facts this result rests on: the ``fact`` of each evidence item that
+        names one (a failure's items are its problems)."""
+        return tuple(dict.fromkeys(str(i["fact"]) for i in self.evidence.items if i.get("fact")))
+
+    @property
+    def counts_as_failure(self) -> bool:
+        """A failure of its own: failed, and not the consequence of another check's failure."""
+        return self.outcome is Outcome.FAIL and self.consequence_of is None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -79,6 +96,8 @@ class CheckResult:
             "tier": self.tier.value,
             "decided_by": self.decided_by.value if self.decided_by else None,
             "needs_reader": self.needs_reader,
+            **({"non_strict": True} if self.non_strict else {}),
+            **({"consequence_of": self.consequence_of} if self.consequence_of else {}),
             "evidence": self.evidence.to_json(),
         }
 
@@ -92,6 +111,8 @@ class CheckResult:
             tier=Tier(data["tier"]),
             decided_by=DecidedBy(decided) if decided else None,
             needs_reader=bool(data.get("needs_reader", False)),
+            non_strict=bool(data.get("non_strict", False)),
+            consequence_of=data.get("consequence_of"),
             evidence=Evidence.from_json(data["evidence"]),
         )
 
@@ -142,6 +163,9 @@ class RunStatus(enum.StrEnum):
     NOT_RUN = "not run"  # the task does not apply to this agent (no driver, reader cannot damage, …)
     NOT_EXERCISED = "not exercised"  # a race: the moment the task meant to interrupt never came
     ERRORED = "errored"  # the harness itself failed; nothing about the agent is known
+    # The profile does not fit the agent (a session it cannot name after a kill, a screen
+    # pattern that never matches): what to fix is the profile's; nothing about the agent is known.
+    PROFILE_PROBLEM = "profile problem"
 
 
 @dataclass(frozen=True)
@@ -248,20 +272,27 @@ def task_verdict(result: TaskResult) -> Verdict | None:
 
 
 def verdict_of(checks: tuple[CheckResult, ...] | list[CheckResult], *, agent_failure: str | None = None) -> Verdict:
-    """The verdict levels exactly as the contract defines them, over mandatory checks."""
+    """The verdict levels exactly as the contract defines them, over mandatory checks. A
+    failure that is another's consequence fails with it (its cause is in the same run)."""
     mandatory = [c for c in checks if c.tier is Tier.MANDATORY]
     if any(c.outcome is Outcome.FAIL for c in mandatory):
         return Verdict.NOT_CONFORMANT
     undecided = [c for c in mandatory if c.outcome is Outcome.UNKNOWN]
     if agent_failure is not None or any(not c.needs_reader for c in undecided):
         return Verdict.INCOMPLETE
+    if any(c.non_strict and c.outcome is Outcome.PASS for c in mandatory):
+        return Verdict.CONFORMANT_NON_STRICT
     return Verdict.CONFORMANT_BLACK_BOX if undecided else Verdict.CONFORMANT
+
+
+# The verdict levels, worst first: an agent's score over many task runs is the worst of any run.
+VERDICT_ORDER = (Verdict.NOT_CONFORMANT, Verdict.INCOMPLETE, Verdict.CONFORMANT_NON_STRICT,
+                 Verdict.CONFORMANT_BLACK_BOX, Verdict.CONFORMANT)
 
 
 def combine_verdicts(verdicts: list[Verdict]) -> Verdict:
     """An agent's score over many task runs: the worst level of any run."""
-    order = (Verdict.NOT_CONFORMANT, Verdict.INCOMPLETE, Verdict.CONFORMANT_BLACK_BOX, Verdict.CONFORMANT)
-    return next((v for v in order if v in verdicts), Verdict.INCOMPLETE)
+    return next((v for v in VERDICT_ORDER if v in verdicts), Verdict.INCOMPLETE)
 
 
 @dataclass(frozen=True)

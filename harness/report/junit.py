@@ -1,7 +1,8 @@
 """JUnit XML for CI test tabs: one suite per task run, one testcase per check.
 
 Mapping, chosen so the test tab is red exactly when the run is not conformant or incomplete:
-mandatory ``fail`` -> <failure>; mandatory ``unknown`` -> <error> (the harness could not
+mandatory ``fail`` -> <failure> (one that is another check's consequence -> <skipped> naming
+that check: one defect, one failure); mandatory ``unknown`` -> <error> (the harness could not
 decide, which must not pass silently) — unless it is unknown only for want of a log reader,
 which the contract counts as conformant (black-box): then <skipped> saying so; ``skipped``
 -> <skipped>; advisory and informational outcomes never fail the suite, their verdict goes to
@@ -80,6 +81,9 @@ def _status_case(classname: str, task: TaskResult) -> ET.Element:
     reason = task.reason or ""
     if task.status is RunStatus.ERRORED:
         ET.SubElement(case, "error", message=xml_safe(reason), type="harness").text = xml_safe(reason)
+    elif task.status is RunStatus.PROFILE_PROBLEM:  # someone must fix the profile; the agent is not judged
+        ET.SubElement(case, "error", message=xml_safe(f"profile problem: {reason}"), type="profile").text = (
+            xml_safe(reason))
     elif task.status is RunStatus.NOT_RUN:
         ET.SubElement(case, "skipped", message=xml_safe(f"not run: {reason}"))
     else:
@@ -127,6 +131,10 @@ def _check_case(classname: str, task: TaskResult, check: CheckResult) -> ET.Elem
         ET.SubElement(case, "system-out").text = (
             f"{check.tier.value} check: {check.outcome.value}\n\n{evidence_text(check.evidence)}"
         )
+    elif check.outcome is Outcome.FAIL and check.consequence_of:  # one defect, one <failure>: the cause's
+        ET.SubElement(case, "skipped", message=xml_safe(
+            f"fail, a consequence of {check.consequence_of} (the same defect, counted there) — "
+            f"{check.evidence.summary}"))
     elif check.outcome is Outcome.FAIL:
         ET.SubElement(case, "failure", message=message, type="fail").text = evidence_text(check.evidence)
     elif check.outcome is Outcome.UNKNOWN:

@@ -15,7 +15,11 @@ from collections.abc import Sequence
 from harness.contract import LATENCIES
 from harness.model import RunResult
 from harness.report.aggregate import (
+    INVARIANTS,
     RUN_STATUSES,
+    STANDING_MEANING,
+    STATUS_COLUMNS,
+    TALLY_COLUMNS,
     VERDICT_MEANING,
     Agent,
     Finding,
@@ -26,6 +30,7 @@ from harness.report.aggregate import (
     is_leaderboard,
     latency_order,
     leaderboard,
+    ranked_agents,
     report_level,
     runs_text,
     scoreboard_latencies,
@@ -44,6 +49,7 @@ def render_markdown(runs: Sequence[RunResult]) -> str:
     level = report_level(runs)
     if level is not None and not is_leaderboard(boards):
         lines += [f"*{level.value.capitalize()}*: {VERDICT_MEANING[level]}.", ""]
+    lines += _invariants(boards)
     lines += _scoreboard(boards)
     lines += _findings(boards)
     lines += _failpoints(runs, boards)
@@ -75,20 +81,34 @@ def _scoreboard(boards: Sequence[Scoreboard]) -> list[str]:
     latencies = scoreboard_latencies(boards)
     rows = []
     for rank, b in enumerate(leaderboard(boards) if ranked else boards, 1):
-        passed, decided = b.mandatory
+        held = b.standings
         row = [b.label, b.adapter, b.verdict, *(b.count(s) for s in RUN_STATUSES), b.retries,
-               f"{b.conformant}/{len(b.ran)}", f"{passed}/{decided}",
+               held.held, held.defects,
                *(_maybe_ns(b.median(latency)) for latency in latencies)]
         rows.append([rank, *row] if ranked else row)
-    header = ["agent", "adapter", "verdict", "ran", "not run", "not exercised", "errored", "retries",
-              "conformant runs", "mandatory checks passed", *(f"{latency} p50" for latency in latencies)]
+    header = ["agent", "adapter", "verdict", *STATUS_COLUMNS, "retries", *TALLY_COLUMNS,
+              *(f"{latency} p50" for latency in latencies)]
     title = "### Leaderboard" if ranked else "### Scoreboard"
-    align = ("r" if ranked else "") + "lll" + "r" * 7 + "r" * len(latencies)
+    align = ("r" if ranked else "") + "lll" + "r" * (len(header) - 3)
     return [title, "", *_table(["#", *header] if ranked else header, rows, align),
             "Task runs counted by what became of them: *not run* (no driver for it) never counts as conformant; "
-            "*not exercised*: the race never came, after its retries; *errored*: the harness failed. "
-            "*Conformant runs* are of those that ran. "
+            "*not exercised*: the race never came, after its retries; *errored*: the harness failed; *profile "
+            "problem*: the profile could not drive the agent. *Held*, *defects*: mandatory invariants a run "
+            "passed and none failed; broken (each defect once, however many runs or drivers show it). "
             + "; ".join(f"{lat}: {LATENCY_TITLE[lat]}" for lat in latencies if lat in LATENCY_TITLE) + ".", ""]
+
+
+def _invariants(boards: Sequence[Scoreboard]) -> list[str]:
+    """The leaderboard's opening: each agent (in rank order) × each mandatory invariant."""
+    if not is_leaderboard(boards):
+        return []
+    rows = [[rank, agent.label, agent.standings.held, agent.standings.defects,
+             *(s.value for s in agent.standings.by_check.values())]
+            for rank, agent in enumerate(ranked_agents(boards), 1)]
+    return ["### Invariants, agent by agent", "",
+            *_table(["#", "agent", "held", "defects", *INVARIANTS], rows, "rlrr" + "l" * len(INVARIANTS)),
+            "Ranked by invariants held, then defects found. "
+            + "; ".join(f"*{s.value}*: {meaning}" for s, meaning in STANDING_MEANING.items()) + ".", ""]
 
 
 def _maybe_ns(value: int | None) -> str:

@@ -20,7 +20,8 @@ from harness.report.latency import format_ns, summarise_by_adapter
 CELL = {"pass": "pass", "fail": "FAIL", "unknown": "unk?", "skipped": "skip", "partial": "p/s"}
 LEGEND = ("pass = held in every repeat · FAIL = failed in at least one · unk? = undecided in at least one "
           "(the evidence could not decide) · skip = not exercised in any repeat · p/s = passed where exercised, "
-          "skipped in other repeats · - = not a check of this task · lower case = advisory (shown, not scored)")
+          "skipped in other repeats · →C8 = failed only as a consequence of C8's failure (one defect, counted "
+          "there) · - = not a check of this task · lower case = advisory (shown, not scored)")
 
 
 def fold(outcomes: Iterable[Outcome]) -> str:
@@ -62,6 +63,8 @@ class Progress:
         word = verdict.value if verdict is not None else result.status.value
         if result.status is RunStatus.ERRORED:
             word = "error"
+        elif result.status is RunStatus.PROFILE_PROBLEM:
+            word = "profile problem"
         tries = len(result.attempts)
         retried = f", {tries} retr{'ies' if tries > 1 else 'y'}" if tries else ""
         self.finished += 1
@@ -120,7 +123,8 @@ def scoreboard(tasks: Sequence[TaskResult]) -> str:
             ("ran", len(ran)),
             ("not run", sum(t.status is RunStatus.NOT_RUN for t in results)),
             ("not exercised", sum(t.status is RunStatus.NOT_EXERCISED for t in results)),
-            ("errored", sum(t.status is RunStatus.ERRORED for t in results))) if n or what == "ran")
+            ("errored", sum(t.status is RunStatus.ERRORED for t in results)),
+            ("profile problem", sum(t.status is RunStatus.PROFILE_PROBLEM for t in results))) if n or what == "ran")
         out.append(f"{agent} on {adapter}: {combine_verdicts(verdicts).value if verdicts else 'nothing ran'} — "
                    f"{counts}; {sum(v.ok for v in verdicts)} conformant")
         out.append(f"  {'task':<{width}}  " + " ".join(f"{c:>4}" for c in checks) + "  runs")
@@ -133,6 +137,9 @@ def scoreboard(tasks: Sequence[TaskResult]) -> str:
             for check in checks:
                 found = [c for t in runs if t.status is RunStatus.RAN for c in t.checks if c.check == check]
                 cell = CELL[fold(c.outcome for c in found)] if found else "-"
+                failed = [c for c in found if c.outcome is Outcome.FAIL]
+                if failed and all(c.consequence_of for c in failed):  # counted where it started
+                    cell = f"→{failed[0].consequence_of}"
                 if found and found[0].tier is not Tier.MANDATORY and cell != "-":
                     cell = cell.lower()  # advisory/informational: shown, not scored
                 cells.append(f"{cell:>4}")

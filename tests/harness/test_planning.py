@@ -83,3 +83,15 @@ def test_mutation_summary_counts_mutants_caught_by_a_mandatory_check_or_a_broken
                                               "targets_caught": True, "caught": True, "runs": 1}
     assert summary["mutants"]["lose-inbox"]["caught"] is False
     assert summary["mutants"]["no-settle-on-stop"]["task_errors"] == ["t"]
+
+
+def test_a_failure_that_is_a_consequence_is_its_causes_catch():
+    """One defect, one failure: a mutant caught by C8 whose exit C12 also read is C8's catch alone."""
+    from harness.model import Tier
+    from harness.mutants import mutation_summary
+
+    task = _task("exit-0-on-stop", ("C8", "fail", Tier.MANDATORY), ("C12", "fail", Tier.MANDATORY))
+    c8, c12 = task.checks
+    task = replace(task, checks=(c8, replace(c12, consequence_of="C8")))
+    summary = mutation_summary([task], {"exit-0-on-stop": ("C8",)})
+    assert summary["mutants"]["exit-0-on-stop"]["failed"] == ["C8"] and summary["caught"] == 1

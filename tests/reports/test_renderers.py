@@ -161,15 +161,16 @@ def test_the_scoreboard_counts_run_statuses_retries_and_shows_l7(run):
     board = section(html, 'id="scoreboard"', 'id="findings"')
     header = re.findall(r"<th[^>]*>([^<]*)</th>", board)
     assert header == ["agent", "version", "adapter", "verdict", "ran", "not run", "not exercised", "errored",
-                      "retries", "conformant runs", "mandatory checks passed", "L1 p50", "L2 p50", "L3 p50", "L4 p50",
+                      "profile problem", "retries", "held", "defects", "L1 p50", "L2 p50", "L3 p50", "L4 p50",
                       "L7 p50"]
     rows = re.findall(r"<tr><td>reference</td>(.*?)</tr>", board)
     cells = [re.findall(r'<td class="num">([^<]*)</td>', r) for r in rows]
     for adapter, row in zip(("inproc", "http"), cells, strict=True):
         tasks = [t for t in run.tasks if t.adapter == adapter and t.mutant is None]
         counts = [sum(t.status is s for t in tasks) for s in
-                  (RunStatus.RAN, RunStatus.NOT_RUN, RunStatus.NOT_EXERCISED, RunStatus.ERRORED)]
-        assert row[:5] == [*map(str, counts), str(sum(len(t.attempts) for t in tasks))]
+                  (RunStatus.RAN, RunStatus.NOT_RUN, RunStatus.NOT_EXERCISED, RunStatus.ERRORED,
+                   RunStatus.PROFILE_PROBLEM)]
+        assert row[:6] == [*map(str, counts), str(sum(len(t.attempts) for t in tasks))]
         assert row[-1] != "–"  # L7 was measured on both adapters
 
 

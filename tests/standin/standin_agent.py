@@ -5,7 +5,8 @@
                      [--resume SESSION_ID] [--timeout SECONDS] PROMPT
 
 The API key comes from STANDIN_API_KEY; STANDIN_BASE_URL, STANDIN_MODEL and STANDIN_STORE stand in
-for the options. Exit status: 0 completed, 2 error, 3 stopped (SIGINT/SIGTERM/SIGHUP) or timed out.
+for the options. Exit status: 0 completed, 2 error, 3 stopped (SIGINT/SIGTERM/SIGHUP) or timed out
+(STANDIN_EXIT_CODES=unix: 0, 1, 130 stopped, 124 timed out).
 Standard library only; README.md beside this file describes the session document and the fault
 switches (STANDIN_FAULTS).
 """
@@ -39,7 +40,23 @@ OUTCOME_UNKNOWN = "[interrupted: outcome unknown; verify before retrying]"
 NOT_STARTED = "[interrupted: never started]"
 NOT_RUN = "[not run: the turn was stopped before this command started]"
 
-EXIT_CODES = {"completed": 0, "error": 2, "max_tokens": 2, "aborted": 3, "interrupted": 3}
+# Exit-code conventions (STANDIN_EXIT_CODES): the contract's, and the usual Unix one — 1 on
+# error, 130 (128 + SIGINT) when stopped, 124 when timed out, as GNU timeout reports it.
+EXIT_CONVENTIONS = {
+    "contract": {"completed": 0, "error": 2, "max_tokens": 2, "aborted": 3, "interrupted": 3},
+    "unix": {"completed": 0, "error": 1, "max_tokens": 1, "aborted": 130, "interrupted": 124},
+}
+# When the session id is told on stderr (STANDIN_SESSION_NOTICE): first thing, or only as the
+# process exits (then a process killed with SIGKILL never tells it).
+SESSION_NOTICES = ("start", "exit")
+# Whether it relaunches itself (STANDIN_RELAUNCH), as CLIs that restart under other runtime
+# options do: the outer process waits for the inner one and forwards no signal. "child": the
+# inner one stays in the outer one's process group (a terminal's Ctrl-C reaches both);
+# "session": it starts a session of its own (nothing sent to the group reaches it).
+RELAUNCH_MODES = ("no", "child", "session")
+# What a Stop signal does (STANDIN_ON_STOP): stop the turn and exit 3 (or 130), or — as a
+# program that leaves SIGINT to its default action — die of it, settling nothing.
+ON_STOP = ("settle", "die")
 
 FAULTS = {
     "orphan-tools": (["C3"], "on Stop in a tool, exit without killing the tool's process tree"),
@@ -1087,17 +1104,62 @@ def leak_key(store: Path, base_url: str, key: str) -> None:
     (store / "debug-requests.txt").write_text(json.dumps(dump) + "\n", encoding="utf-8")
 
 
+def setting(name: str, choices) -> str:
+    """A convention chosen through the environment (the first choice by default)."""
+    value = os.environ.get(name) or next(iter(choices))
+    if value not in choices:
+        raise Fatal(f"{name}={value!r} is not one of {', '.join(choices)}")
+    return value
+
+
+def relaunch(mode: str, argv: list[str]) -> int:
+    """The outer process of a relaunch: start the agent again as a child and exit as it does.
+    It ignores the Stop signals itself and forwards none."""
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_IGN)
+    inner = subprocess.Popen([sys.executable, os.path.abspath(__file__), *argv],
+                             env={**os.environ, "STANDIN_RELAUNCH": "no"}, start_new_session=mode == "session",
+                             preexec_fn=lambda: [signal.signal(s, signal.SIG_DFL)
+                                                 for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)])
+    code = inner.wait()
+    return code if code >= 0 else 128 - code
+
+
 def main(argv: list[str] | None = None) -> int:
     began = time.monotonic()
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        mode = setting("STANDIN_RELAUNCH", RELAUNCH_MODES)
+    except Fatal as exc:
+        say(f"error: {exc}")
+        return 2
+    if mode != "no":
+        return relaunch(mode, argv)
     args = parse_args(argv)
     if args.list_faults:
         print(json.dumps({name: {"checks": checks, "description": text}
                           for name, (checks, text) in FAULTS.items()}, indent=1))
         return 0
     stopper = Stopper(began + args.timeout if args.timeout else None, args.timeout)
-    stopper.install()
-    become_subreaper()
     try:
+        dies = setting("STANDIN_ON_STOP", ON_STOP) == "die"
+    except Fatal as exc:
+        say(f"error: {exc}")
+        return 2
+    if not dies:
+        stopper.install()
+    become_subreaper()
+    exit_codes, notice, told = EXIT_CONVENTIONS["contract"], "start", []
+
+    def tell_session(doc: dict, moment: str) -> None:
+        if moment == notice and not told:
+            told.append(doc["id"])
+            print(f"session: {doc['id']}", file=sys.stderr, flush=True)
+
+    doc = None
+    try:
+        exit_codes = EXIT_CONVENTIONS[setting("STANDIN_EXIT_CODES", EXIT_CONVENTIONS)]
+        notice = setting("STANDIN_SESSION_NOTICE", SESSION_NOTICES)
         faults = parse_faults(os.environ.get("STANDIN_FAULTS", ""))
         key = os.environ.get("STANDIN_API_KEY", "")
         if not key:
@@ -1109,11 +1171,11 @@ def main(argv: list[str] | None = None) -> int:
         note = None
         if args.resume and "blank-fork" not in faults:
             doc, path = load_session(store, args.resume)
-            print(f"session: {doc['id']}", file=sys.stderr, flush=True)
+            tell_session(doc, "start")
             note = resume_note(doc, args.cwd, reap_leftovers(doc))
         else:
             doc = new_session(args.cwd, args.model)
-            print(f"session: {doc['id']}", file=sys.stderr, flush=True)
+            tell_session(doc, "start")
             try:
                 store.mkdir(parents=True, exist_ok=True, mode=0o700)
             except OSError as exc:
@@ -1123,18 +1185,17 @@ def main(argv: list[str] | None = None) -> int:
             leak_key(store, args.base_url, key)
         agent = Agent(doc, path, args, key, stopper, faults)
         outcome, cause = agent.turn(args.prompt, note)
-    except Fatal as exc:
+    except (Fatal, OSError) as exc:  # OSError: the store cannot be written
         say(f"error: {exc}")
-        return 2
-    except OSError as exc:  # the store cannot be written
-        say(f"error: {exc}")
-        return 2
+        return exit_codes["error"]
+    finally:
+        if doc is not None:
+            tell_session(doc, "exit")
     if outcome != "completed":
         say(f"turn {outcome}: {cause}")
-    code = EXIT_CODES[outcome]
-    if code == 3 and "wrong-exit-codes" in faults:
-        code = 0
-    return code
+    if outcome in ("aborted", "interrupted") and "wrong-exit-codes" in faults:
+        return 0
+    return exit_codes[outcome]
 
 
 if __name__ == "__main__":

@@ -1,9 +1,11 @@
 """stopbench judging an agent nobody here wrote: the stand-in agent, scored black-box
 through its profile. Clean, it is conformant (black-box) on every task that applies, with
 no task error; each fault switch makes it not conformant, caught by the check it breaks,
-with evidence."""
+with evidence. Its conventions are judged fairly: truthful Unix exit codes are non-strict,
+not failures; a session it names only at exit is the profile's problem, not the agent's."""
 
 import asyncio
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -60,3 +62,76 @@ def test_each_fault_is_caught_by_the_check_it_breaks(profile, fault, task, check
     assert verdicts[check].evidence.summary and verdicts[check].evidence.items
     assert task_verdict(result) is Verdict.NOT_CONFORMANT
 
+
+
+def counted_failures(result) -> list[str]:
+    """The mandatory checks that failed on a fact of their own (consequences excluded)."""
+    return [c.check for c in result.checks if c.counts_as_failure and c.tier.value == "mandatory"]
+
+
+def run_task(profile, task: str, mutant: str | None = None):
+    work = WorkItem(load_task(TASKS_DIR / task), "subprocess", "http", 1, mutant=mutant)
+    return asyncio.run(run_item(profile, work)).result
+
+
+UNIX_EXIT_CODES = {"completed": 0, "error": 1, "max_tokens": 1, "aborted": 130, "interrupted": 124}
+
+
+@pytest.mark.parametrize("task", ["http-stream-cancel", "exit-codes", "interrupt-timeout"])
+def test_truthful_unix_exit_codes_are_non_strict_not_a_failure(profile, task):
+    unix = dataclasses.replace(profile, env={**profile.env, "STANDIN_EXIT_CODES": "unix"}, exit_codes=UNIX_EXIT_CODES)
+    result = run_task(unix, task)
+    assert result.status is RunStatus.RAN, result.reason
+    c8 = {c.check: c for c in result.checks}["C8"]
+    assert c8.outcome is Outcome.PASS and c8.non_strict, c8.evidence
+    assert not counted_failures(result), [(c.check, c.evidence.summary) for c in result.checks]
+    assert task_verdict(result) is Verdict.CONFORMANT_NON_STRICT
+
+
+def test_exit_0_after_stop_fails_c8_and_nothing_else_counts_for_that_exit(profile):
+    result = run_task(profile, "http-stream-cancel", mutant="wrong-exit-codes")
+    assert result.status is RunStatus.RAN, result.reason
+    assert counted_failures(result) == ["C8"], [(c.check, c.evidence.summary) for c in result.checks]
+    followers = [c for c in result.checks if c.outcome is Outcome.FAIL and c.check != "C8"]
+    assert all(c.consequence_of == "C8" for c in followers)
+
+
+def test_a_session_named_only_at_exit_under_resume_by_id_is_a_profile_problem(profile):
+    at_exit = dataclasses.replace(profile, env={**profile.env, "STANDIN_SESSION_NOTICE": "exit"})
+    result = run_task(at_exit, "interrupt-restart")
+    assert result.status is RunStatus.PROFILE_PROBLEM, (result.status, result.reason)
+    assert "cannot resume: the profile gives no way to name the session after a kill" in (result.reason or "")
+    assert not [c for c in result.checks if c.outcome is Outcome.FAIL]
+    assert task_verdict(result) is Verdict.INCOMPLETE
+
+
+def test_a_stop_reaches_an_agent_that_relaunched_itself_as_a_terminal_would(profile):
+    """The outer process ignores SIGINT and forwards nothing; Stop reaches the whole process
+    group, as a terminal's Ctrl-C does, so the inner agent is the one judged."""
+    relaunched = dataclasses.replace(profile, env={**profile.env, "STANDIN_RELAUNCH": "child"})
+    result = run_task(relaunched, "http-stream-cancel")
+    assert result.status is RunStatus.RAN, result.reason
+    assert not counted_failures(result), [(c.check, c.evidence.summary) for c in result.checks]
+    assert task_verdict(result) is Verdict.CONFORMANT_BLACK_BOX
+
+
+def test_a_stop_that_never_reached_the_process_streaming_says_so(profile):
+    relaunched = dataclasses.replace(profile, env={**profile.env, "STANDIN_RELAUNCH": "session"},
+                                     budgets=dataclasses.replace(profile.budgets, settle=3.0))
+    result = run_task(relaunched, "http-stream-cancel")
+    stops = [m.label for m in result.timeline if m.kind == "stop"]
+    assert any("the process holding the model connection" in label and "did not get it" in label
+               for label in stops), stops
+
+
+def test_dying_of_the_stop_signal_is_truthful_about_being_stopped(profile):
+    """SIGINT left to its default action: death by SIGINT (exit -2) says "stopped" — C8 passes
+    non-strictly, C12 sees a stop, not an error. What dying does lose, the text streamed so
+    far, is C5's failure: the one defect, counted once."""
+    dies = dataclasses.replace(profile, env={**profile.env, "STANDIN_ON_STOP": "die"})
+    result = run_task(dies, "http-stream-cancel")
+    assert result.status is RunStatus.RAN, result.reason
+    checks = {c.check: c for c in result.checks}
+    assert checks["C8"].non_strict and "died by SIGINT" in checks["C8"].evidence.summary
+    assert checks["C12"].outcome is Outcome.PASS, checks["C12"].evidence
+    assert counted_failures(result) == ["C5"], [(c.check, c.evidence.summary) for c in result.checks]

@@ -2,11 +2,13 @@
 
 The pieces: ``outcomes`` (a check over repeats, findings grouped, task runs by name),
 ``scoreboard`` (one agent on one adapter in one results file, with its latencies),
-``failpoints`` (which failpoints the checks caught) and ``verdicts`` (the report's verdict,
-each agent's, the leaderboard's order).
+``failpoints`` (which failpoints the checks caught), ``invariants`` (where each agent stands on
+each invariant: the leaderboard's matrix) and ``verdicts`` (the report's verdict, each agent's,
+the leaderboard's order).
 """
 
 from harness.report.aggregate.failpoints import FailpointRow, caught_by, failpoints
+from harness.report.aggregate.invariants import INVARIANTS, STANDING_MEANING, Standing, Standings
 from harness.report.aggregate.outcomes import (
     RANK_READER,
     RANK_UNKNOWN,
@@ -22,6 +24,8 @@ from harness.report.aggregate.outcomes import (
 from harness.report.aggregate.scoreboard import (
     NOTHING_RAN,
     RUN_STATUSES,
+    STATUS_COLUMNS,
+    TALLY_COLUMNS,
     Scoreboard,
     latency_order,
     scoreboard_latencies,
@@ -34,20 +38,27 @@ from harness.report.aggregate.verdicts import (
     headline,
     is_leaderboard,
     leaderboard,
+    ranked_agents,
     report_level,
     verdict,
 )
 
 __all__ = [
+    "INVARIANTS",
     "NOTHING_RAN",
     "RANK_READER",
     "RANK_UNKNOWN",
     "RUN_STATUSES",
+    "STANDING_MEANING",
+    "STATUS_COLUMNS",
+    "TALLY_COLUMNS",
     "VERDICT_MEANING",
     "Agent",
     "FailpointRow",
     "Finding",
     "Scoreboard",
+    "Standing",
+    "Standings",
     "agents",
     "attempts_text",
     "caught_by",
@@ -59,6 +70,7 @@ __all__ = [
     "latency_order",
     "leaderboard",
     "plural",
+    "ranked_agents",
     "report_level",
     "run_groups",
     "run_name",

@@ -21,8 +21,8 @@ def caught_by(mutant_task: TaskResult) -> list[str]:
     """What gave a failpoint away in one task run: the mandatory checks that failed or
     stayed undecided, or the harness error. Empty when the failpoint went unnoticed."""
     found = ["task error"] if mutant_task.error is not None else []
-    return found + [c.check for c in mutant_task.checks
-                    if c.tier is Tier.MANDATORY and c.outcome in (Outcome.FAIL, Outcome.UNKNOWN)]
+    return found + [c.check for c in mutant_task.checks if c.tier is Tier.MANDATORY and (
+        c.counts_as_failure or c.outcome is Outcome.UNKNOWN)]
 
 
 @dataclass(frozen=True)

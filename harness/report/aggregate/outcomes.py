@@ -6,7 +6,9 @@ fraction counts: ``3/3 pass`` (passed in all 3 runs that decided it), ``1/3 fail
 
 *Findings* are what went wrong, grouped so that identical outcomes read as one line
 (``C1, C2, C10, C11: unknown in 12 runs — no log reader …``) and ordered so that real
-failures come first: failed mandatory checks, the agent's own failures, harness errors,
+failures come first: failed mandatory checks, failures that are only the consequence of another
+check's failure (linked to it, one defect counted once), the agent's own failures, what the
+profile got wrong, harness errors,
 undecided mandatory checks, advisory failures, checks undecided only for want of a log
 reader, races not exercised, and tasks not run.
 
@@ -67,10 +69,20 @@ class Cell:
         return sum(r.outcome is not Outcome.SKIPPED for _, r in self.results)
 
     @property
+    def causes(self) -> list[str]:
+        """The checks whose failures this cell's failures follow from, when every one does."""
+        failed = [r for _, r in self.results if r.outcome is Outcome.FAIL]
+        if not failed or any(r.consequence_of is None for r in failed):
+            return []
+        return ordered_checks({r.consequence_of for r in failed if r.consequence_of})
+
+    @property
     def status(self) -> str:
-        """fail, unknown, pass, skipped — or what became of the runs when none ran."""
+        """fail, consequence (failed only as another check's consequence), unknown, pass,
+        skipped — or what became of the runs when none ran."""
         if self.results:
-            return fold([r.outcome for _, r in self.results])
+            folded = fold([r.outcome for _, r in self.results])
+            return "consequence" if folded == "fail" and self.causes else folded
         if self.others:
             statuses = Counter(t.status.value for t in self.others)
             return statuses.most_common(1)[0][0]
@@ -82,6 +94,8 @@ class Cell:
         status, n = self.status, self.decided
         if status in ("fail", "pass"):
             return f"{self.count(Outcome(status))}/{n} {status}"
+        if status == "consequence":
+            return f"{self.count(Outcome.FAIL)}/{n} → {', '.join(self.causes)}"
         if status == "unknown":
             k = self.count(Outcome.UNKNOWN)
             return "unknown" if k == n else f"{k}/{n} unknown"
@@ -96,6 +110,9 @@ class Cell:
         """What the cell's words count, for its title attribute."""
         status, n = self.status, self.decided
         parts = []
+        if status == "consequence":
+            parts.append(f"failed in {self.count(Outcome.FAIL)} of the {plural(n, 'run')} that exercised it, only "
+                         f"as a consequence of {', '.join(self.causes)} (the same defect, counted there)")
         if status in ("fail", "pass", "unknown"):
             k = self.count(Outcome(status))
             word = {"fail": "failed", "pass": "passed", "unknown": "undecided"}[status]
@@ -113,8 +130,8 @@ class Cell:
 
 
 # Ranks, most important first.
-RANK_FAIL, RANK_AGENT, RANK_ERRORED, RANK_UNKNOWN, RANK_ADVISORY, RANK_READER, RANK_NOT_EXERCISED, RANK_NOT_RUN = (
-    range(8))
+(RANK_FAIL, RANK_CONSEQUENCE, RANK_AGENT, RANK_PROFILE, RANK_ERRORED, RANK_UNKNOWN, RANK_ADVISORY, RANK_READER,
+ RANK_NOT_EXERCISED, RANK_NOT_RUN) = range(10)
 
 
 @dataclass(frozen=True)
@@ -152,7 +169,9 @@ class Finding:
             what = what.strip() if len(checks) == 1 else ", ".join(checks)
             tier = next((r.tier for _, r in self.members if r is not None), Tier.MANDATORY)
             suffix = "" if tier is Tier.MANDATORY else f" ({tier.value})"
-            return f"{what}{suffix}: {self.outcome} in {plural(n, 'run')}"
+            causes = ordered_checks({r.consequence_of for _, r in self.members if r is not None and r.consequence_of})
+            follows = f", a consequence of {', '.join(causes)} (counted there)" if causes else ""
+            return f"{what}{suffix}: {self.outcome} in {plural(n, 'run')}{follows}"
         tasks = ", ".join(dict.fromkeys(t.task for t in self.runs))
         word = "the agent failed" if self.outcome == RunStatus.RAN.value else self.outcome
         return f"{tasks}: {word} in {plural(n, 'run')}"
@@ -164,9 +183,12 @@ class Finding:
 
 def _finding_rank(task: TaskResult, result: CheckResult | None) -> int | None:
     if result is None:
-        return {RunStatus.ERRORED: RANK_ERRORED, RunStatus.NOT_EXERCISED: RANK_NOT_EXERCISED,
+        return {RunStatus.ERRORED: RANK_ERRORED, RunStatus.PROFILE_PROBLEM: RANK_PROFILE,
+                RunStatus.NOT_EXERCISED: RANK_NOT_EXERCISED,
                 RunStatus.NOT_RUN: RANK_NOT_RUN, RunStatus.RAN: RANK_AGENT}[task.status]
     mandatory = result.tier is Tier.MANDATORY
+    if result.outcome is Outcome.FAIL and result.consequence_of is not None:
+        return RANK_CONSEQUENCE
     if result.outcome is Outcome.FAIL:
         return RANK_FAIL if mandatory else RANK_ADVISORY
     if result.outcome is Outcome.UNKNOWN:

@@ -13,14 +13,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from harness.contract import LATENCY_IDS, Verdict
-from harness.model import Outcome, RunResult, RunStatus, TaskResult, Tier, combine_verdicts, task_verdict
+from harness.model import VERDICT_ORDER, RunResult, RunStatus, TaskResult, combine_verdicts, task_verdict
+from harness.report.aggregate.invariants import Standings
 from harness.report.aggregate.outcomes import Cell, Finding, findings, ordered_checks
 from harness.report.latency import Summary, percentile
 
 NOTHING_RAN = "nothing ran"
 
 # Task runs by what became of them, in the order the reports count them.
-RUN_STATUSES = (RunStatus.RAN, RunStatus.NOT_RUN, RunStatus.NOT_EXERCISED, RunStatus.ERRORED)
+RUN_STATUSES = (RunStatus.RAN, RunStatus.NOT_RUN, RunStatus.NOT_EXERCISED, RunStatus.ERRORED, RunStatus.PROFILE_PROBLEM)
+STATUS_COLUMNS = tuple(s.value for s in RUN_STATUSES)
+# A scoreboard's tally of task runs and invariants (harness.report.aggregate.invariants).
+TALLY_COLUMNS = ("held", "defects")
 # The latencies a scoreboard always shows (the others only when measured).
 HEADLINE_LATENCIES = ("L1", "L2", "L3", "L4", "L7")
 
@@ -83,11 +87,6 @@ class Scoreboard:
         return sum(len(t.attempts) for t in self.tasks)
 
     @property
-    def conformant(self) -> int:
-        """Task runs that ran and reached a conformant level."""
-        return sum(bool((v := task_verdict(t)) and v.ok) for t in self.ran)
-
-    @property
     def level(self) -> Verdict | None:
         """The contract's verdict for this agent on this adapter; None when nothing counted."""
         verdicts = [v for t in self.tasks if (v := task_verdict(t)) is not None]
@@ -100,11 +99,9 @@ class Scoreboard:
         return self.level.value if self.level else NOTHING_RAN
 
     @property
-    def mandatory(self) -> tuple[int, int]:
-        """(passed, decided) mandatory check results of the runs that ran; skipped ones excluded."""
-        decided = [c for t in self.ran for c in t.checks
-                   if c.tier is Tier.MANDATORY and c.outcome is not Outcome.SKIPPED]
-        return sum(c.outcome is Outcome.PASS for c in decided), len(decided)
+    def standings(self) -> Standings:
+        """Where this agent on this adapter stands on each invariant (held, broken, …)."""
+        return Standings.of(self.tasks)
 
     @property
     def outcomes(self) -> Counter:
@@ -132,14 +129,11 @@ class Scoreboard:
 
     @property
     def rank_key(self) -> tuple:
-        passed, decided = self.mandatory
-        level = {Verdict.CONFORMANT: 0, Verdict.CONFORMANT_BLACK_BOX: 1, Verdict.INCOMPLETE: 2,
-                 Verdict.NOT_CONFORMANT: 3}.get(self.level, 4) if self.level else 4
-        return (level, -_ratio(self.conformant, len(self.ran)), -_ratio(passed, decided), self.label, self.adapter)
-
-
-def _ratio(num: int, den: int) -> float:
-    return num / den if den else 0.0
+        """More invariants held, then fewer defects (each counted once), then the better verdict
+        level. Unknown counts for nothing either way: an agent that could run few tasks holds
+        few invariants, it does not score a better ratio."""
+        level = VERDICT_ORDER[::-1].index(self.level) if self.level else len(VERDICT_ORDER)
+        return (*self.standings.rank_key, level, self.label, self.adapter)
 
 
 def latency_order(latency: str) -> tuple[int, str]:

@@ -6,7 +6,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from harness.contract import Verdict
-from harness.model import RunResult, TaskResult, combine_verdicts, task_verdict
+from harness.model import VERDICT_ORDER, RunResult, TaskResult, combine_verdicts, task_verdict
+from harness.report.aggregate.invariants import Standings
 from harness.report.aggregate.outcomes import Finding, findings
 from harness.report.aggregate.scoreboard import NOTHING_RAN, Scoreboard
 
@@ -15,6 +16,8 @@ VERDICT_MEANING: dict[Verdict, str] = {
     Verdict.CONFORMANT: "every mandatory check of every task that applies to the agent passed",
     Verdict.CONFORMANT_BLACK_BOX: "every mandatory check decidable without a log reader passed, and the rest are "
                                   "unknown only because the profile has no reader",
+    Verdict.CONFORMANT_NON_STRICT: "as either level above, but some check passed only non-strictly (a convention "
+                                   "that differs from the contract's letter while keeping its meaning)",
     Verdict.NOT_CONFORMANT: "a mandatory check failed",
     Verdict.INCOMPLETE: "nothing failed, but a task that applies could not run or a check is unknown for "
                         "another reason",
@@ -22,7 +25,7 @@ VERDICT_MEANING: dict[Verdict, str] = {
 
 
 def leaderboard(boards: Sequence[Scoreboard]) -> list[Scoreboard]:
-    """Best verdict level first, then conformant task share, mandatory checks passed, name."""
+    """Most invariants held first, then fewest defects, then the best verdict level, then name."""
     return sorted(boards, key=lambda b: b.rank_key)
 
 
@@ -76,6 +79,11 @@ class Agent:
     def findings(self) -> list[Finding]:
         return findings(self.tasks)
 
+    @property
+    def standings(self) -> Standings:
+        """Where the agent stands on each invariant over all its adapters and drivers."""
+        return Standings.of(self.tasks)
+
 
 def agents(boards: Sequence[Scoreboard]) -> list[Agent]:
     """The scoreboards of each agent (as labelled), in order of appearance."""
@@ -83,3 +91,11 @@ def agents(boards: Sequence[Scoreboard]) -> list[Agent]:
     for b in boards:
         by_label.setdefault(b.label, []).append(b)
     return [Agent(label, tuple(bs)) for label, bs in by_label.items()]
+
+
+def ranked_agents(boards: Sequence[Scoreboard]) -> list[Agent]:
+    """The agents in the leaderboard's order: most invariants held, fewest defects, best level."""
+    def key(agent: Agent) -> tuple:
+        level = VERDICT_ORDER[::-1].index(agent.level) if agent.level else len(VERDICT_ORDER)
+        return (*agent.standings.rank_key, level, agent.label)
+    return sorted(agents(boards), key=key)

@@ -9,13 +9,18 @@ from collections.abc import Sequence
 from harness.contract import CHECKS, Verdict, check_info
 from harness.model import Outcome, RunResult, RunStatus, TaskResult
 from harness.report.aggregate import (
+    INVARIANTS,
     RUN_STATUSES,
+    STANDING_MEANING,
+    STATUS_COLUMNS,
+    TALLY_COLUMNS,
     VERDICT_MEANING,
     Scoreboard,
     failpoints,
     is_leaderboard,
     leaderboard,
     plural,
+    ranked_agents,
     scoreboard_latencies,
 )
 from harness.report.html.latencies import LATENCY_INFO
@@ -23,28 +28,49 @@ from harness.report.html.markup import Page, badge, data_table, esc, level_class
 from harness.report.latency import format_ns
 
 
+def invariants_section(boards: Sequence[Scoreboard]) -> list[str]:
+    """The leaderboard's opening: each agent (in rank order) × each mandatory invariant."""
+    if not is_leaderboard(boards):
+        return []
+    rows = []
+    for rank, agent in enumerate(ranked_agents(boards), 1):
+        standings = agent.standings
+        rows.append([str(rank), esc(agent.label), str(standings.held), str(standings.defects),
+                     *(f'<span class="badge {status_class(s.value)}">{esc(s.value)}</span>'
+                       for s in standings.by_check.values())])
+    legend = "; ".join(f"<em>{esc(s.value)}</em>: {esc(meaning)}" for s, meaning in STANDING_MEANING.items())
+    return ['<h2 id="invariants">Invariants, agent by agent</h2>',
+            f"<p>Ranked by invariants held, then defects found (each once). {legend}.</p>",
+            data_table(["#", "agent", "held", "defects", *INVARIANTS], rows, [0, 2, 3], css="wide standings",
+                       titles=["rank", "", "mandatory invariants a run passed and none failed",
+                               "mandatory invariants broken, each defect once",
+                               *(f"{c}: {check_info(c).title}" for c in INVARIANTS)],
+                       widths=["2.5em", "10em", "4em", "5.5em", *("" for _ in INVARIANTS)])]
+
+
 def scoreboard_section(boards: Sequence[Scoreboard]) -> list[str]:
     ranked = is_leaderboard(boards)
     latencies = scoreboard_latencies(boards)
     rows = []
     for rank, b in enumerate(leaderboard(boards) if ranked else boards, 1):
-        passed, decided = b.mandatory
+        held = b.standings
         row = [esc(b.label), esc(b.version), esc(b.adapter), f'<span class="badge {level_class(b.verdict)}">'
                f"{esc(b.verdict)}</span>",
                *(str(b.count(s)) for s in RUN_STATUSES), str(b.retries),
-               f"{b.conformant}/{len(b.ran)}", f"{passed}/{decided}",
+               str(held.held), str(held.defects),
                *(esc(format_ns(m)) if (m := b.median(latency)) is not None else "–" for latency in latencies)]
         rows.append([str(rank), *row] if ranked else row)
-    header = ["agent", "version", "adapter", "verdict", "ran", "not run", "not exercised", "errored", "retries",
-              "conformant runs", "mandatory checks passed", *(f"{latency} p50" for latency in latencies)]
+    header = ["agent", "version", "adapter", "verdict", *STATUS_COLUMNS, "retries", *TALLY_COLUMNS,
+              *(f"{latency} p50" for latency in latencies)]
     titles = ["", "", "", "the contract's level for this agent on this adapter",
               "task runs that ran: their checks are verdicts",
               "task runs that do not apply to the agent (no driver for them): never counted as conformant",
               "task runs whose race never came (the moment to interrupt passed), after their retries",
               "task runs the harness itself failed: nothing about the agent is known",
+              "task runs the profile could not drive (a session it cannot name after a kill, …): fix the profile",
               "earlier tries of races that were not exercised, run again",
-              "task runs that ran and reached a conformant level, of those that ran",
-              "mandatory check results that passed, of those decided or undecided (skipped ones excluded)",
+              "mandatory invariants a run passed and none failed",
+              "mandatory invariants broken: each defect counted once, however many runs or drivers show it",
               *(f"{lat}: {LATENCY_INFO[lat].title} ({LATENCY_INFO[lat].span}); median over every task"
                 if lat in LATENCY_INFO else lat for lat in latencies)]
     offset = 1 if ranked else 0
@@ -145,6 +171,7 @@ def legend_section() -> list[str]:
     cells = "".join(f"<dt>{badge(word, css)}</dt><dd>{esc(meaning)}</dd>" for word, css, meaning in (
         ("3/3 pass", "pass", "passed in each of the 3 runs that exercised it"),
         ("1/3 fail", "fail", "failed in 1 of the 3 runs that exercised it (it decides: not conformant)"),
+        ("1/3 → C8", "consequence", "failed only on what C8 failed on (one defect: shown, counted once, there)"),
         ("unknown", "unknown", "the evidence could not decide it in any run (2/3 unknown: in 2 of 3)"),
         ("skipped", "skipped", "no run exercised it (the turn had ended before Stop, …)"),
         ("not run", "not-run", "the task does not apply to the agent (no driver for it); never counted as conformant"),

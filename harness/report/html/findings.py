@@ -16,9 +16,10 @@ MAX_MEMBERS_WITH_EVIDENCE = 5  # per finding; the other runs are listed as links
 
 def findings_section(page: Page) -> list[str]:
     out = ['<h2 id="findings">What went wrong</h2>',
-           "<p>Failed checks first, then the agent’s own failures, harness errors, undecided checks, advisory "
-           "findings, checks that need a log reader, races not exercised and tasks not run. Identical outcomes "
-           "are one line.</p>"]
+           "<p>Failed checks first, then failures that only follow from another check’s (the same defect, "
+           "counted there), the agent’s own failures, what the profile got wrong, harness errors, undecided "
+           "checks, advisory findings, checks that need a log reader, races not exercised and tasks not run. "
+           "Identical outcomes are one line.</p>"]
     any_found = False
     for a in agents(page.boards):
         found = a.findings
@@ -70,8 +71,9 @@ def _member(page: Page, task: TaskResult, r: CheckResult) -> str:
     anchor = page.anchor(task)
     links = [page.run_link(task, "timeline"), f'<a href="#{anchor}-processes">command lines and output</a>',
              f'<a href="#{anchor}-records">server records</a>']
+    follows = f" · a consequence of {r.consequence_of}, counted there" if r.consequence_of else ""
     return (f'<div class="member"><h4>{page.run_link(task)} · {esc(check_label(r.check, r.name))}'
-            f" · {esc(r.outcome.value)} ({esc(r.tier.value)}){esc(decided)}</h4>"
+            f" · {esc(r.outcome.value)} ({esc(r.tier.value)}){esc(decided)}{esc(follows)}</h4>"
             f"<p>{esc(r.evidence.summary)}</p>{_evidence(page, task, r)}"
             f'<p class="links">See: {" · ".join(links)}</p></div>')
 

@@ -16,7 +16,13 @@ from harness.report.aggregate import (
     scoreboards,
     verdict,
 )
-from harness.report.html.boards import failpoints_section, legend_section, matrix_section, scoreboard_section
+from harness.report.html.boards import (
+    failpoints_section,
+    invariants_section,
+    legend_section,
+    matrix_section,
+    scoreboard_section,
+)
 from harness.report.html.findings import findings_section
 from harness.report.html.latencies import latencies_section
 from harness.report.html.markup import Page, data_table, esc, level_class
@@ -41,6 +47,7 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: now
 table.wide { width: 100%; }
 table.score { font-size: 13px; } table.score td.num { white-space: normal; } table.score .badge { white-space: normal; }
 table.matrix { width: 100%; table-layout: fixed; }
+table.standings { font-size: 12.5px; } table.standings .badge { font-size: 11px; }
 table.matrix col.task-col { width: 13em; } table.matrix col.runs-col { width: 7em; }
 table.matrix th.check { font-size: 12px; line-height: 1.2; }
 table.matrix th.check a { font-weight: bold; font-size: 13px; }
@@ -57,8 +64,10 @@ table.kv table { width: 100%; margin: 0; table-layout: fixed; } table.kv td ol {
 .lvl-not-conformant { background: #f9d6d5; } .lvl-incomplete { background: #fdf0c8; }
 .lvl-nothing-ran { background: #eee; } .lvl-board { background: #e6eef8; }
 .pass { background: #e3f4e1; } .fail { background: #f9d6d5; } .unknown { background: #fdf0c8; }
+.consequence { background: #fbeceb; color: #555; } .lvl-conformant-non-strict { background: #e8f2d8; }
+.holds { background: #e3f4e1; } .broken { background: #f9d6d5; }
 .skipped, .not-run { background: #eee; color: #666; } .not-exercised { background: #e8e4f6; }
-.errored { background: #f3c9b8; } .missed { background: #f9d6d5; } .caught { background: #e3f4e1; }
+.errored, .profile-problem { background: #f3c9b8; } .missed { background: #f9d6d5; } .caught { background: #e3f4e1; }
 .badge { white-space: nowrap; display: inline-block; padding: 0 .45em; border-radius: 3px; font-size: .9em;
          font-weight: 600; border: 1px solid rgba(0,0,0,.12); }
 td.cell a { color: inherit; text-decoration: none; display: block; }
@@ -95,6 +104,7 @@ def render_html(runs: Sequence[RunResult]) -> str:
     title = "stopbench leaderboard" if ranked else "stopbench report"
     body = [
         *_header(runs, boards, title),
+        *invariants_section(boards),
         *scoreboard_section(boards),
         *findings_section(page),
         *matrix_section(page),
@@ -125,7 +135,8 @@ def _header(runs: Sequence[RunResult], boards: Sequence[Scoreboard], title: str)
                    f"{esc(VERDICT_MEANING[level])}.</p>")
     elif text:
         out.append(f'<p class="meaning">{esc(text.capitalize())}: no task run counted towards a verdict.</p>')
-    links = [("scoreboard", "Leaderboard" if is_leaderboard(boards) else "Scoreboard"),
+    links = [*([("invariants", "Invariants")] if is_leaderboard(boards) else []),
+             ("scoreboard", "Leaderboard" if is_leaderboard(boards) else "Scoreboard"),
              ("findings", "What went wrong"), ("checks", "Checks"), ("legend", "What the checks mean"),
              ("runs", "Task runs"), ("latency", "Latencies"), ("files", "Results files")]
     out.append("<nav>" + "".join(f'<a href="#{i}">{esc(t)}</a>' for i, t in links) + "</nav>\n</header>")

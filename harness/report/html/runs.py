@@ -56,7 +56,7 @@ def _run_section(page: Page, t: TaskResult) -> str:
         extra.append(attempts_text(t))
     if t.mutant:
         extra.append(f"failpoint {t.mutant}")
-    is_open = " open" if _run_failed(t) or t.status is RunStatus.ERRORED else ""
+    is_open = " open" if _run_failed(t) or t.status in (RunStatus.ERRORED, RunStatus.PROFILE_PROBLEM) else ""
     parts = [f'<details class="run" id="{anchor}"{is_open}><summary>{badge(status, css)} {esc(run_name(t))} · '
              f"{esc(' · '.join(extra))}</summary>"]
     if t.reason:
@@ -65,6 +65,9 @@ def _run_section(page: Page, t: TaskResult) -> str:
     if t.attempts:
         parts.append("<p>Earlier tries (not exercised, run again): " + "; ".join(
             f"{n}. {esc(a.reason)} ({a.duration_s:.2f} s)" for n, a in enumerate(t.attempts, 1)) + ".</p>")
+    screen = t.evidence.get("screen") if isinstance(t.evidence, Mapping) else None
+    if screen:  # a profile problem: what the terminal showed while the pattern never matched
+        parts.append(f"<p>The screen:</p><pre>{esc(screen)}</pre>")
     reproduce = t.evidence.get("reproduce") if isinstance(t.evidence, Mapping) else None
     if reproduce:
         parts.append(f"<p>Run it again: <code>{esc(reproduce)}</code></p>")
@@ -95,8 +98,13 @@ def _run_checks(page: Page, t: TaskResult) -> str:
         decided = c.decided_by.value if c.decided_by else ""
         if c.needs_reader:
             decided = (decided + ", " if decided else "") + "needs a log reader"
+        summary = esc(c.evidence.summary)
+        if c.consequence_of:  # one defect, one failure: the cause is in the same run, counted there
+            summary = f"<em>a consequence of {esc(c.consequence_of)} (counted there)</em>: {summary}"
+        elif c.non_strict:
+            summary = f"<em>non-strict</em>: {summary}"
         rows.append([esc(check_label(c.check, c.name)), f'{badge(c.outcome.value, c.outcome.value)}',
-                     esc(c.tier.value), esc(decided), esc(c.evidence.summary)])
+                     esc(c.tier.value), esc(decided), summary])
     return "<h4>Checks</h4>" + data_table(["check", "outcome", "tier", "decided by", "summary"], rows, css="wide",
                                           widths=["20em", "7em", "7em", "11em", ""])
 

@@ -378,7 +378,8 @@ def timeout_run(*faults: str) -> RunBuilder:
 
 def headless_runs(*faults: str) -> RunBuilder:
     """exit-codes: a completed run, a run the provider refuses, and a stopped run, each headless."""
-    f = _faults(faults, {"max-tokens", "exit-130", "stopped-exit-0", "error-exit-0", "declared-130"})
+    f = _faults(faults, {"max-tokens", "exit-130", "stopped-exit-0", "error-exit-0", "declared-130", "died-by-sigint",
+                         "declared-1-for-both", "exit-130-open"})
     run = RunBuilder()
     _, n1 = _first_request(run, "Say hello.")
     run.records.response(n1, text="Hello.")
@@ -393,17 +394,24 @@ def headless_runs(*faults: str) -> RunBuilder:
     run.records.request([SYSTEM, msg("user", "Now do something the provider refuses.")], status=400,
                         error="The request was refused on purpose by the scenario.", parsed=True)
     run.log.event("turn_ended", turn=2, reason="error", error="400 refused")
-    run.exit("error", 0 if "error-exit-0" in f else 2, started_ns=run.inputs[1].mono_ns, pid=5002)
+    declared_error = {"declared-130", "declared-1-for-both"} & f
+    run.exit("error", 0 if "error-exit-0" in f else 1 if declared_error else 2, started_ns=run.inputs[1].mono_ns,
+             pid=5002)
     run.user("Write a long essay.")
     run.log.event("turn_started", turn=3, input="Write a long essay.", inbox=[])
     run.stop("stream", how="signal:SIGINT", chunks_seen=0)
     run.log.event("stop_requested", turn=3, source="user")
-    run.log.event("turn_ended", turn=3, reason="aborted", source="user")
-    code = 130 if {"exit-130", "declared-130"} & f else 0 if "stopped-exit-0" in f else 3
-    run.exit("stopped", code, started_ns=run.inputs[2].mono_ns, pid=5003)
+    if not {"died-by-sigint", "exit-130-open"} & f:  # a process that dies of the signal settles nothing
+        run.log.event("turn_ended", turn=3, reason="aborted", source="user")
+    code = 0 if "stopped-exit-0" in f else 130 if {"exit-130", "declared-130", "exit-130-open"} & f else \
+        1 if "declared-1-for-both" in f else None if "died-by-sigint" in f else 3
+    run.exit("stopped", code, started_ns=run.inputs[2].mono_ns, pid=5003,
+             signal=2 if "died-by-sigint" in f else None)
     if "declared-130" in f:
         run.conventions = Conventions(exit_codes={"completed": 0, "error": 1, "blocked": 1, "max_tokens": 1,
                                                   "aborted": 130, "interrupted": 130})
+    if "declared-1-for-both" in f:
+        run.conventions = Conventions(exit_codes={"completed": 0, "error": 1, "aborted": 1, "interrupted": 1})
     return run
 
 

@@ -33,6 +33,9 @@ CASES = [
     ("C1", stop_in_tool, ("double-settle",), {}, "fail", "log", "turn 1 ended a second time (first at line 10)"),
     ("C1", stop_in_tool, ("no-settle",), {}, "fail", "log", "turn 2 started while turn 1 was still open"),
     ("C1", stop_in_tool, (), BB, "unknown", None, "no log reader"),
+    # A process that died of its Stop signal left its turn open honestly; one that exited did not.
+    ("C1", headless_runs, ("died-by-sigint",), {}, "pass", "log", "was open when the agent was killed"),
+    ("C1", headless_runs, ("exit-130-open",), {}, "fail", "log", "turn 3 never ended, and the agent was not killed"),
     ("C1", mid_file_refusal, (), {}, "skipped", None, "judged by C10"),
     ("C2", kill_in_tool, (), {}, "pass", "log", "left the store as it was"),
     ("C2", kill_in_tool, ("unseen-load",), {}, "pass", "log", "left the store as it was"),
@@ -115,7 +118,13 @@ CASES = [
     ("C8", headless_runs, (), {}, "pass", "black-box", "3 headless exit code(s) matched"),
     ("C8", headless_runs, ("max-tokens",), {}, "pass", "black-box", "3 headless exit code(s) matched"),
     ("C8", headless_runs, ("max-tokens",), BB, "fail", "black-box", "(pid 5001) should exit 0"),
-    ("C8", headless_runs, ("exit-130",), {}, "fail", "black-box", "(pid 5003) should exit 3 (it was stopped), not"),
+    ("C8", headless_runs, ("exit-130",), {}, "pass", "black-box", "1 non-strictly: exit 130 (128 + SIGINT)"),
+    ("C8", headless_runs, ("died-by-sigint",), {}, "pass", "black-box", "non-strictly: died by SIGINT"),
+    ("C8", headless_runs, ("declared-130",), {}, "pass", "black-box", "2 non-strictly: exit 1, the agent's declared"),
+    ("C8", headless_runs, ("declared-130", "stopped-exit-0"), {}, "fail", "black-box", "not exit 0, which says it "
+     "completed"),
+    ("C8", headless_runs, ("declared-1-for-both",), {}, "fail", "black-box", "cannot count instead: it exits 1 both "
+     "on an error and on a Stop"),
     ("C8", stop_in_tool, ("exit-0",), {}, "fail", "black-box", "(pid 4343) should exit 3 (it was stopped), not exit"),
     ("C8", timeout_run, ("exit-1",), {}, "fail", "black-box", "should exit 3 (it timed out), not exit 1"),
     ("C8", timeout_run, ("overshoot",), {}, "fail", "black-box", "exit 3.60 s after the 2.0 s timeout"),
@@ -169,6 +178,7 @@ CASES = [
     ("C12", stop_in_tool, ("exit-0",), {}, "pass", "both", "settled"),  # the exit code is C8's, counted once
     ("C12", stop_mid_stream, (), BB, "unknown", None, "was not seen"),
     ("C12", kill_in_tool, (), {}, "skipped", None, "no Stop"),
+    ("C12", headless_runs, ("died-by-sigint",), BB, "pass", "black-box", "settled as aborted"),
     ("C14", kill_in_tool, (), {}, "pass", "both", "2 tool call(s) known at 1 kill(s) answered"),
     ("C14", kill_in_tool, (), BB, "unknown", None, "whether it had started is not known"),
     ("C14", kill_in_tool, ("declared-wording",), {}, "pass", "both", "answered with what was known"),

@@ -1,0 +1,89 @@
+"""One defect, one failure: every failure names the fact it rests on, and a later check that
+fails only on a fact an earlier one failed on is shown as its consequence, not counted again."""
+
+import dataclasses
+
+from harness.checks import run_checks
+from harness.contract import Verdict
+from harness.model import CheckResult, Outcome, verdict_of
+
+from .check_runs import headless_runs, kill_in_tool, stop_in_tool
+
+
+def by_check(results: tuple[CheckResult, ...]) -> dict[str, CheckResult]:
+    return {r.check: r for r in results}
+
+
+def failures(results: tuple[CheckResult, ...]) -> list[str]:
+    return [r.check for r in results if r.counts_as_failure]
+
+
+def test_an_exit_0_after_stop_fails_c8_and_c12_only_follows_from_it():
+    """The subprocess driver reads the exit code as a settlement: exit 0 reads "completed", which
+    C12 sees as a Stop that settled wrongly. The fact is one exit, so C8 owns it."""
+    run = stop_in_tool("exit-0")
+    run.settlements[0] = dataclasses.replace(run.settlements[0], reason="completed", source=None, how="exit 0",
+                                             pid=4343)
+    results = by_check(run_checks(run.observation(black_box=True)))
+    assert results["C8"].counts_as_failure
+    assert results["C12"].outcome is Outcome.FAIL and results["C12"].consequence_of == "C8"
+    assert results["C12"].facts == results["C8"].facts == ("the run process (pid 4343) exited 0",)
+    assert results["A3"].consequence_of == "C8"
+    assert failures(tuple(results.values())) == ["C8"]
+
+
+def test_a_failed_resume_is_c7s_and_its_truthful_error_exit_follows_from_it():
+    results = by_check(run_checks(kill_in_tool("unresumable").observation()))
+    assert results["C7"].counts_as_failure
+    assert results["C8"].outcome is Outcome.FAIL and results["C8"].consequence_of == "C7"
+
+
+def test_a_refused_store_is_one_failure_whichever_log_checks_meet_it():
+    run = stop_in_tool()
+    run.log.lines[3] = b'{"seq": 3, "type": "tool_call", broken'
+    results = run_checks(run.observation())
+    refused = [r for r in results if r.outcome is Outcome.FAIL]
+    assert len(refused) > 1, [(r.check, r.evidence.summary) for r in results]
+    assert len(failures(results)) == 1
+    first = failures(results)[0]
+    assert all(r.consequence_of == first for r in refused if r.check != first)
+
+
+def test_a_failure_on_a_fact_of_its_own_still_counts():
+    """A check failing on an exit and on something else is a failure in its own right."""
+    run = stop_in_tool("exit-0", "tree-survives")
+    results = by_check(run_checks(run.observation()))
+    assert results["C8"].counts_as_failure and results["C3"].counts_as_failure
+
+
+def test_a_non_strict_pass_makes_the_verdict_non_strict_and_a_lie_does_not():
+    truthful = run_checks(headless_runs("declared-130").observation())
+    assert by_check(truthful)["C8"].non_strict
+    decided = [r for r in truthful if r.outcome is not Outcome.UNKNOWN]  # a hand-made run leaves some undecided
+    assert verdict_of(decided) is Verdict.CONFORMANT_NON_STRICT and Verdict.CONFORMANT_NON_STRICT.ok
+    lying = run_checks(headless_runs("declared-130", "stopped-exit-0").observation())
+    assert verdict_of(lying) is Verdict.NOT_CONFORMANT
+    assert [r.check for r in lying if r.outcome is Outcome.FAIL and r.tier.value == "mandatory"] == ["C8"]
+
+
+def test_results_json_keeps_consequences_and_non_strict_passes_and_old_results_load():
+    results = run_checks(kill_in_tool("unresumable").observation()) + run_checks(
+        headless_runs("exit-130").observation())
+    for r in results:
+        assert CheckResult.from_json(r.to_json()) == r
+    old = {k: v for k, v in results[0].to_json().items() if k not in ("consequence_of", "non_strict")}
+    loaded = CheckResult.from_json(old)
+    assert loaded.consequence_of is None and not loaded.non_strict
+
+
+def test_an_agent_that_says_it_failed_to_resume_is_judged_on_telling_an_error():
+    """Exit 1 after a refused resume is a truthful error under a convention that tells errors
+    apart (non-strict), and C7's failure, not C8's, under the contract's 2."""
+    from harness.model import Conventions
+
+    unix = Conventions(exit_codes={"completed": 0, "error": 1, "aborted": 130, "interrupted": 124})
+    results = by_check(run_checks(kill_in_tool("unresumable").observation(conventions=unix)))
+    assert results["C8"].outcome is Outcome.PASS and results["C8"].non_strict
+    assert results["C7"].counts_as_failure
+    contract = by_check(run_checks(kill_in_tool("unresumable").observation()))["C8"]
+    assert "should exit 2 (the agent failed the run), not exit 1" in contract.evidence.summary
