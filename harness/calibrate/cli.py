@@ -16,13 +16,14 @@ from typing import TypeVar
 from harness.calibrate.stopwatch import DELAYS_MS, CalibrationError, calibrate, quick_floor_async, report
 from harness.contract import DRIVERS
 from harness.signals import Interrupted, run_until_signalled
+from harness.usage import Parser
 
 T = TypeVar("T")
 EXIT_OK, EXIT_FAILED = 0, 2
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="stopbench calibrate",
         description="Time stopbench's calibration agent, whose effect after Stop is delayed by a known D, "
                     "through the ordinary drivers, and print measured − D per latency and driver: the error "
