@@ -403,6 +403,26 @@ async def quick_floor_async() -> dict[str, Any]:
             "measured below these figures on this machine"}
 
 
+def quick_table(floor: Mapping[str, Any]) -> str:
+    """The quick floor (``quick_floor_async``'s dict) as ``stopbench calibrate --quick`` prints
+    it: one row per latency and driver, in ms from the dict, shown the way the error table is."""
+    header = ("latency", "driver", "n", "p50", "max", "made of (p50 each)")
+    table = [header]
+    for latency, by_driver in floor.items():
+        if not (latency in MEASURED or latency == "L4_without_start_up") or not isinstance(by_driver, dict):
+            continue
+        for driver, row in by_driver.items():
+            parts = ", ".join(f"{k} {format_ns(v * 1e6)}" for k, v in row.get("parts_ms", {}).items())
+            table.append((latency, driver, str(row["n"]), format_ns(row["p50_ms"] * 1e6),
+                          format_ns(row["max_ms"] * 1e6), parts or "-"))
+    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
+    lines = ["  ".join(cell.rjust(w) if 2 <= i <= 4 else cell.ljust(w)
+                       for i, (cell, w) in enumerate(zip(row, widths, strict=True))).rstrip() for row in table]
+    return (f"stopbench calibrate --quick: the floor of stopbench's own stopwatch (D = 0) in {floor['took_s']:.1f} s; "
+            f"load {fmt_load(floor['loadavg'])}; wake-up of an idle process p50 "
+            f"{format_ns(floor['wakeup_p50_ms'] * 1e6)}\n\n" + "\n".join(lines) + f"\n\n{floor['note']}\n")
+
+
 def quick_floor() -> dict[str, Any]:
     """``quick_floor_async`` from synchronous code (no event loop may be running)."""
     return asyncio.run(quick_floor_async())
