@@ -99,8 +99,8 @@ print(agents[sys.argv[1]].get("agent") or "")' "$name") || fail "input 'agent': 
 step_run() {
   local args=(--agent "$STOPBENCH_AGENT" --repeat "${STOPBENCH_REPEAT:-1}" --jobs "${STOPBENCH_JOBS:-1}"
               --report-dir "$report_dir")
-  local task
-  for task in ${STOPBENCH_TASKS//,/ }; do args+=(--task "$task"); done
+  local task tasks=${STOPBENCH_TASKS:-}
+  for task in ${tasks//,/ }; do args+=(--task "$task"); done
   local code=0
   stopbench run "${args[@]}" || code=$?
   output exit-code "$code"
