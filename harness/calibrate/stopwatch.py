@@ -420,8 +420,8 @@ def quick_table(floor: Mapping[str, Any]) -> str:
             parts = ", ".join(f"{k} {format_ns(v * 1e6)}" for k, v in row.get("parts_ms", {}).items())
             table.append((latency, driver, str(row["n"]), format_ns(row["p50_ms"] * 1e6),
                           format_ns(row["max_ms"] * 1e6), parts or "-"))
-    heading = (f"stopbench calibrate --quick: the floor of stopbench's own stopwatch (D = 0) in {floor['took_s']:.1f} s; "
-               f"load {fmt_load(floor['loadavg'])}; wake-up of an idle process p50 "
+    heading = (f"stopbench calibrate --quick: the floor of stopbench's own stopwatch (D = 0) in "
+               f"{floor['took_s']:.1f} s; load {fmt_load(floor['loadavg'])}; wake-up of an idle process p50 "
                f"{format_ns(floor['wakeup_p50_ms'] * 1e6)}")
     return f"{heading}\n\n{_aligned(table, numbers=range(2, 5))}\n\n{floor['note']}\n"
 
