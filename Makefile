@@ -11,12 +11,12 @@ $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test,bench]'
-	@$(MAKE) --no-print-directory browser
 	touch $(STAMP)
 
-# Headless Chromium for the browser test of the HTML report (tests/reports/test_browser.py):
-# installed from Debian's packages when it is missing and this is root on a Debian-like
-# machine; never fails (without it that one test is skipped, saying why).
+# Headless Chromium for the browser test of the HTML report (tests/reports/test_browser.py),
+# and for nothing else: `make test` asks for it, `make eval` never does. Installed from
+# Debian's packages when it is missing and this is root on a Debian-like machine; never fails
+# (without it that one test is skipped, saying why).
 browser:
 	@command -v chromium >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
@@ -28,7 +28,7 @@ browser:
 eval: $(STAMP)
 	$(VENV)/bin/stopbench run --agent reference --jobs 2 --report-dir reports
 
-test: lint typecheck $(STAMP)
+test: lint typecheck browser $(STAMP)
 	$(PY) -m pytest -q
 	PYTHON=$(PYTHON) bash scripts/wheel_check.sh
 

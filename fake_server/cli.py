@@ -94,7 +94,8 @@ async def serve(args) -> int:
     return 0
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="stopbench serve", description="Run the deterministic fake model server.")
+def main(argv=None, parser_class: type[argparse.ArgumentParser] = argparse.ArgumentParser) -> int:
+    """``parser_class``: how a bad option is answered (``stopbench serve`` passes its own)."""
+    parser = parser_class(prog="stopbench serve", description="Run the deterministic fake model server.")
     add_arguments(parser)
     return asyncio.run(serve(parser.parse_args(argv)))

@@ -130,7 +130,11 @@ class FakeServer:
 
     # --- plain routes ---------------------------------------------------------------------
     async def _root(self, request: web.Request) -> web.Response:
-        return web.Response(text="stopbench fake model server\n")
+        """What this server answers, for a person or a script finding their way."""
+        endpoints = [{"method": route.method, "path": route.resource.canonical}
+                     for route in request.app.router.routes()
+                     if route.method != "HEAD" and route.handler != self._unknown and route.resource is not None]
+        return web.json_response({"server": "stopbench fake model server", "endpoints": endpoints})
 
     def _model_entry(self, model: str) -> dict[str, Any]:
         return {"id": model, "object": "model", "created": 0, "owned_by": "stopbench",
@@ -163,13 +167,21 @@ class FakeServer:
         return web.json_response({"input_tokens": estimate_tokens(parsed.canonical)})
 
     async def _unknown(self, request: web.Request) -> web.Response:
-        family = ("anthropic" if "anthropic-version" in request.headers
-                  else "google" if "x-goog-api-key" in request.headers or request.path.startswith("/v1beta/")
-                  else "openai")
+        """A path this server does not answer, recorded. A provider's client (a provider's
+        header, or a path under ``/v1``) gets its provider's 404, which its SDK parses; any
+        other caller a plain one that says where the endpoints are listed."""
         problem = f"Invalid URL ({request.method} {request.path})"
         self.records.append(Error(path=request.path, method=request.method, status=404, problem=problem))
-        error = api_error(family, 404, problem)
-        return web.json_response(error.body, status=404)
+        if "anthropic-version" in request.headers:
+            family = "anthropic"
+        elif "x-goog-api-key" in request.headers or request.path.startswith("/v1beta/"):
+            family = "google"
+        elif request.path == "/v1" or request.path.startswith("/v1/"):
+            family = "openai"
+        else:
+            return web.json_response({"error": {"type": "not_found", "message": f"{problem}: GET / lists the "
+                                                "endpoints of this server"}}, status=404)
+        return web.json_response(api_error(family, 404, problem).body, status=404)
 
     async def _records(self, request: web.Request) -> web.Response:
         """The long poll: the records after ``after``, waiting up to ``wait`` seconds for one."""

@@ -1,4 +1,5 @@
-"""The ``stopbench`` command: ``run``, ``list``, ``serve``, ``report`` (and ``report merge``), ``gate``, ``diff``.
+"""The ``stopbench`` command: ``run``, ``list``, ``agents``, ``serve``, ``report`` (and ``report merge``),
+``gate``, ``diff``, ``calibrate``.
 
 Exit codes of ``run``: 0 the agent is conformant or conformant (black-box) (and with
 ``--mutants`` every mutant was caught), 1 it is not conformant or the score is incomplete,
@@ -15,6 +16,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime as dt
+import json
 import os
 import sys
 import tempfile
@@ -61,6 +63,7 @@ from harness.schedule import run_all
 from harness.sharding import ShardError, parse_shard, shard_items
 from harness.signals import Interrupted, run_until_signalled
 from harness.tasks import TASKS_DIR, Task, TaskError, load_all
+from harness.usage import Parser
 
 EXIT_OK, EXIT_NOT_CONFORMANT, EXIT_USAGE = 0, 1, 2
 T = TypeVar("T")
@@ -80,6 +83,23 @@ class UsageError(Exception):
     pass
 
 
+class _Version(argparse.Action):
+    """``--version``: the installed package's version, looked up only when asked for."""
+
+    def __init__(self, option_strings: list[str], dest: str, help: str | None = None) -> None:
+        super().__init__(option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, nargs=0, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            print(f"stopbench {version('stopbench')}")
+        except PackageNotFoundError:
+            print("stopbench (not installed: no package metadata; pip install it to have a version)")
+        parser.exit()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
@@ -94,7 +114,7 @@ def _main(argv: list[str]) -> int:
     if argv[:1] == ["serve"]:
         from fake_server.cli import main as serve_main
 
-        return serve_main(argv[1:])
+        return serve_main(argv[1:], parser_class=Parser)
     if argv[:1] == ["report"]:
         return merge_main(argv[2:]) if argv[1:2] == ["merge"] else report_main(argv[1:])
     if argv[:1] == ["gate"]:
@@ -117,11 +137,11 @@ def _main(argv: list[str]) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    listing = "\n".join(f"  {name:<10} {what}" for name, what in COMMANDS)
-    parser = argparse.ArgumentParser(
-        prog="stopbench", formatter_class=argparse.RawDescriptionHelpFormatter,
+    parser = Parser(
+        prog="stopbench",
         description="Conformance and evaluation harness for the interruption contract of coding agents.",
-        epilog=f"commands:\n{listing}\n\n'stopbench COMMAND --help' for each command's options.")
+        epilog="'stopbench COMMAND --help' for each command's options.")
+    parser.add_argument("--version", action=_Version, help="print stopbench's version and exit")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     run = sub.add_parser("run", help=COMMANDS[0][1])
@@ -155,6 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     lst = sub.add_parser("list", help=COMMANDS[1][1])
     lst.add_argument("--tasks-dir", default=None, help="folder of task folders (default: the built-in tasks)")
+    lst.add_argument("--json", action="store_true", help="as one JSON document (tasks, checks, agents)")
     lst.set_defaults(func=cmd_list)
     from harness.agents.cli import add_parser as add_agents_parser
     add_agents_parser(sub)
@@ -436,8 +457,18 @@ def _key(t: TaskResult) -> str:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    width = max(60, min(os.get_terminal_size(sys.stdout.fileno()).columns if sys.stdout.isatty() else 100, 120))
     tasks = _tasks(args)
+    agents = [_agent_entry(name) for name in builtin_names()]
+    if args.json:
+        print(json.dumps({
+            "tasks": [{"name": t.name, "drivers": list(t.drivers), "adapters": list(t.adapters),
+                       "checks": {c: tier.value for c, tier in t.checks.items()},
+                       "description": " ".join(t.description.split())} for t in tasks],
+            "checks": [{"id": check_id, "name": spec.name, "observes": spec.observes, "tier": spec.tier.value}
+                       for check_id, spec in REGISTRY.items()],
+            "agents": agents}, indent=2, ensure_ascii=False))
+        return EXIT_OK
+    width = max(60, min(os.get_terminal_size(sys.stdout.fileno()).columns if sys.stdout.isatty() else 100, 120))
     print("tasks:")
     for t in tasks:
         tiers: dict[str, list[str]] = {}
@@ -451,14 +482,31 @@ def cmd_list(args: argparse.Namespace) -> int:
     for check_id, spec in REGISTRY.items():
         print(f"  {check_id:<4} {spec.name:<34} observes {spec.observes:<4} default {spec.tier.value}")
     print("agents:")
-    for name in builtin_names():
-        try:
-            p = load_profile(name)
-            print(f"  {name:<12} adapters: {', '.join(p.adapters):<22} drivers: {', '.join(p.drivers()):<28} "
-                  f"{p.description}")
-        except ProfileError as exc:
-            print(f"  {name:<12} (broken profile: {exc})")
+    for a in agents:
+        if "error" in a:
+            print(f"  {a['name']:<12} (broken profile: {a['error']})")
+        else:
+            print(f"  {a['name']:<12} adapters: {', '.join(a['adapters']):<22} drivers: {', '.join(a['drivers']):<28} "
+                  f"{'' if a['installed'] else '(not installed) '}{a['description']}")
     return EXIT_OK
+
+
+def _agent_entry(name: str) -> dict[str, Any]:
+    """A built-in profile as ``list`` shows it: whether its agent is installed (a profile with
+    no real agent behind it, like the reference agent, comes with stopbench), or why the
+    profile cannot be loaded."""
+    try:
+        profile = load_profile(name)
+    except ProfileError as exc:
+        return {"name": name, "error": str(exc)}
+    installed = True
+    if profile.agent:
+        try:
+            agent_binary(profile)
+        except NotInstalled:
+            installed = False
+    return {"name": name, "agent": profile.agent, "installed": installed, "adapters": list(profile.adapters),
+            "drivers": list(profile.drivers()), "description": profile.description}
 
 
 # ---------------------------------------------------------------------------------------

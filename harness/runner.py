@@ -17,7 +17,6 @@ import os
 import re
 import shutil
 import time
-import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,6 +51,7 @@ from harness.rundir import RunDirs, agent_context, canary_key
 from harness.steps import AgentFailed, NotExercised, play
 from harness.taskrun import TaskRun
 from harness.timeline import timeline
+from harness.tracebacks import frame_lines
 
 DEFAULT_RETRIES = 2
 # Each try after a race that did not happen gives a task's turn timeouts this many times more:
@@ -209,8 +209,7 @@ async def _run_contained(profile: Profile, item: WorkItem, dirs: RunDirs, contai
         result = _result(profile, item, started, t0_ns, (), RunStatus.ERRORED, reason, None, None)
         return ItemOutcome(_redacted(result, api_key), [], None)
     except Exception as exc:  # the harness's own fault: say so, with where it happened
-        frames = traceback.extract_tb(exc.__traceback__)[-3:]
-        where = "; ".join(f"{f.filename.rsplit('/', 1)[-1]}:{f.lineno} in {f.name}" for f in frames)
+        where = "; ".join(frame_lines(exc))
         reason = f"harness error: {type(exc).__name__}: {exc} ({where})"
         result = _result(profile, item, started, t0_ns, (), RunStatus.ERRORED, reason, None, None)
         return ItemOutcome(_redacted(result, api_key), [], None)

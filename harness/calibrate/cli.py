@@ -13,16 +13,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TypeVar
 
-from harness.calibrate.stopwatch import DELAYS_MS, CalibrationError, calibrate, quick_floor_async, report
+from harness.calibrate.stopwatch import DELAYS_MS, CalibrationError, calibrate, quick_floor_async, quick_table, report
 from harness.contract import DRIVERS
 from harness.signals import Interrupted, run_until_signalled
+from harness.usage import Parser
 
 T = TypeVar("T")
 EXIT_OK, EXIT_FAILED = 0, 2
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="stopbench calibrate",
         description="Time stopbench's calibration agent, whose effect after Stop is delayed by a known D, "
                     "through the ordinary drivers, and print measured − D per latency and driver: the error "
@@ -34,7 +35,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="only these drivers (inproc, subprocess; default both)")
     parser.add_argument("--json", metavar="PATH", help="also write every sample and the table as JSON")
     parser.add_argument("--quick", action="store_true",
-                        help="only the quick floor (D = 0, a few runs) that `stopbench run` puts in its header")
+                        help="only the quick floor (D = 0, a few runs) that `stopbench run` puts in its header, "
+                             "as a table (--json PATH: also as JSON)")
     return parser
 
 
@@ -56,8 +58,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.quick:
             floor = run_until_signalled(quick_floor_async())
-            print(json.dumps(floor, indent=2, ensure_ascii=False))
-            return EXIT_FAILED if "error" in floor else EXIT_OK
+            if "error" in floor:
+                print(f"stopbench calibrate: the quick floor could not be measured: {floor['error']}", file=sys.stderr)
+                return EXIT_FAILED
+            print(quick_table(floor), end="")
+            if args.json:
+                _write_json(args.json, floor)
+            return EXIT_OK
         cal = run_until_signalled(calibrate(repeat=args.repeat, delays_ms=delays, drivers=drivers or None,
                                          progress=_progress))
     except CalibrationError as exc:
@@ -71,9 +78,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     _clear_progress()
     print(report(cal), end="")
     if args.json:
-        Path(args.json).write_text(json.dumps(cal.to_json(), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-        print(f"written: {args.json}")
+        _write_json(args.json, cal.to_json())
     return EXIT_OK
+
+
+def _write_json(path: str, data: object) -> None:
+    Path(path).write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    print(f"written: {path}")
 
 
 def _progress(n: int, total: int, label: str) -> None:

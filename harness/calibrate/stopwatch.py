@@ -351,10 +351,15 @@ def error_table(samples: Sequence[CalSample]) -> str:
                       str(r.below_d), format_ns(r.floor_p50) if r.floor_p50 is not None else "-",
                       f"≤ {format_ns(aim)}" if aim and r.latency != "L4" else "-",
                       ", ".join(f"{k} {format_ns(v)}" for k, v in r.parts.items()) or "-"))
-    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
-    lines = ["  ".join(cell.rjust(w) if 2 <= i <= 8 else cell.ljust(w)
-                       for i, (cell, w) in enumerate(zip(row, widths, strict=True))).rstrip() for row in table]
-    return "\n".join(lines) + "\n"
+    return _aligned(table, numbers=range(2, 9)) + "\n"
+
+
+def _aligned(table: Sequence[Sequence[str]], numbers: range) -> str:
+    """Rows of cells as aligned columns: the ``numbers`` columns to the right, the rest left."""
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
+    return "\n".join("  ".join(cell.rjust(w) if i in numbers else cell.ljust(w)
+                               for i, (cell, w) in enumerate(zip(row, widths, strict=True))).rstrip()
+                     for row in table)
 
 
 def report(cal: Calibration) -> str:
@@ -401,6 +406,24 @@ async def quick_floor_async() -> dict[str, Any]:
             "took_s": round(time.monotonic() - started, 3),
             "agent": "calibrate", "note": "measured at D = 0 by `stopbench calibrate`'s agent: no agent can be "
             "measured below these figures on this machine"}
+
+
+def quick_table(floor: Mapping[str, Any]) -> str:
+    """The quick floor (``quick_floor_async``'s dict) as ``stopbench calibrate --quick`` prints
+    it: one row per latency and driver, in ms from the dict, shown the way the error table is."""
+    header = ("latency", "driver", "n", "p50", "max", "made of (p50 each)")
+    table = [header]
+    for latency, by_driver in floor.items():
+        if not (latency in MEASURED or latency == "L4_without_start_up") or not isinstance(by_driver, dict):
+            continue
+        for driver, row in by_driver.items():
+            parts = ", ".join(f"{k} {format_ns(v * 1e6)}" for k, v in row.get("parts_ms", {}).items())
+            table.append((latency, driver, str(row["n"]), format_ns(row["p50_ms"] * 1e6),
+                          format_ns(row["max_ms"] * 1e6), parts or "-"))
+    heading = (f"stopbench calibrate --quick: the floor of stopbench's own stopwatch (D = 0) in "
+               f"{floor['took_s']:.1f} s; load {fmt_load(floor['loadavg'])}; wake-up of an idle process p50 "
+               f"{format_ns(floor['wakeup_p50_ms'] * 1e6)}")
+    return f"{heading}\n\n{_aligned(table, numbers=range(2, 5))}\n\n{floor['note']}\n"
 
 
 def quick_floor() -> dict[str, Any]:

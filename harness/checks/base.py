@@ -18,7 +18,6 @@ what the check needs (``obs.has(Capability.X)``), naming the capability.
 from __future__ import annotations
 
 import dataclasses
-import traceback
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -41,6 +40,7 @@ from harness.model import (
     Tier,
     unknown,
 )
+from harness.tracebacks import frame_lines
 
 Checker = Callable[[Observation], CheckResult]
 Item = dict[str, Any]
@@ -115,12 +115,8 @@ def run_check(key: str | CheckSpec, obs: Observation, tier: Tier | None = None) 
         if not isinstance(result, CheckResult):
             raise TypeError(f"returned {type(result).__name__}, not a CheckResult")
     except Exception as err:  # a crashing checker decides nothing
-        frames = traceback.extract_tb(err.__traceback__)[-3:]
-        result = unknown(
-            spec.id,
-            f"checker {spec.name} raised {type(err).__name__}: {err}",
-            {"traceback": [f"{f.filename.rsplit('/', 1)[-1]}:{f.lineno} in {f.name}: {f.line}" for f in frames]},
-        )
+        result = unknown(spec.id, f"checker {spec.name} raised {type(err).__name__}: {err}",
+                         {"traceback": frame_lines(err, source=True)})
     decided = result.decided_by
     if decided is None and result.outcome in (Outcome.PASS, Outcome.FAIL):
         decided = _DEFAULT_DECIDER.get(spec.observes)

@@ -6,7 +6,6 @@ Exit codes: 0 done (for the gate: no regression), 1 the gate found a regression,
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -19,6 +18,7 @@ from harness.report.load import ResultsError, load_results
 from harness.report.markdown import render_markdown
 from harness.report.shard import ShardError, merge
 from harness.report.writer import format_written, output_file_problem, results_text, write_text
+from harness.usage import Parser
 
 
 def _fail(prog: str, message: str) -> int:
@@ -38,7 +38,7 @@ def report_main(argv: Sequence[str]) -> int:
     if argv[:1] == ["merge"]:
         return merge_main(argv[1:])
     prog = "stopbench report"
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog=prog,
         description="Render results files (several: a leaderboard). With no output option, "
                     "the Markdown summary goes to stdout. ('stopbench report merge' joins shards.)",
@@ -66,7 +66,7 @@ def report_main(argv: Sequence[str]) -> int:
 
 def merge_main(argv: Sequence[str]) -> int:
     prog = "stopbench report merge"
-    parser = argparse.ArgumentParser(prog=prog, description="Join the shard results of one run into one file.")
+    parser = Parser(prog=prog, description="Join the shard results of one run into one file.")
     parser.add_argument("shards", nargs="+", type=Path, help="results.json of each shard (any order)")
     parser.add_argument("-o", "--output", type=Path, required=True, help="merged results file to write")
     args = parser.parse_args(list(argv))
@@ -89,7 +89,7 @@ def merge_main(argv: Sequence[str]) -> int:
 
 def gate_main(argv: Sequence[str]) -> int:
     prog = "stopbench gate"
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog=prog,
         description="Compare a run with a stored baseline. Exit 1 on a check that went from pass to fail "
                     "or a statistically real latency regression, 0 otherwise, 2 on unusable input.",
@@ -125,7 +125,7 @@ def gate_main(argv: Sequence[str]) -> int:
 
 def diff_main(argv: Sequence[str]) -> int:
     prog = "stopbench diff"
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog=prog,
         description="What changed between two results files (e.g. two releases of one agent): per task, "
                     "driver, adapter and check — fixed, newly broken, newly undecidable, unchanged — and the "

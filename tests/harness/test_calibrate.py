@@ -118,6 +118,41 @@ async def test_the_quick_floor_returns_every_latency():
 # --- the command ------------------------------------------------------------------------------------
 
 
+QUICK_FLOOR = {"delay_ms": 0,
+               "L1": {"inproc": {"n": 3, "p50_ms": 0.1249, "max_ms": 0.1437,
+                                 "parts_ms": {"reach": 0.0013, "late": 0.1142, "shut": 0.009}}},
+               "L4": {"subprocess": {"n": 1, "p50_ms": 35.5139, "max_ms": 35.5139}},
+               "loadavg": [0.5, 0.25, 0.125], "wakeup_p50_ms": 0.0118, "took_s": 0.705, "agent": "calibrate",
+               "note": "no agent can be measured below these figures on this machine"}
+
+
+def test_calibrate_quick_prints_the_floor_as_a_table(monkeypatch, capsys, tmp_path):
+    async def floor():
+        return QUICK_FLOOR
+
+    monkeypatch.setattr("harness.calibrate.cli.quick_floor_async", floor)
+    assert calibrate_main(["--quick", "--json", str(tmp_path / "floor.json")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("stopbench calibrate --quick: the floor of stopbench's own stopwatch (D = 0) in 0.7 s; "
+                               "load 0.50 0.25 0.12; wake-up of an idle process p50 11.8 µs")
+    assert lines[2].split() == ["latency", "driver", "n", "p50", "max", "made", "of", "(p50", "each)"]
+    assert lines[3].split() == ["L1", "inproc", "3", "124.9", "µs", "143.7", "µs", "reach", "1.3", "µs,", "late",
+                                "114.2", "µs,", "shut", "9.0", "µs"]
+    assert lines[4].split() == ["L4", "subprocess", "1", "35.51", "ms", "35.51", "ms", "-"]
+    assert lines[6] == QUICK_FLOOR["note"]
+    assert json.loads((tmp_path / "floor.json").read_text()) == QUICK_FLOOR
+
+
+def test_calibrate_quick_says_why_the_floor_could_not_be_measured(monkeypatch, capsys):
+    async def floor():
+        return {"error": "CalibrationError: no sample", "took_s": 0.1}
+
+    monkeypatch.setattr("harness.calibrate.cli.quick_floor_async", floor)
+    assert calibrate_main(["--quick"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and "the quick floor could not be measured: CalibrationError: no sample" in err
+
+
 def test_calibrate_refuses_bad_options(capsys):
     for argv in (["--repeat", "0"], ["--delays", "x"], ["--delays", "-1"], ["--driver", "terminal"]):
         with pytest.raises(SystemExit) as exc:

@@ -42,3 +42,21 @@ def test_merge_report_gate_and_artifact():
     assert "--md reports/gate.md" in gate
     uploads = [s for s in job["steps"] if str(s.get("uses", "")).startswith("actions/upload-artifact")]
     assert any("reports/report.html" in s["with"]["path"] for s in uploads)
+
+
+def test_the_gate_table_is_written_before_the_upload_and_uploaded():
+    steps = WORKFLOW["jobs"]["merge-and-gate"]["steps"]
+    gate = next(n for n, s in enumerate(steps) if s.get("run", "").startswith("stopbench gate"))
+    upload = next(n for n, s in enumerate(steps) if "reports/report.html" in s.get("with", {}).get("path", ""))
+    assert gate < upload
+    assert "reports/gate.md" in steps[upload]["with"]["path"]
+    assert steps[gate].get("continue-on-error") is True  # a regression still uploads, then fails the job
+    assert any("exit 1" in s.get("run", "") and s.get("if") == "steps.gate.outcome == 'failure'"
+               for s in steps[upload + 1:])
+
+
+def test_stopbench_is_installed_from_its_repository_not_from_the_agents_checkout():
+    for job in WORKFLOW["jobs"].values():
+        installs = [c for c in commands(job) if "pip install" in c]
+        assert installs and all("-e ." not in c and '"$STOPBENCH"' in c for c in installs)
+    assert WORKFLOW["env"]["STOPBENCH"].startswith("git+https://")
