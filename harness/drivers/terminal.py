@@ -30,6 +30,7 @@ from harness.model import ProcessExit, Settlement, StopDelivery
 from harness.procs import ProcRef, SpawnError, child_setup, kill_tree, signal_pid
 
 QUIT_GRACE_S = 5.0  # failsafe: an agent that ignores the quit keys is killed after this
+EXIT_AFTER_EOF_S = 5.0  # failsafe: how long an agent whose terminal closed is given to exit
 KEYS = {"esc": "\x1b", "ctrl-c": "\x03", "ctrl-d": "\x04", "enter": "\r"}
 COLUMNS, LINES = 200, 40
 ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[@-Z\\-_]|\r")
@@ -313,7 +314,13 @@ class TerminalDriver(DriverBase):
             await self._view.wait(lambda: self._turn_end() is not None)
 
     async def exited(self) -> ProcessExit | None:
-        if self._child is None or self._child.isalive():
+        """The agent's exit, once it has exited. An agent whose terminal closed is exiting:
+        its exit is awaited, so a wait that failed on the closed terminal is the agent's exit."""
+        if self._child is None:
+            return None
+        if self._raw.eof and self._child.isalive():
+            await _exit_of(self._child.pid, EXIT_AFTER_EOF_S)
+        if self._child.isalive():
             return None
         if self._refs and not any(e.pid == self._child.pid for e in self.history.of(ProcessExit)):
             await self._reap("completed")
@@ -396,6 +403,29 @@ class TerminalDriver(DriverBase):
             if child.isalive():
                 await asyncio.to_thread(child.wait)
             child.close(force=True)
+
+
+async def _exit_of(pid: int, within_s: float) -> None:
+    """Returns once process ``pid`` has exited (its pidfd is readable), or after ``within_s``."""
+    try:
+        fd = os.pidfd_open(pid)
+    except OSError:  # gone already, or no pidfds here: isalive() decides
+        return
+    loop = asyncio.get_running_loop()
+    gone: asyncio.Future[None] = loop.create_future()
+
+    def readable() -> None:
+        if not gone.done():
+            gone.set_result(None)
+
+    loop.add_reader(fd, readable)
+    try:
+        await asyncio.wait_for(gone, within_s)
+    except TimeoutError:
+        pass
+    finally:
+        loop.remove_reader(fd)
+        os.close(fd)
 
 
 def _mark(text: str) -> str:

@@ -57,14 +57,17 @@ def test_a_terminal_run_keeps_the_screen_as_each_wait_ended_and_at_its_end(one_t
 
 
 def test_a_terminal_profile_that_fails_shows_the_screen_it_failed_on_with_the_key_masked(one_turn):
-    # An "agent" that shows its key and a prompt other than the profile's, then exits.
+    # An "agent" that shows its key and a prompt other than the profile's, closes its terminal
+    # and exits a moment later (as a process does that tidies up after its output).
     wrong = parse_profile({
         "name": "wrong-prompt", "env": {"AGENT_KEY": "{api_key}"},
-        "interactive": {"command": ["{python}", "-c", "import os; print('key: ' + os.environ['AGENT_KEY']); "
-                                                      "print('ready >')"],
+        "interactive": {"command": ["{python}", "-c", "import os, time; print('key: ' + os.environ['AGENT_KEY']); "
+                                                      "print('ready >', flush=True); [os.close(fd) for fd in (0, 1, 2)]; "
+                                                      "time.sleep(0.5)"],
                         "prompt_regex": "(?m)^you> ", "turn_ended_regex": "turn ended"},
     }, "wrong-prompt.toml")
     result = asyncio.run(run_item(wrong, one_turn)).result
+    assert result.evidence["agent_failure"]["exit"]["returncode"] == 0, result.reason  # the agent's, not the harness's
     screens = result.evidence["screens"]
     assert screens[0]["at"] == "the output ended before the prompt"
     assert screens[0]["lines"] == ["key: [redacted]", "ready >"]
