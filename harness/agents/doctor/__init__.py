@@ -34,7 +34,7 @@ def doctor(profile: Profile) -> tuple[int, list[str]]:
     resumes by id, the store when it has a log reader), and a resume by id survived a kill."""
     lines = [f"profile {profile.name} ({profile.path}), adapter {profile.adapters[0]}"]
     lines += [f"warning: {w}" for w in profile.warnings]
-    lines.append(f"environment keys: {', '.join(sorted(profile.env))}")
+    lines.append(f"environment keys: {', '.join(sorted(profile.env)) or '(none)'}")
     if profile.log_reader == "none":
         lines.append('black-box (log_reader = "none"): checks needing a reader will be unknown; '
                      "no session store is needed")
@@ -114,7 +114,7 @@ def _requests(records: tuple[Mapping[str, Any], ...]) -> tuple[bool, list[str]]:
     probes = Counter(f"{r.get('method') or '?'} {r.get('path')}" for r in errors
                      if r.get("status") == 404 and r.get("request") is None)
     lines = [f"  model requests: {len(model)}" + ("" if model else " — the agent never reached the fake server "
-                                                  "(its base URL, key and model are set in [env] or [[files]])")]
+                                                  "(check the base URL, key and model [env] or [[files]] give it)")]
     for r in model[:REQUESTS_SHOWN]:
         refusal = f": {r['error']}" if r.get("error") else ""
         lines.append(f"    request {r.get('request')}: {r.get('api')} {r.get('path')} → {r.get('status')}{refusal}")
