@@ -13,27 +13,7 @@ from harness.planning import WorkItem
 from harness.profiles import load_profile, parse_profile
 from harness.runner import run_item
 from harness.tasks import load_task
-
-TASK = '''name = "one-turn"
-description = "One turn in a terminal, settled."
-drivers = ["terminal"]
-
-[checks]
-mandatory = ["C1"]
-
-[[steps]]
-do = "send"
-text = "hello"
-
-[[steps]]
-do = "settle"
-'''
-SCENARIO = '''name = "one-turn"
-
-[[responses]]
-[[responses.frames]]
-text = "Hello."
-'''
+from tests.harness.test_profile_problems import SCENARIO, TASK
 
 
 @pytest.fixture
