@@ -420,6 +420,10 @@ class _Validator:
             self.fail(f"{section}.command", "required: the command as a list of strings")
         if not command[0].strip():
             self.fail(f"{section}.command", "its first element, the program, is empty")
+        if "/" in command[0] and not command[0].startswith(("/", "{")):
+            self.fail(f"{section}.command", f"the program {command[0]!r} is a relative path, which would be looked "
+                      "up from the run's fresh working folder: give an absolute path, a name on PATH, or "
+                      "{profile_dir}/… for a program beside the profile")
         if section == "headless" and not any("{prompt}" in c for c in command):
             self.fail(f"{section}.command", "must pass {prompt}")
         adapter_options = {}

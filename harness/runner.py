@@ -189,30 +189,30 @@ async def _run_contained(profile: Profile, item: WorkItem, dirs: RunDirs, contai
             for sample, start_ns in timed_latencies(item, profile.name, obs) if item.mutant is None else ():
                 timed_alone = member.alone_between(start_ns, start_ns + abs(sample.value_ns))
                 (alone if timed_alone else concurrent).append(sample)
-            return ItemOutcome(_redacted(result, api_key), alone, obs, concurrent)
+            return ItemOutcome(_redacted(_seen(result, driver), api_key), alone, obs, concurrent)
     except NotExercised as exc:
         result = _result(profile, item, started, t0_ns, _all(item, skipped, f"not exercised: {exc}"),
                          RunStatus.NOT_EXERCISED, str(exc), None, None)
-        return ItemOutcome(_redacted(result, api_key), [], None)
+        return ItemOutcome(_redacted(_seen(result, driver), api_key), [], None)
     except ProfileMisfit as exc:
         result = _result(profile, item, started, t0_ns, _all(item, skipped, f"not judged: {exc}"),
                          RunStatus.PROFILE_PROBLEM, str(exc), None, None)
         if exc.screen is not None:
             result = dataclasses.replace(result, evidence={**result.evidence, "screen": exc.screen})
-        return ItemOutcome(_redacted(result, api_key), [], None)
+        return ItemOutcome(_redacted(_seen(result, driver), api_key), [], None)
     except Unsupported as exc:
         result = _result(profile, item, started, t0_ns, _all(item, skipped, f"not run: {exc}"),
                          RunStatus.NOT_RUN, str(exc), None, None)
-        return ItemOutcome(result, [], None)
+        return ItemOutcome(_redacted(_seen(result, driver), api_key), [], None)
     except SpawnError as exc:
         reason = f"the profile's command could not be started: {exc}"
         result = _result(profile, item, started, t0_ns, (), RunStatus.ERRORED, reason, None, None)
-        return ItemOutcome(_redacted(result, api_key), [], None)
+        return ItemOutcome(_redacted(_seen(result, driver), api_key), [], None)
     except Exception as exc:  # the harness's own fault: say so, with where it happened
         where = "; ".join(frame_lines(exc))
         reason = f"harness error: {type(exc).__name__}: {exc} ({where})"
         result = _result(profile, item, started, t0_ns, (), RunStatus.ERRORED, reason, None, None)
-        return ItemOutcome(_redacted(result, api_key), [], None)
+        return ItemOutcome(_redacted(_seen(result, driver), api_key), [], None)
     finally:
         async with member.working():
             last = await asyncio.to_thread(containment.end, CONTAIN_BUDGET_S)  # on every path, before the folder goes
@@ -291,6 +291,19 @@ def _evidence(profile: Profile, item: WorkItem, obs: Observation, final: LogCapt
         evidence["agent_failure"] = {"step": f.step, "awaited": f.awaited, "what": f.what,
                                      "exit": process(f.exit) if f.exit else None}
     return evidence
+
+
+def _seen(result: TaskResult, driver: Driver | None) -> TaskResult:
+    """``result`` with what the driver saw on every path a run ends by: the session the
+    profile's rules named (and which rule), and a terminal's rendered screens."""
+    if driver is None:
+        return result
+    seen: dict[str, object] = {}
+    if driver.session_id is not None:
+        seen["session"] = {"id": driver.session_id, "found_by": driver.session_found_by}
+    if screens := driver.screens():
+        seen["screens"] = screens
+    return dataclasses.replace(result, evidence={**result.evidence, **seen}) if seen else result
 
 
 def _redacted(result: TaskResult, api_key: str) -> TaskResult:

@@ -71,6 +71,7 @@ class Driver(Protocol):
     """A withdrawal of a queued item is recorded as the input ``/cancel <item_id>`` (queued)."""
 
     name: ClassVar[str]
+    session_found_by: str | None  # which of the profile's rules named the session, and where
 
     @property
     def session_id(self) -> str | None: ...
@@ -80,6 +81,7 @@ class Driver(Protocol):
     def store_glob(self) -> str | None: ...  # where the profile keeps session stores, filled in
     def transcript(self) -> str: ...
     def processes(self) -> list[ProcRef]: ...
+    def screens(self) -> list[dict[str, Any]]: ...  # the rendered screens kept (a terminal's), for the evidence
     def turn_running(self) -> bool: ...
     def text_since_input(self) -> str: ...
 
@@ -102,12 +104,14 @@ class DriverBase:
     """Recording and bookkeeping shared by the drivers."""
 
     name: ClassVar[str] = "base"
+    output_names: ClassVar[tuple[str, str]] = ("stdout", "stderr")  # what ``_outputs`` returns, in words
 
     def __init__(self, ctx: AgentContext, history: History):
         self.ctx = ctx
         self.history = history
         self._session_id: str | None = None
         self._log_path: str | None = None
+        self.session_found_by: str | None = None  # which rule of the profile named the session, and where
 
     @property
     def session_id(self) -> str | None:
@@ -132,6 +136,10 @@ class DriverBase:
         glob_ = self.ctx.profile.session.log_glob
         return fill(glob_, self.ctx.values) if glob_ else None
 
+    def screens(self) -> list[dict[str, Any]]:
+        """The rendered screens the run kept; only a terminal has a screen."""
+        return []
+
     def freeze(self) -> int | None:
         """Stop the agent's process where it is (SIGSTOP), at once and synchronously, for a
         SIGKILL that follows: the kill then finds exactly what the agent had done at this
@@ -149,20 +157,24 @@ class DriverBase:
         session = self.ctx.profile.session
         if session.chosen:
             self._session_id = str(self.ctx.values["session_uuid"])
+            self.session_found_by = "chosen by the harness and handed over ({session_uuid})"
             return
         stdout, stderr = self._outputs()
-        for regex, text in ((session.stderr_regex, stderr), (session.stdout_regex, stdout)):
+        for key, regex, text, where in (("stderr_regex", session.stderr_regex, stderr, self.output_names[1]),
+                                        ("stdout_regex", session.stdout_regex, stdout, self.output_names[0])):
             match = re.search(regex, text) if regex else None
             if match:
                 self._session_id = match.group("id")
+                self.session_found_by = f"session.{key} on {where}"
                 if "path" in match.re.groupindex and match.group("path"):
                     self._log_path = match.group("path")
                 return
         if session.path_regex:
             path = find_log(self.ctx, None)
             match = re.search(session.path_regex, path) if path else None
-            if match:
+            if match and path:
                 self._session_id, self._log_path = match.group("id"), path
+                self.session_found_by = f"session.path_regex on the store's file name {Path(path).name}"
 
     def _outputs(self) -> tuple[str, str]:
         """(stdout, stderr) as printed so far; a terminal has one screen for both."""

@@ -11,9 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections import deque
 from collections.abc import Callable
+from typing import Any
 
 import pyte
+
+SCREENS_KEPT = 8  # the last screens a terminal run keeps in its evidence (each at most a screen's rows)
 
 
 class Screen:
@@ -47,3 +51,26 @@ class Screen:
                 return False
             self._changed.clear()
             await self._changed.wait()
+
+
+class ScreenLog:
+    """The rendered screens a terminal run keeps for its evidence: the screen as each of the
+    driver's waits ended (what it waited for seen, or given up on) and as the run ended, so a
+    failed terminal profile shows what the harness saw. Bounded: the last ``keep`` screens,
+    numbered, so a reader sees how many came before. Kept raw, as all a run captures is: the
+    key is masked where results are written (``harness.secrets.redact``)."""
+
+    def __init__(self, keep: int = SCREENS_KEPT):
+        self._kept: deque[dict[str, Any]] = deque(maxlen=keep)
+        self._taken = 0
+
+    def take(self, at: str, screen: Screen) -> None:
+        """Keep what ``screen`` shows now, one text line per row, blank rows at the bottom cut."""
+        lines = screen.text().splitlines()
+        while lines and not lines[-1]:
+            lines.pop()
+        self._taken += 1
+        self._kept.append({"n": self._taken, "at": at, "lines": lines})
+
+    def to_json(self) -> list[dict[str, Any]]:
+        return [dict(s, lines=list(s["lines"])) for s in self._kept]

@@ -6,7 +6,8 @@ event-loop reader (no thread, no polling), so waiting for "the prompt" or "turn 
 wait on the text itself. Line-oriented agents are matched on the raw stream; full-screen UIs
 (``match_on = "screen"``) on a rendered screen kept beside it (``harness.drivers.screen``):
 a turn's end is its turn-ended line below the turn's input there, or, for a UI that shows no
-such line, its busy indicator disappearing.
+such line, its busy indicator disappearing. The rendered screen as each wait ended, and as the
+run ended, goes into the run's evidence (``screens``): what the harness saw.
 """
 
 from __future__ import annotations
@@ -16,24 +17,29 @@ import os
 import re
 import signal
 import time
+from collections.abc import Awaitable
+from typing import Any, TypeVar
 
 import pexpect
 
 from harness.contract import TURN_END_REASONS
 from harness.drivers.base import AgentContext, DriverBase, DriverError, OutputBuffer, Unsupported, values_for
-from harness.drivers.screen import Screen
+from harness.drivers.screen import Screen, ScreenLog
 from harness.history import History
 from harness.model import ProcessExit, Settlement, StopDelivery
 from harness.procs import ProcRef, SpawnError, child_setup, kill_tree, signal_pid
 
 QUIT_GRACE_S = 5.0  # failsafe: an agent that ignores the quit keys is killed after this
+EXIT_AFTER_EOF_S = 5.0  # failsafe: how long an agent whose terminal closed is given to exit
 KEYS = {"esc": "\x1b", "ctrl-c": "\x03", "ctrl-d": "\x04", "enter": "\r"}
 COLUMNS, LINES = 200, 40
 ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[@-Z\\-_]|\r")
+T = TypeVar("T")
 
 
 class TerminalDriver(DriverBase):
     name = "terminal"
+    output_names = ("the terminal", "the terminal")  # one screen for both
 
     def __init__(self, ctx: AgentContext, history: History):
         super().__init__(ctx, history)
@@ -53,7 +59,8 @@ class TerminalDriver(DriverBase):
         self._settle_from = 0  # where the current turn's settlement line is looked for
         self._running = False
         self._argv: tuple[str, ...] = ()
-        self._view = Screen(COLUMNS, LINES)  # the rendered screen (full-screen UIs)
+        self._view = Screen(COLUMNS, LINES)  # the rendered screen (matched on for full-screen UIs)
+        self._screens = ScreenLog()  # the screen as each wait ended: the evidence of what was seen
         self._on_screen = self.spec.match_on == "screen"
         self._busy_seen = False  # the busy indicator showed since the last input
         self._queued = 0
@@ -64,6 +71,24 @@ class TerminalDriver(DriverBase):
 
     def processes(self) -> list[ProcRef]:
         return list(self._refs)
+
+    def screens(self) -> list[dict[str, Any]]:
+        return self._screens.to_json()
+
+    async def _watched(self, what: str, waiting: Awaitable[T]) -> T:
+        """``waiting``'s outcome, keeping the rendered screen as the wait for ``what`` ended:
+        seen, the terminal closed first (an outcome of False), or given up on (the output
+        ended, or the step stopped waiting: its budget ran out, the agent exited)."""
+        try:
+            outcome = await waiting
+        except DriverError:
+            self._screens.take(f"the output ended before {what}", self._view)
+            raise
+        except asyncio.CancelledError:
+            self._screens.take(f"stopped waiting for {what}", self._view)
+            raise
+        self._screens.take(f"the terminal closed before {what}" if outcome is False else f"saw {what}", self._view)
+        return outcome
 
     def turn_running(self) -> bool:
         if self._running and self._turn_end() is not None:
@@ -178,12 +203,12 @@ class TerminalDriver(DriverBase):
             await self._spawn(resume=False)
         self.awaiting = ("the prompt", self.spec.prompt_regex)
         if self._on_screen:
-            if not await self._view.wait(self._at_prompt):
+            if not await self._watched("the prompt", self._view.wait(self._at_prompt)):
                 raise DriverError(f"the terminal closed before the prompt; last screen: {self._view.text()[-400:]!r}")
             self.awaiting = None
             return
         start = self._settle_from if not self._running else self._input_at
-        await self._raw.wait_for(self.spec.prompt_regex, start=start, what="the prompt")
+        await self._watched("the prompt", self._raw.wait_for(self.spec.prompt_regex, start=start, what="the prompt"))
         self.awaiting = None
 
     def screen(self) -> str:
@@ -220,7 +245,8 @@ class TerminalDriver(DriverBase):
         shown = _mark(text)
         before = self._view.text().count(shown)
         self._type(text)
-        if shown and not await self._view.wait(lambda: self._view.text().count(shown) > before):
+        if shown and not await self._watched("the typed text",
+                                             self._view.wait(lambda: self._view.text().count(shown) > before)):
             raise DriverError(f"the terminal closed before the typed text showed; last screen: "
                               f"{self._view.text()[-400:]!r}")
         self._type(KEYS["enter"])
@@ -235,10 +261,12 @@ class TerminalDriver(DriverBase):
         await self._submit(text)
         self._queued += 1
         if self._on_screen:  # one more queued item on screen than before
-            if not await self._view.wait(lambda: len(regex.findall(self._view.text())) > before):
+            if not await self._watched("the queued acknowledgement",
+                                       self._view.wait(lambda: len(regex.findall(self._view.text())) > before)):
                 raise DriverError("the terminal closed before the queued acknowledgement")
             return str(self._queued)
-        match = await self._raw.wait_for(self.spec.queued_regex, start=start, what="the queued acknowledgement")
+        match = await self._watched("the queued acknowledgement", self._raw.wait_for(
+            self.spec.queued_regex, start=start, what="the queued acknowledgement"))
         # A UI that shows no item ids: items are named by their position, for {item_id} in the cancel command.
         return match.group("item_id") if "item_id" in match.re.groupindex else str(self._queued)
 
@@ -264,7 +292,7 @@ class TerminalDriver(DriverBase):
 
     async def settle(self) -> Settlement:
         self.awaiting = ("the turn's end", self.spec.turn_ended_regex or f"{self.spec.busy_regex} going away")
-        if not await self._view.wait(lambda: self._turn_end() is not None):
+        if not await self._watched("the turn's end", self._view.wait(lambda: self._turn_end() is not None)):
             raise DriverError(f"the agent's output ended before the turn-ended line; last output: {self._raw.tail()!r}")
         self.awaiting = None
         ended = self._turn_end()
@@ -286,7 +314,13 @@ class TerminalDriver(DriverBase):
             await self._view.wait(lambda: self._turn_end() is not None)
 
     async def exited(self) -> ProcessExit | None:
-        if self._child is None or self._child.isalive():
+        """The agent's exit, once it has exited. An agent whose terminal closed is exiting:
+        its exit is awaited, so a wait that failed on the closed terminal is the agent's exit."""
+        if self._child is None:
+            return None
+        if self._raw.eof and self._child.isalive():
+            await _exit_of(self._child.pid, EXIT_AFTER_EOF_S)
+        if self._child.isalive():
             return None
         if self._refs and not any(e.pid == self._child.pid for e in self.history.of(ProcessExit)):
             await self._reap("completed")
@@ -321,16 +355,18 @@ class TerminalDriver(DriverBase):
         await self._spawn(resume=True)
         if expect == "refused":
             assert self._child is not None
-            if self._on_screen:
-                prompted = await self._view.wait(self._at_prompt)
-            else:
-                prompted = await self._raw.match_or_eof(self.spec.prompt_regex) is not None
+            prompted = await self._watched("the prompt", self._view.wait(self._at_prompt) if self._on_screen
+                                           else self._prompt_or_eof())
             if prompted:  # it accepted the damaged log: end it, the checks judge the exit
                 signal_pid(self._child.pid, signal.SIGKILL)
             await self._reap("refused")
             return False
         await self._ready()
         return True
+
+    async def _prompt_or_eof(self) -> bool:
+        """True once the raw stream shows the prompt, False once it ended without one."""
+        return await self._raw.match_or_eof(self.spec.prompt_regex) is not None
 
     async def _reap(self, expect: str) -> ProcessExit:
         child = self._child
@@ -348,6 +384,8 @@ class TerminalDriver(DriverBase):
     async def close(self) -> None:
         """Quit as a user would (the quit keys at the prompt), then end every process by PID."""
         child = self._child
+        if child is not None:
+            self._screens.take("the run's end, before quitting", self._view)
         if child is not None and child.isalive() and not self.turn_running() and self.spec.quit_keys:
             self._type("".join(KEYS[k] for k in self.spec.quit_keys))
             try:  # a failsafe: an agent that does not quit is killed below
@@ -365,6 +403,29 @@ class TerminalDriver(DriverBase):
             if child.isalive():
                 await asyncio.to_thread(child.wait)
             child.close(force=True)
+
+
+async def _exit_of(pid: int, within_s: float) -> None:
+    """Returns once process ``pid`` has exited (its pidfd is readable), or after ``within_s``."""
+    try:
+        fd = os.pidfd_open(pid)
+    except OSError:  # gone already, or no pidfds here: isalive() decides
+        return
+    loop = asyncio.get_running_loop()
+    gone: asyncio.Future[None] = loop.create_future()
+
+    def readable() -> None:
+        if not gone.done():
+            gone.set_result(None)
+
+    loop.add_reader(fd, readable)
+    try:
+        await asyncio.wait_for(gone, within_s)
+    except TimeoutError:
+        pass
+    finally:
+        loop.remove_reader(fd)
+        os.close(fd)
 
 
 def _mark(text: str) -> str:

@@ -49,5 +49,7 @@ def test_a_turn_end_pattern_that_never_matches_a_live_answering_agent_is_the_pro
     assert "the pattern '(?m)^(?P<completed>Finished)$' never matched while the agent was alive and answering" in (
         result.reason or "")
     assert "Done" in result.evidence["screen"]  # what the agent showed instead
+    gave_up = [s for s in result.evidence["screens"] if s["at"] == "stopped waiting for the turn's end"]
+    assert gave_up and "Done" in gave_up[0]["lines"]  # the screen as the step's budget ran out
     assert not [c for c in result.checks if c.outcome is Outcome.FAIL]
     assert task_verdict(result) is Verdict.INCOMPLETE

@@ -1,10 +1,17 @@
 """Agent profiles: the built-in one loads and renders; every kind of mistake is named."""
 
+import asyncio
+import os
 import signal
+import sys
+from pathlib import Path
 
 import pytest
 
+from harness.planning import WorkItem
 from harness.profiles import MissingValue, ProfileError, builtin_names, load_profile, parse_profile
+from harness.runner import run_item
+from harness.tasks import load_task
 
 VALUES = {"adapter": "http", "base_url": "http://127.0.0.1:1/v1", "api_key": "sk-x", "model": "m",
           "sessions_dir": "/s", "cwd": "/w", "prompt": "do it", "timeout": "2", "session_id": "s-1",
@@ -55,6 +62,10 @@ def test_a_profile_can_be_loaded_by_path(tmp_path):
     ({"name": "x", "headless": {"command": ["agent"]}}, "headless.command", "must pass {prompt}"),
     ({"name": "x", "headless": {"command": ["agent", "{promt}"]}}, "headless.command", "unknown placeholder {promt}"),
     ({"name": "x", "headless": {"command": "agent {prompt}"}}, "headless.command", "list of strings"),
+    ({"name": "x", "headless": {"command": ["bin/agent", "{prompt}"]}}, "headless.command",
+     "the program 'bin/agent' is a relative path"),
+    ({"name": "x", "interactive": {"command": ["./agent"], "prompt_regex": "> ", "turn_ended_regex": "end"}},
+     "interactive.command", "give an absolute path, a name on PATH, or {profile_dir}/"),
     ({**MINIMAL, "env": {"KEY": 3}}, "env.KEY", "must be a string"),
     ({"name": "x", "headless": {"command": ["a", "{prompt}"], "no_resume": "tui only", "resume_options": ["-c"]}},
      "headless.no_resume", "only for a command without resume_options"),
@@ -187,3 +198,21 @@ def test_run_warns_about_the_key_on_the_command_line_when_it_loads_the_profile(t
     err = capsys.readouterr().err
     assert f"stopbench: warning: {path}: headless.command: {{api_key}} puts the key on the command line" in err
     assert "unknown task 'no-such-task'" in err
+
+
+@pytest.mark.parametrize("driver", ["subprocess", "terminal"])
+def test_a_program_named_without_a_path_is_found_on_path(tmp_path, monkeypatch, driver):
+    fake = Path(__file__).with_name("fake_agent.py")
+    (tmp_path / "my-agent").write_text(f"#!/bin/sh\nexec {sys.executable} {fake} \"$@\"\n")
+    (tmp_path / "my-agent").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    profile = parse_profile({
+        "name": "on-path",
+        "headless": {"command": ["my-agent", "run", "--sessions", "{sessions_dir}", "{prompt}"]},
+        "interactive": {"command": ["my-agent", "chat", "--sessions", "{sessions_dir}"], "prompt_regex": "(?m)^you> ",
+                        "turn_ended_regex": r"\[turn ended: (?P<reason>[a-z]+)\]", "stop_keys": ["ctrl-c"]},
+    }, tmp_path / "on-path.toml")
+    doctor_task = load_task(Path(__file__).parents[2] / "harness" / "agents" / "doctor" / "task.toml")
+    result = asyncio.run(run_item(profile, WorkItem(doctor_task, driver, "http", 1), retries=0)).result
+    assert (result.status.value, result.reason) == ("ran", None)
+    assert "echo: Look around and say hello." in str(result.evidence.get("processes") or result.evidence["screens"])

@@ -1,46 +1,178 @@
-"""``stopbench agents doctor NAME|PROFILE``: one short turn, and what a profile author needs to
-see at once when something is wrong — the exact command line (key masked), the environment's
-keys, the exit, stdout and stderr, the requests the fake server got, and what the profile's
-session rules discovered (or why they found nothing)."""
+"""``stopbench agents doctor NAME|PROFILE``: one short turn in each mode the profile drives,
+and what a profile author needs to see at once when something is wrong — the exact command
+line (key masked), the environment's keys, the exit, stdout and stderr, the model requests the
+fake server got (probes of paths it does not serve counted apart), the session id and which
+rule found it where, the session store (or why they found nothing), a terminal's rendered
+screen at each wait — and, for a profile that resumes by id, whether that still works after a
+SIGKILL (an agent that tells its id only as it exits cannot be resumed then)."""
 
 from __future__ import annotations
 
 import asyncio
 import re
+from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from harness import secrets
+from harness.model import RunStatus
 from harness.planning import WorkItem
 from harness.profiles import Profile, template_names
-from harness.runner import run_item
+from harness.runner import ItemOutcome, run_item
 from harness.tasks import load_task
 
 TASK = Path(__file__).with_name("task.toml")
+RESUME_TASK = Path(__file__).with_name("resume-after-kill") / "task.toml"
+REQUESTS_SHOWN = 20  # model requests listed one by one; a doctor turn makes a few
+MODES = {"subprocess": "headless", "terminal": "interactive"}  # driver → the profile section it plays
 
 
 def doctor(profile: Profile) -> tuple[int, list[str]]:
-    """(exit code, lines to print): 0 when the turn completed and the session was found."""
-    task = load_task(TASK)
-    result = asyncio.run(run_item(profile, WorkItem(task, "subprocess", profile.adapters[0], 1), retries=0)).result
-    ev: dict[str, Any] = dict(result.evidence)
-    lines = [f"profile {profile.name} ({profile.path}), adapter {profile.adapters[0]}: {result.status.value}"
-             + (f" — {result.reason}" if result.reason else "")]
+    """(exit code, lines to print): 0 when every mode the profile drives completed its turn
+    against the fake server and named what the profile needs named (the session id when it
+    resumes by id, the store when it has a log reader), and a resume by id survived a kill."""
+    lines = [f"profile {profile.name} ({profile.path}), adapter {profile.adapters[0]}"]
     lines += [f"warning: {w}" for w in profile.warnings]
-    lines.append(f"environment keys: {', '.join(sorted(profile.env))}")
+    lines.append(f"environment keys: {', '.join(sorted(profile.env)) or '(none)'}")
+    if profile.log_reader == "none":
+        lines.append('black-box (log_reader = "none"): checks needing a reader will be unknown; '
+                     "no session store is needed")
+    drivers = [d for d in MODES if d in profile.drivers()]
+    if not drivers:
+        return 1, [*lines, "nothing to run: doctor plays [headless] and [interactive], and the profile has neither"]
+    healthy = True
+    first: ItemOutcome | None = None
+    for driver in drivers:
+        outcome = _play(profile, TASK, driver)
+        if driver == "subprocess":
+            first = outcome
+        ok, section = _report(profile, driver, outcome)
+        healthy = healthy and ok
+        lines += section
+    if first is not None:
+        ok, section = _resume_after_kill(profile, first)
+        healthy = healthy and ok
+        lines += section
+    return (0 if healthy else 1), lines
+
+
+def _play(profile: Profile, task: Path, driver: str) -> ItemOutcome:
+    item = WorkItem(load_task(task), driver, profile.adapters[0], 1)
+    return asyncio.run(run_item(profile, item, retries=0))
+
+
+def _report(profile: Profile, driver: str, outcome: ItemOutcome) -> tuple[bool, list[str]]:
+    """One mode's turn: whether it did what the profile needs, and its lines."""
+    result = outcome.result
+    ev: Mapping[str, Any] = result.evidence
+    key = outcome.observation.api_key if outcome.observation else ""
+    lines = [f"{MODES[driver]} ({driver} driver): {result.status.value}" + (f" — {result.reason}" if result.reason
+                                                                          else "")]
     for p in ev.get("processes", []):
-        lines += [f"command: {' '.join(p['argv'])}",
-                  f"  exit {p['returncode'] if p['returncode'] is not None else 'by signal ' + str(p['signal'])}",
-                  f"  stdout tail: {p['stdout_tail'][-400:]!r}", f"  stderr tail: {p['stderr_tail'][-400:]!r}"]
-    requests = [r for r in ev.get("records", []) if r.get("kind") in ("request", "side", "error")]
-    lines.append(f"fake server: {len(requests)} request(s)" + ("" if requests else " — the agent never reached it"))
-    lines += [f"  {r}" for r in requests[:12]]
-    ok = result.status.value == "ran" and not result.reason
+        exit_ = p["returncode"] if p["returncode"] is not None else f"by signal {p['signal']}"
+        lines += [f"  command: {' '.join(p['argv'])}", f"  exit {exit_}"]
+        if driver == "subprocess":  # a terminal's output is its screens, below
+            lines += [f"  stdout tail: {p['stdout_tail'][-400:]!r}", f"  stderr tail: {p['stderr_tail'][-400:]!r}"]
+    shown: dict[tuple[str, ...], int] = {}
+    for screen in ev.get("screens", []):
+        rows = tuple(screen["lines"])
+        if rows in shown:  # unchanged since an earlier wait
+            lines.append(f"  screen #{screen['n']}, {screen['at']}: as #{shown[rows]}")
+            continue
+        shown[rows] = screen["n"]
+        lines.append(f"  screen #{screen['n']}, {screen['at']}:")
+        lines += [f"    | {row}" for row in rows] or ["    (blank)"]
+    records = outcome.observation.records if outcome.observation else ()
+    reached, request_lines = _requests(records)
+    lines += [secrets.redact_text(line, [key]) for line in request_lines]
+    ok = result.status is RunStatus.RAN and not result.reason and reached
+    session = ev.get("session")
+    if session:
+        lines.append(f"  session id: {session['id']} — found by {session['found_by']}")
+    else:
+        lines.append("  session id: not found — " + _why_no_id(profile, ev))
+        ok = ok and not _resumes_by_id(profile, driver)
     found = ev.get("log_path")
-    lines.append(f"session store: {found}" if found else "session store: not found — " + _why_not(profile, ev))
-    return (0 if ok and found else 1), lines
+    if found:
+        lines.append(f"  session store: {found}")
+    elif profile.log_reader == "none":
+        lines.append("  session store: not found, and not needed (black-box)")
+    else:
+        lines.append("  session store: not found — " + _why_no_store(profile, ev))
+        ok = False
+    return ok, lines
 
 
-def _why_not(profile: Profile, ev: dict[str, Any]) -> str:
+def _requests(records: tuple[Mapping[str, Any], ...]) -> tuple[bool, list[str]]:
+    """Whether the agent made a model request, and the lines saying what reached the fake
+    server: each model request, side requests, then the probes of paths it does not serve
+    (an agent's start-up checks, harmless 404s) counted apart, and the server's other errors."""
+    model = [r for r in records if r.get("kind") == "request"]
+    side = [r for r in records if r.get("kind") == "side"]
+    errors = [r for r in records if r.get("kind") == "error"]
+    probes = Counter(f"{r.get('method') or '?'} {r.get('path')}" for r in errors
+                     if r.get("status") == 404 and r.get("request") is None)
+    lines = [f"  model requests: {len(model)}" + ("" if model else " — the agent never reached the fake server "
+                                                  "(check the base URL, key and model [env] or [[files]] give it)")]
+    for r in model[:REQUESTS_SHOWN]:
+        refusal = f": {r['error']}" if r.get("error") else ""
+        lines.append(f"    request {r.get('request')}: {r.get('api')} {r.get('path')} → {r.get('status')}{refusal}")
+    if len(model) > REQUESTS_SHOWN:
+        lines.append(f"    … and {len(model) - REQUESTS_SHOWN} more")
+    if side:
+        lines.append(f"  side requests (titles and the like, answered apart): {len(side)}")
+    if probes:
+        lines.append(f"  probes: {sum(probes.values())} request(s) to paths the fake server does not serve, answered "
+                     "404 (harmless): " + ", ".join(f"{what} ×{n}" for what, n in probes.most_common()))
+    lines += [f"  server error: {r.get('problem')}" for r in errors if r.get("status") != 404 or r.get("request")]
+    return bool(model), lines
+
+
+def _resume_after_kill(profile: Profile, first: ItemOutcome) -> tuple[bool, list[str]]:
+    """For a headless profile that resumes by ``{session_id}``: SIGKILL the agent mid-stream,
+    then resume. An agent that tells its id only as it exits never tells it then, and every
+    task that kills and resumes it would be reported as a profile problem: said before a run."""
+    assert profile.headless is not None
+    if not _resumes_by_id(profile, "subprocess"):
+        return True, []
+    if not (first.observation and first.observation.requests()):
+        return True, ["resume after a kill: not checked (the first turn made no model request to kill it at)"]
+    outcome = _play(profile, RESUME_TASK, "subprocess")
+    result = outcome.result
+    if result.status is RunStatus.PROFILE_PROBLEM:
+        return False, [f"warning: the session id shows only as the agent exits: after a SIGKILL mid-turn it is "
+                       f"unknown, so a task that kills and resumes the agent is reported as a profile problem — "
+                       f"{result.reason}"]
+    resumed = [p for p in result.evidence.get("processes", []) if p["role"] == "resume"]
+    session = result.evidence.get("session") or {}
+    if result.status is RunStatus.RAN and not result.reason and resumed:
+        return True, [f"resume after a kill: resumed session {session.get('id')} "
+                      f"({' '.join(resumed[0]['argv'])}), exit {resumed[0]['returncode']}"]
+    return False, [f"resume after a kill: {result.status.value}" + (f" — {result.reason}" if result.reason else "")]
+
+
+def _resumes_by_id(profile: Profile, driver: str) -> bool:
+    """The profile resumes in this mode by the id the agent tells (``{session_id}``)."""
+    spec = profile.headless if driver == "subprocess" else profile.interactive
+    return spec is not None and spec.needs_session_id and not profile.session.chosen
+
+
+def _why_no_id(profile: Profile, ev: Mapping[str, Any]) -> str:
+    session = profile.session
+    if not (session.stderr_regex or session.stdout_regex or session.path_regex):
+        return "the profile has no session.stderr_regex, stdout_regex or path_regex (nor {session_uuid})"
+    why = []
+    for key, stream in (("stderr_regex", "stderr_tail"), ("stdout_regex", "stdout_tail")):
+        pattern = getattr(session, key)
+        if pattern and not any(re.search(pattern, p.get(stream, "")) for p in ev.get("processes", [])):
+            why.append(f"{key} {pattern!r} matched nothing on {stream.removesuffix('_tail')}")
+    if session.path_regex:
+        why.append(f"path_regex {session.path_regex!r} matched no store file's name")
+    return "; ".join(why) or "no rule found it"
+
+
+def _why_no_store(profile: Profile, ev: Mapping[str, Any]) -> str:
     session = profile.session
     if not session.log_glob and not (session.stderr_regex or session.stdout_regex):
         return "the profile has no [session] rules (log_glob, stderr_regex, stdout_regex, path_regex)"
