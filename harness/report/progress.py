@@ -25,6 +25,7 @@ from harness.model import (
     combine_verdicts,
     task_verdict,
 )
+from harness.report.aggregate.outcomes import repeats_text, run_title
 from harness.report.latency import format_ns, summarise_by_adapter
 from harness.report.text import xml_safe
 
@@ -59,14 +60,8 @@ def fold(outcomes: Iterable[Outcome]) -> str:
 
 def item_label(variant: str, driver: str, adapter: str, repeat: int, mutant: str | None) -> str:
     """The progress line's words for one work item: task, driver, adapter, repeat."""
-    label = f"{_run_title(variant, driver, adapter)} · repeat {repeat}"
+    label = f"{run_title(variant, driver, adapter)} · repeat {repeat}"
     return label + (f" · mutant {mutant}" if mutant else "")
-
-
-def _run_title(variant: str, driver: str, adapter: str) -> str:
-    """``interrupt-cancel · driver subprocess · adapter http``: the variant's name without the
-    driver it already carries in brackets."""
-    return f"{variant.split('[', 1)[0]} · driver {driver} · adapter {adapter}"
 
 
 class Progress:
@@ -145,7 +140,8 @@ def scoreboard(tasks: Sequence[TaskResult]) -> str:
     for (agent, adapter), results in sorted(groups.items()):
         checks = sorted({c.check for t in results for c in t.checks}, key=check_order)
         variants = list(dict.fromkeys(t.task for t in results))
-        width = max(len(v) for v in variants + ["task"])
+        names = {v: run_title(v, next(t.driver for t in results if t.task == v), "") for v in variants}
+        width = max(len(name) for name in [*names.values(), "task"])
         ran = [t for t in results if t.status is RunStatus.RAN]
         verdicts = [v for t in results if (v := task_verdict(t)) is not None]
         counts = ", ".join(f"{n} {what}" for what, n in (
@@ -154,14 +150,14 @@ def scoreboard(tasks: Sequence[TaskResult]) -> str:
             ("not exercised", sum(t.status is RunStatus.NOT_EXERCISED for t in results)),
             ("errored", sum(t.status is RunStatus.ERRORED for t in results)),
             ("profile problem", sum(t.status is RunStatus.PROFILE_PROBLEM for t in results))) if n or what == "ran")
-        out.append(f"{agent} on {adapter}: {combine_verdicts(verdicts).value if verdicts else 'nothing ran'} — "
+        out.append(f"{agent} · adapter {adapter}: {combine_verdicts(verdicts).value if verdicts else 'nothing ran'} — "
                    f"{counts}; {sum(v.ok for v in verdicts)} conformant")
         out.append(f"  {'task':<{width}}  " + " ".join(f"{c:>4}" for c in checks) + "  runs")
         checks_shown.update({c.check: c.name for t in results for c in t.checks})
         for variant in variants:
             runs = [t for t in results if t.task == variant]
             if all(t.status is RunStatus.NOT_RUN for t in runs):
-                out.append(f"  {variant:<{width}}  not run: {runs[0].reason}")
+                out.append(f"  {names[variant]:<{width}}  not run: {runs[0].reason}")
                 continue
             cells = [_cell([c for t in runs if t.status is RunStatus.RAN for c in t.checks if c.check == check])
                      for check in checks]
@@ -169,7 +165,7 @@ def scoreboard(tasks: Sequence[TaskResult]) -> str:
             others = [t for t in runs if t.status is not RunStatus.RAN]
             tail = f"  {len(runs)}" + (f" ({', '.join(sorted({t.status.value for t in others}))}: {len(others)})"
                                       if others else "")
-            out.append(f"  {variant:<{width}}  " + " ".join(f"{cell:>4}" for cell in cells) + tail)
+            out.append(f"  {names[variant]:<{width}}  " + " ".join(f"{cell:>4}" for cell in cells) + tail)
         out.append("")
     out += legend(checks_shown, cells_shown)
     explained = failures(tasks)
@@ -231,7 +227,7 @@ def failures(tasks: Sequence[TaskResult]) -> str:
                   not any(c[4] == groups[k][0].consequence_of for c in keys)]
         for cause in causes:
             check, repeats = groups[cause]
-            lines.append(f"  {_run_title(*run[2:], *run[1:2])} · {_repeats(repeats)}: {_failure_text(check)}")
+            lines.append(f"  {run_title(run[2], run[3], run[1])} · {_repeats(repeats)}: {_failure_text(check)}")
             for key in keys:
                 follows, again = groups[key]
                 if key not in shown and key not in causes and follows.consequence_of == check.check:
@@ -242,7 +238,7 @@ def failures(tasks: Sequence[TaskResult]) -> str:
 
 
 def _repeats(repeats: Sequence[int]) -> str:
-    return f"repeat{'s' if len(repeats) > 1 else ''} {', '.join(map(str, sorted(repeats)))}"
+    return repeats_text([str(n) for n in sorted(repeats)])
 
 
 def _failure_text(check: CheckResult) -> str:
@@ -275,7 +271,7 @@ def latency_table(samples: Sequence[LatencySample]) -> str:
              for row in rows] if len(rows) > 1 else []
     if single:
         lines.append("measured once (n = 1, no percentiles):")
-        lines += [f"  {agent} on {adapter}: {' · '.join(found)}" for (agent, adapter), found in single.items()]
+        lines += [f"  {agent} · adapter {adapter}: {' · '.join(found)}" for (agent, adapter), found in single.items()]
     shown = [info for info in LATENCIES if any(s.latency == info.id for s in samples)]
     lines += ["from → to:", *(f"  {info.id:<3} {info.span}" for info in shown)]
     return "\n".join(lines) + "\n"

@@ -188,7 +188,7 @@ def test_the_scoreboard_counts_run_statuses_retries_and_shows_l7(run):
 def test_checks_are_in_the_contracts_order_with_names_and_descriptions(run):
     html = render_html(as_written(run))
     matrix = section(html, 'id="checks"', 'id="legend"')
-    (first,) = re.findall(r"<h3>reference · inproc.*?</table>", matrix, re.S)[:1]
+    (first,) = re.findall(r"<h3>reference · adapter inproc.*?</table>", matrix, re.S)[:1]
     heads = re.findall(r'<th scope="col" class="check[^"]*" title="([^"]*)"><a href="#check-(\w+)">(\w+)</a>'
                        r'<span class="check-title">([^<]*)</span>', first)
     assert [h[2] for h in heads] == ["C1", "C3", "C5", "C8", "C9", "C13", "A1"]  # not the task file's order
@@ -203,14 +203,15 @@ def test_checks_are_in_the_contracts_order_with_names_and_descriptions(run):
 
 def test_cells_say_what_their_fraction_counts(run):
     html = render_html(as_written(run))
-    http = re.findall(r"<h3>reference · http.*?</table>", section(html, 'id="checks"', 'id="legend"'), re.S)[0]
+    http = re.findall(r"<h3>reference · adapter http.*?</table>", section(html, 'id="checks"', 'id="legend"'),
+                      re.S)[0]
     cells = dict(re.findall(r'<th scope="row">([^<]+)</th>(.*?)</tr>', http, re.S))
     texts = {task: re.findall(r'<td class="cell [^"]+" title="[^"]*">(?:<a [^>]*>)?([^<]+)', row)
              for task, row in cells.items()}
-    assert texts["interrupt-cancel"][:2] == ["3/3 pass", "3/3 fail"]  # C1, C3
-    assert texts["interrupt-restart"][-2] == "1/2 unknown"  # C13 (one repeat errored)
-    assert set(texts["interrupt-cancel[terminal]"]) == {"not run"}
-    assert "2 ran, 1 errored" in cells["interrupt-restart"]
+    assert texts["interrupt-cancel · driver subprocess"][:2] == ["3/3 pass", "3/3 fail"]  # C1, C3
+    assert texts["interrupt-restart · driver subprocess"][-2] == "1/2 unknown"  # C13 (one repeat errored)
+    assert set(texts["interrupt-cancel · driver terminal"]) == {"not run"}
+    assert "2 ran, 1 errored" in cells["interrupt-restart · driver subprocess"]
 
 
 def test_evidence_is_readable_escaped_and_points_at_the_timeline(run, canary):
@@ -395,7 +396,7 @@ def test_markdown_lists_failures_first_and_cuts_a_long_list(run, monkeypatch):
               if line.startswith("- **")]
     assert "C1 every turn ends exactly once: fail in 1 run" in listed[0]
     assert "C3 pending tool calls close: fail in 3 runs" in listed[1]
-    assert "interrupt-cancel #0, #1, #2 on http (subprocess)" in listed[1]
+    assert "interrupt-cancel · driver subprocess · adapter http · repeats 0, 1, 2" in listed[1]
     assert "not run in 6 runs" in listed[-1]
     assert len(listed) == 8
     monkeypatch.setattr(markdown, "MAX_FAILURES", 4)
@@ -453,3 +454,21 @@ def test_the_check_matrix_comes_before_what_went_wrong(run):
     assert html.index('id="scoreboard"') < html.index('id="checks"') < html.index('id="findings"')
     nav = re.findall(r'<a href="#([a-z]+)">', html[html.index("<nav>"):html.index("</nav>")])
     assert nav.index("checks") < nav.index("findings")
+
+
+def test_a_task_run_is_named_task_driver_adapter_everywhere():
+    """A variant that carries its driver (interrupt-cancel[subprocess]) on an adapter of
+    another name (inproc) never reads as "interrupt-cancel[subprocess] on inproc"."""
+    from harness.model import CheckResult, Evidence, TaskResult
+    from harness.report.progress import scoreboard
+
+    failed = CheckResult("C3", Outcome.FAIL, Evidence("pid 9 outlived Stop"), name="pending_tool_calls_close")
+    runs = as_written(RunResult({"agent": "ref"}, (TaskResult("interrupt-cancel[subprocess]", "ref", "inproc", 0,
+                                                              (failed,), driver="subprocess"),), ()))
+    title = "interrupt-cancel · driver subprocess · adapter inproc"
+    visible = re.sub(r"<[^>]+>", "", render_html(runs))
+    assert f"{title} · repeat 0" in visible and "In " + title in visible
+    assert "[subprocess]" not in visible and " on inproc" not in visible
+    assert f"{title} · repeat 0" in render_markdown(runs)
+    terminal = scoreboard(runs[0].tasks)
+    assert f"  {title} · repeat 0: C3 pending tool calls close" in terminal and "[subprocess]" not in terminal

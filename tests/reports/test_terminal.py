@@ -16,14 +16,16 @@ def shown_and_explained(text: str) -> tuple[set[str], set[str]]:
     shown: set[str] = set()
     lines = text.splitlines()
     legend_at = lines.index("legend:")
-    width = 0
+    checks: list[str] = []
+    start = 0
     for line in lines[:legend_at]:
         words = line.split()
         if words[:1] == ["task"]:
-            width = len(words) - 2  # task, the checks, runs
-            shown.update(words[1:-1])
+            checks = words[1:-1]  # task, the checks, runs
+            start = len(line) - len(" ".join(f"{c:>4}" for c in checks) + "  runs")  # where the cells begin
+            shown.update(checks)
         elif line.startswith("  ") and "not run:" not in line:
-            shown.update(words[1:1 + width])
+            shown.update(line[start:].split()[:len(checks)])
     explained = set()
     for line in lines[legend_at + 1:]:
         if not line.startswith("  "):
@@ -97,6 +99,6 @@ def test_latencies_are_named_and_single_samples_are_listed_on_one_line():
     lines = text.splitlines()
     (row,) = [line for line in lines if line.startswith("ref ")]
     assert row.split()[2:7] == ["L2", "HTTP", "mid-SSE", "abort", "3"]
-    assert "  ref on http: L4 timeout overshoot 40.00 ms · L7 resume, seen from outside 210.00 ms" in lines
+    assert "  ref · adapter http: L4 timeout overshoot 40.00 ms · L7 resume, seen from outside 210.00 ms" in lines
     assert "  L2  Stop delivered → the fake server sees the connection closed" in lines
     assert [line.split()[0] for line in lines if "40.00 ms" in line or "210.00 ms" in line] == ["ref"]  # one line
