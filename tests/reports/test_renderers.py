@@ -252,7 +252,7 @@ def test_timelines_parse_and_their_marks_match_the_data(run):
     assert len(drawn) == len(with_marks) > 0
     by_title = {svg.findtext("s:title", namespaces=NS): svg for svg in drawn}
     for task in with_marks:
-        svg = by_title[f"{run_name(task)}: what happened, in ms from the task's start"]
+        svg = by_title[f"{run_name(task)}: what happened, from the task's start"]
         t0, t1 = float(svg.get("data-t0-ms")), float(svg.get("data-t1-ms"))
         x0, x1 = float(svg.get("data-x0")), float(svg.get("data-x1"))
 

@@ -1,4 +1,4 @@
-"""Every task run: its timeline (one lane per actor on one axis in ms from the task's start;
+"""Every task run: its timeline (one lane per actor on one axis from the task's start;
 open for a run that failed, folded for one that passed), its checks, the agent's command lines
 and output tails, the server's records and what outlived the run."""
 
@@ -27,8 +27,8 @@ def runs_section(page: Page) -> list[str]:
     out = ['<h2 id="runs">Task runs</h2>',
            "<p>What happened in each run, as a timeline: one lane per actor — the harness’s inputs, Stops, kills "
            "and restarts; the model’s requests with their chunks; the agent’s processes; each bash window’s "
-           "processes — on one axis in ms from the task’s start. Runs that failed are open; the others are "
-           "folded.</p>",
+           "processes; requests to paths the server does not serve, harmless, on a lane of their own — on one "
+           "axis from the task’s start. Runs that failed are open; the others are folded.</p>",
            '<div class="legend-row">' + "".join(f"<span><strong>{esc(k)}</strong>: {esc(v)}</span>"
                                                 for k, v in timeline_legend().items()) + "</div>"]
     for b in page.boards:
@@ -71,7 +71,7 @@ def _run_section(page: Page, t: TaskResult) -> str:
     if reproduce:
         parts.append(f"<p>Run it again: <code>{esc(reproduce)}</code></p>")
     if t.timeline:
-        parts.append(timeline(t.timeline, f"{run_name(t)}: what happened, in ms from the task's start",
+        parts.append(timeline(t.timeline, f"{run_name(t)}: what happened, from the task's start",
                               f"{anchor}-tl"))
         parts.append(_marks_table(t))
     elif t.status is RunStatus.RAN:
