@@ -1,5 +1,6 @@
 """What a run shows on the terminal: a live progress line, the final scoreboard (check ×
-task, per adapter), the latency table per adapter and, with ``--mutants``, the mutation score.
+task, per adapter) with a legend of exactly the checks and symbols it shows and every failing
+check explained, the latency table per adapter and, with ``--mutants``, the mutation score.
 
 Plain text on purpose: it is read in a terminal and in CI logs alike. Colour-free, fixed
 width, one line per task variant.
