@@ -1,8 +1,9 @@
 """A task run as a picture's data: what happened on each lane, in ms from the task's start.
 
 Lanes are the actors: the harness (inputs, Stops, kills, restarts), the model (each request
-as a span to its stream's end, with its chunks), the agent (each process's life, each
-settlement it showed), and one lane per bash window (open → its last process gone). The
+as a span to its stream's end, with its chunks, and what the server refused), the agent (each
+process's life, each settlement it showed), one lane per bash window (open → its last process
+gone), and the probes: requests to paths the server does not serve, harmless. The
 results JSON carries the marks so any tool can draw them; the HTML report draws them.
 """
 
@@ -11,6 +12,10 @@ from __future__ import annotations
 from harness.model import Observation, TimelineMark
 
 MAX_CHUNK_MARKS = 60  # per request: a long stream is drawn as its span plus the first chunks
+# A request to a path the fake server does not serve (an agent looking for a models list, a
+# health check …) is answered 404: harmless, so drawn on a lane of its own, never as an error.
+UNSERVED = 404
+PROBE_LANE = "probes"
 
 
 def timeline(obs: Observation, start_ns: int) -> tuple[TimelineMark, ...]:
@@ -56,6 +61,10 @@ def timeline(obs: Observation, start_ns: int) -> tuple[TimelineMark, ...]:
                              f"after chunk {r.get('after_chunk')}", ref=f"request {r.get('request')}"))
         elif kind == "side":
             add(TimelineMark("model", "side", ms(r["mono_ns"]), "side request (answered, not scripted)"))
+        elif kind == "error" and r.get("status") == UNSERVED and r.get("request") is None:
+            add(TimelineMark(PROBE_LANE, "probe", ms(r["mono_ns"]),
+                             f"{r.get('method') or '?'} {str(r.get('path'))[:60]} → {UNSERVED}: a path the server "
+                             "does not serve (harmless)"))
         elif kind == "error":
             add(TimelineMark("model", "error", ms(r["mono_ns"]), f"refused: {str(r.get('problem'))[:80]}"))
     for e in obs.exits:

@@ -102,6 +102,9 @@ def gate_main(argv: Sequence[str]) -> int:
     parser.add_argument("--alpha", type=float, default=0.01,
                         help="significance level of the Mann-Whitney U test (default: %(default)s)")
     parser.add_argument("--md", type=Path, help="also write the comparison as Markdown here (a CI step summary)")
+    parser.add_argument("--advisory", action="store_true",
+                        help="also fail on an advisory check that went from pass to fail (shown, not gated, "
+                             "by default)")
     args = parser.parse_args(list(argv))
     if args.tolerance < 0:
         return _fail(prog, f"--tolerance must be >= 0, got {args.tolerance}")
@@ -114,7 +117,7 @@ def gate_main(argv: Sequence[str]) -> int:
         baseline, current = load_results(args.baseline), load_results(args.current)
     except ResultsError as exc:
         return _fail(prog, str(exc))
-    result = compare(baseline, current, tolerance=args.tolerance, alpha=args.alpha)
+    result = compare(baseline, current, tolerance=args.tolerance, alpha=args.alpha, advisory=args.advisory)
     if not result.checks and not result.latencies:
         return _fail(prog, f"{args.baseline} and {args.current} have no task results or latency samples to compare")
     sys.stdout.write(format_gate(result))

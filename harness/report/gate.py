@@ -2,8 +2,8 @@
 
 Two kinds of evidence, two rules:
 
-* Checks are deterministic verdicts: a check that passed in every baseline repeat and
-  fails in any current repeat fails the gate, always, whatever its tier. So does a check
+* Checks are deterministic verdicts: a mandatory check that passed in every baseline repeat
+  and fails in any current repeat fails the gate, always. So does a check
   that vanished from a task that still ran, and a task the harness could no longer run.
 * Latencies are noisy samples. A latency regresses only when both hold:
   the current sample is significantly larger (one-sided Mann-Whitney U, p < alpha), and
@@ -18,7 +18,9 @@ most alpha (the test's size; the tolerance only lowers it), so with k latency ro
 gate's false-alarm rate is at most k × alpha.
 
 Rows are matched on adapter × task × check (or latency ID), and also on the agent when a
-file holds more than one agent. Failpoint (mutant) tasks are not gated.
+file holds more than one agent. Failpoint (mutant) tasks are not gated. Advisory and
+informational checks are shown, not scored: their pass -> fail is reported, and fails the
+gate only when asked (``advisory=True``, ``--advisory``).
 
 Latencies are only comparable on comparable machines. Every run records what its machine
 cost and how loaded it was (``run.machine``); the gate shows both runs' load beside every
@@ -28,6 +30,7 @@ each row says "not comparable: machine differs", never "regression" nor "faster"
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
 from collections.abc import Callable, Sequence
@@ -50,6 +53,10 @@ LOAD_PER_CPU_APART = 0.5
 NULL_SPAWN_APART = 2.0
 NOT_COMPARABLE = "not comparable: machine differs"
 TOO_FEW = "no evidence of change: too few samples to tell"
+NOT_CHECKED = "not checked now: no evidence of change"
+NOT_GATED = "not gated"
+# The tiers a check is scored in; the others (advisory, informational) are gated on request.
+GATED_TIERS = ("mandatory", "harness")
 
 
 @dataclass(frozen=True)
@@ -123,6 +130,8 @@ class LatencyRow:
     p_slower: float | None
     verdict: str
     failing: bool
+    # With too few samples: the ``--repeat`` that would give both runs enough to decide.
+    repeat_to_decide: int | None = None
 
 
 @dataclass(frozen=True)
@@ -166,7 +175,9 @@ def agent_key(baseline: RunResult, current: RunResult) -> Callable[[str], str]:
     return (lambda agent: "*") if both_single else (lambda agent: agent)
 
 
-def compare(baseline: RunResult, current: RunResult, tolerance: float = 0.10, alpha: float = 0.01) -> GateResult:
+def compare(baseline: RunResult, current: RunResult, tolerance: float = 0.10, alpha: float = 0.01,
+            advisory: bool = False) -> GateResult:
+    """The gate's rows; ``advisory`` gates advisory and informational checks too."""
     agent_key_of = agent_key(baseline, current)
     before, tiers_b, _ = _check_statuses(baseline, agent_key_of)
     after, tiers_c, checked_now = _check_statuses(current, agent_key_of)
@@ -174,11 +185,16 @@ def compare(baseline: RunResult, current: RunResult, tolerance: float = 0.10, al
     for key in sorted(before.keys() | after.keys(), key=_row_order):
         checks.append(_check_row(key, tiers_c.get(key) or tiers_b[key], before.get(key), after.get(key),
                                  key[:3] in checked_now))
+    if not advisory:
+        checks = [_not_gated(row) for row in checks]
     samples_b, samples_c = _samples(baseline, agent_key_of), _samples(current, agent_key_of)
+    per_repeat_b, per_repeat_c = _per_repeat(baseline, agent_key_of), _per_repeat(current, agent_key_of)
     machine_b, machine_c = MachineLoad.of(baseline), MachineLoad.of(current)
     differs = machines_differ(machine_b, machine_c)
     latencies = [
-        _latency_row(key, samples_b.get(key, []), samples_c.get(key, []), tolerance, alpha, differs is not None)
+        _with_repeat_to_decide(
+            _latency_row(key, samples_b.get(key, []), samples_c.get(key, []), tolerance, alpha, differs is not None),
+            per_repeat_b.get(key, 0.0), per_repeat_c.get(key, 0.0), alpha)
         for key in sorted(samples_b.keys() | samples_c.keys(), key=_latency_row_order)
     ]
     return GateResult(tuple(checks), tuple(latencies), tolerance, alpha, machine_b, machine_c, differs)
@@ -201,7 +217,7 @@ def _check_row(key, tier: str, before: str | None, after: str | None, task_check
     if before is not None and after is None:
         if task_checked:
             return CheckRow(key, tier, before, after, "REGRESSION: check no longer reported", True)
-        return CheckRow(key, tier, before, after, "not checked now: no evidence of change", False)
+        return CheckRow(key, tier, before, after, NOT_CHECKED, False)
     if before is None:
         return CheckRow(key, tier, before, after, "new", False)
     if before == after:
@@ -209,6 +225,14 @@ def _check_row(key, tier: str, before: str | None, after: str | None, task_check
     if after == "pass":
         return CheckRow(key, tier, before, after, "improved", False)
     return CheckRow(key, tier, before, after, f"changed: {before} -> {after}", False)
+
+
+def _not_gated(row: CheckRow) -> CheckRow:
+    """An advisory or informational check's regression, shown but not failing the gate."""
+    if not row.failing or row.tier in GATED_TIERS:
+        return row
+    return dataclasses.replace(row, verdict=f"{row.tier}, {NOT_GATED}: {row.verdict.removeprefix('REGRESSION: ')}",
+                               failing=False)
 
 
 def _samples(run: RunResult, key_of) -> dict[tuple, list[int]]:
@@ -230,7 +254,7 @@ def _latency_row(key, base: Sequence[int], cur: Sequence[int], tolerance: float,
                ratio=median_ratio(base, cur), p_slower=slower)
     if machine_differs:  # the figures are shown; what they mean cannot be told
         return LatencyRow(**row, interval=None, verdict=NOT_COMPARABLE, failing=False)
-    if 1 / math.comb(len(base) + len(cur), len(cur)) >= alpha:
+    if too_few(len(base), len(cur), alpha):
         return LatencyRow(**row, interval=None, verdict=TOO_FEW, failing=False)
     row["interval"] = bootstrap_median_ratio(base, cur, confidence=1 - 2 * alpha)
     if slower < alpha:
@@ -242,14 +266,49 @@ def _latency_row(key, base: Sequence[int], cur: Sequence[int], tolerance: float,
     return LatencyRow(**row, verdict="no evidence of change", failing=False)
 
 
+def too_few(n_before: int, n_after: int, alpha: float) -> bool:
+    """The gate's sample-size rule: too few when even the most extreme arrangement of the two
+    samples (every current value above every baseline one) could not reach ``alpha``."""
+    return 1 / math.comb(n_before + n_after, n_after) >= alpha
+
+
+def _per_repeat(run: RunResult, key_of) -> dict[tuple, float]:
+    """How many samples of each latency row one repeat of its task gave in this run."""
+    repeats: dict[tuple, list[int]] = {}
+    for s in run.latencies:
+        repeats.setdefault((key_of(s.agent), s.adapter, s.task, s.latency), []).append(s.repeat)
+    return {key: len(seen) / len(set(seen)) for key, seen in repeats.items()}
+
+
+def repeat_to_decide(per_repeat_before: float, per_repeat_after: float, alpha: float) -> int | None:
+    """The smallest ``--repeat`` (the same in both runs) whose samples the sample-size rule
+    lets the gate decide on; None when a side measured nothing to scale."""
+    if per_repeat_before <= 0 or per_repeat_after <= 0:
+        return None
+    repeat = 1
+    while too_few(max(1, math.floor(per_repeat_before * repeat)), max(1, math.floor(per_repeat_after * repeat)),
+                  alpha):
+        repeat += 1
+    return repeat
+
+
+def _with_repeat_to_decide(row: LatencyRow, per_before: float, per_after: float, alpha: float) -> LatencyRow:
+    if row.verdict != TOO_FEW:
+        return row
+    return dataclasses.replace(row, repeat_to_decide=repeat_to_decide(per_before, per_after, alpha))
+
+
 def _median(values: Sequence[int]) -> float | None:
     return statistics.median(values) if values else None
 
 
 def _tables(result: GateResult) -> list[tuple[str, list[str], list[list[str]]]]:
     """(caption, header, rows) of the check changes and of every latency comparison."""
-    shown = [r for r in result.checks if r.verdict != "unchanged"]
-    checks = (f"checks: {len(result.checks)} compared, {len(result.checks) - len(shown)} unchanged",
+    shown = [r for r in result.checks if r.verdict not in ("unchanged", NOT_CHECKED)]
+    unchecked = sum(r.verdict == NOT_CHECKED for r in result.checks)
+    checks = (f"checks: {len(result.checks)} compared, {sum(r.verdict == 'unchanged' for r in result.checks)} "
+              "unchanged" + (f", {unchecked} {NOT_CHECKED} (their task did not run in the current run)"
+                             if unchecked else ""),
               ["agent", "adapter", "task", "check", "tier", "baseline", "current", "verdict"],
               [[*r.key, r.tier, r.before or "-", r.after or "-", r.verdict] for r in shown])
     loads = f"{_load(result.machine_before)}/{_load(result.machine_after)}"
@@ -258,8 +317,15 @@ def _tables(result: GateResult) -> list[tuple[str, list[str], list[list[str]]]]:
                   f"{1 - 2 * result.alpha:.0%} CI", "p(slower)", "load/CPU base/cur", "verdict"],
                  [[*r.key, f"{r.n_before}/{r.n_after}", _ns(r.median_before), _ns(r.median_after),
                    _ratio(r.ratio), _interval(r.interval), "-" if r.p_slower is None else f"{r.p_slower:.2g}",
-                   loads, r.verdict] for r in result.latencies])
+                   loads, _latency_verdict(r)] for r in result.latencies])
     return [checks, latencies]
+
+
+def _latency_verdict(row: LatencyRow) -> str:
+    """The row's verdict; with too few samples, the repeat that would let the gate decide."""
+    if row.repeat_to_decide is None:
+        return row.verdict
+    return f"{row.verdict} (--repeat {row.repeat_to_decide} in both runs would decide)"
 
 
 def machines_line(result: GateResult) -> str:
@@ -280,14 +346,17 @@ def _load(m: MachineLoad | None) -> str:
 
 
 def decision(result: GateResult) -> str:
+    ungated = sum(NOT_GATED in r.verdict for r in result.checks)
+    advisory = f"; {ungated} advisory check(s) got worse, not gated: --advisory gates them" if ungated else ""
+    held = f"no {'gated ' if ungated else ''}check went from pass to fail{advisory}"
     if result.failed:
         return (f"gate: FAIL ({sum(r.failing for r in result.checks)} check regression(s), "
-                f"{sum(r.failing for r in result.latencies)} latency regression(s))")
+                f"{sum(r.failing for r in result.latencies)} latency regression(s){advisory})")
     if result.machine_differs:
-        return (f"gate: pass (no check went from pass to fail; {len(result.latencies)} latencies not comparable: "
-                f"machine differs, {result.machine_differs})")
+        return (f"gate: pass ({held}; {len(result.latencies)} latencies not "
+                f"comparable: machine differs, {result.machine_differs})")
     quiet = sum(r.verdict.startswith("no evidence") for r in result.latencies)
-    return (f"gate: pass (no check went from pass to fail; no evidence of change in {quiet} of "
+    return (f"gate: pass ({held}; no evidence of change in {quiet} of "
             f"{len(result.latencies)} latencies, no regression in the rest)")
 
 

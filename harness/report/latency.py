@@ -83,3 +83,23 @@ def format_ns(value_ns: int) -> str:
     if v < 1_000_000_000:
         return f"{sign}{v / 1_000_000:.2f} ms"
     return f"{sign}{v / 1_000_000_000:.3f} s"
+
+
+def format_on_axis(values_ns: Sequence[float]) -> list[str]:
+    """The values in one unit, the one ``format_ns`` gives the largest of them, to three
+    significant figures: the ends of one axis never read "400.0 µs" and "2.00 ms"."""
+    largest = max((abs(v) for v in values_ns), default=0)
+    unit, size = next(((u, n) for u, n, below in _UNITS if largest < below), _UNITS[-1][:2])
+    return [f"{_three_figures(v / size)} {unit}" for v in values_ns]
+
+
+# unit, its size in ns, and the magnitude from which the next unit is used (as in format_ns)
+_UNITS = (("µs", 1_000, 1_000_000), ("ms", 1_000_000, 1_000_000_000), ("s", 1_000_000_000, math.inf))
+
+
+def _three_figures(value: float) -> str:
+    if value == 0:
+        return "0"
+    decimals = max(0, 2 - math.floor(math.log10(abs(value))))
+    return f"{value:.{decimals}f}"
+

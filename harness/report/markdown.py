@@ -89,13 +89,14 @@ def _scoreboard(boards: Sequence[Scoreboard]) -> list[str]:
     header = ["agent", "adapter", "verdict", *STATUS_COLUMNS, "retries", *TALLY_COLUMNS,
               *(f"{latency} p50" for latency in latencies)]
     title = "### Leaderboard" if ranked else "### Scoreboard"
+    named = [f"{lat}: {LATENCY_TITLE[lat]}" for lat in latencies if lat in LATENCY_TITLE]
     align = ("r" if ranked else "") + "lll" + "r" * (len(header) - 3)
     return [title, "", *_table(["#", *header] if ranked else header, rows, align),
             "Task runs counted by what became of them: *not run* (no driver for it) never counts as conformant; "
             "*not exercised*: the race never came, after its retries; *errored*: the harness failed; *profile "
             "problem*: the profile could not drive the agent. *Held*, *defects*: mandatory invariants a run "
-            "passed and none failed; broken (each defect once, however many runs or drivers show it). "
-            + "; ".join(f"{lat}: {LATENCY_TITLE[lat]}" for lat in latencies if lat in LATENCY_TITLE) + ".", ""]
+            "passed and none failed; broken (each defect once, however many runs or drivers show it)."
+            + (f" {'; '.join(named)}." if named else ""), ""]
 
 
 def _invariants(boards: Sequence[Scoreboard]) -> list[str]:

@@ -1,5 +1,6 @@
 """What a run shows on the terminal: a live progress line, the final scoreboard (check ×
-task, per adapter), the latency table per adapter and, with ``--mutants``, the mutation score.
+task, per adapter) with a legend of exactly the checks and symbols it shows and every failing
+check explained, the latency table per adapter and, with ``--mutants``, the mutation score.
 
 Plain text on purpose: it is read in a terminal and in CI logs alike. Colour-free, fixed
 width, one line per task variant.
@@ -13,15 +14,37 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import TextIO
 
-from harness.contract import Verdict, check_order
-from harness.model import LatencySample, Outcome, RunResult, RunStatus, TaskResult, Tier, combine_verdicts, task_verdict
+from harness.contract import LATENCIES, Verdict, check_info, check_order
+from harness.model import (
+    CheckResult,
+    LatencySample,
+    Outcome,
+    RunResult,
+    RunStatus,
+    TaskResult,
+    Tier,
+    combine_verdicts,
+    task_verdict,
+)
+from harness.report.aggregate.outcomes import repeats_text, run_title
 from harness.report.latency import format_ns, summarise_by_adapter
+from harness.report.text import xml_safe
 
 CELL = {"pass": "pass", "fail": "FAIL", "unknown": "unk?", "skipped": "skip", "partial": "p/s"}
-LEGEND = ("pass = held in every repeat · FAIL = failed in at least one · unk? = undecided in at least one "
-          "(the evidence could not decide) · skip = not exercised in any repeat · p/s = passed where exercised, "
-          "skipped in other repeats · →C8 = failed only as a consequence of C8's failure (one defect, counted "
-          "there) · - = not a check of this task · lower case = advisory (shown, not scored)")
+ADVISORY_FAIL = "fail"  # a failed advisory check: shown, not scored (the other cells read the same in any tier)
+NOT_A_CHECK = "-"
+# What each cell of the scoreboard means; the legend lists those a scoreboard shows, and only those.
+CELL_MEANING = {
+    "pass": "held in every repeat",
+    "FAIL": "failed in at least one repeat",
+    ADVISORY_FAIL: "an advisory check failed in at least one repeat (shown, not scored)",
+    "unk?": "undecided in at least one repeat (the evidence could not decide)",
+    "skip": "not exercised in any repeat",
+    "p/s": "passed where exercised, skipped in other repeats",
+    NOT_A_CHECK: "not a check of this task",
+}
+CONSEQUENCE = "→"  # "→C8": failed only as a consequence of C8's failure
+FAILURE_WIDTH = 400  # a failure's line is cut here: the full evidence is in the reports
 
 
 def fold(outcomes: Iterable[Outcome]) -> str:
@@ -38,8 +61,7 @@ def fold(outcomes: Iterable[Outcome]) -> str:
 
 def item_label(variant: str, driver: str, adapter: str, repeat: int, mutant: str | None) -> str:
     """The progress line's words for one work item: task, driver, adapter, repeat."""
-    task = variant.split("[", 1)[0]
-    label = f"{task} · driver {driver} · adapter {adapter} · repeat {repeat}"
+    label = f"{run_title(variant, driver, adapter)} · repeat {repeat}"
     return label + (f" · mutant {mutant}" if mutant else "")
 
 
@@ -106,17 +128,21 @@ def _why(result: TaskResult, verdict: Verdict | None) -> str:
 
 def scoreboard(tasks: Sequence[TaskResult]) -> str:
     """Check × task matrix per agent × adapter, statuses folded over repeats; task runs
-    counted as ran, not run, not exercised and errored, separately."""
+    counted as ran, not run, not exercised and errored, separately. Then a legend of exactly
+    the checks and cells shown, and every failing check explained (``failures``)."""
     if not tasks:
         return "no task ran\n"
     out: list[str] = []
+    checks_shown: dict[str, str] = {}  # check id -> the checker's name, in case the contract does not know it
+    cells_shown: set[str] = set()
     groups: dict[tuple[str, str], list[TaskResult]] = defaultdict(list)
     for t in tasks:
         groups[(t.agent, t.adapter)].append(t)
     for (agent, adapter), results in sorted(groups.items()):
         checks = sorted({c.check for t in results for c in t.checks}, key=check_order)
         variants = list(dict.fromkeys(t.task for t in results))
-        width = max(len(v) for v in variants + ["task"])
+        names = {v: run_title(v, next(t.driver for t in results if t.task == v), "") for v in variants}
+        width = max(len(name) for name in [*names.values(), "task"])
         ran = [t for t in results if t.status is RunStatus.RAN]
         verdicts = [v for t in results if (v := task_verdict(t)) is not None]
         counts = ", ".join(f"{n} {what}" for what, n in (
@@ -125,45 +151,136 @@ def scoreboard(tasks: Sequence[TaskResult]) -> str:
             ("not exercised", sum(t.status is RunStatus.NOT_EXERCISED for t in results)),
             ("errored", sum(t.status is RunStatus.ERRORED for t in results)),
             ("profile problem", sum(t.status is RunStatus.PROFILE_PROBLEM for t in results))) if n or what == "ran")
-        out.append(f"{agent} on {adapter}: {combine_verdicts(verdicts).value if verdicts else 'nothing ran'} — "
+        out.append(f"{agent} · adapter {adapter}: {combine_verdicts(verdicts).value if verdicts else 'nothing ran'} — "
                    f"{counts}; {sum(v.ok for v in verdicts)} conformant")
         out.append(f"  {'task':<{width}}  " + " ".join(f"{c:>4}" for c in checks) + "  runs")
+        checks_shown.update({c.check: c.name for t in results for c in t.checks})
         for variant in variants:
             runs = [t for t in results if t.task == variant]
             if all(t.status is RunStatus.NOT_RUN for t in runs):
-                out.append(f"  {variant:<{width}}  not run: {runs[0].reason}")
+                out.append(f"  {names[variant]:<{width}}  not run: {runs[0].reason}")
                 continue
-            cells = []
-            for check in checks:
-                found = [c for t in runs if t.status is RunStatus.RAN for c in t.checks if c.check == check]
-                cell = CELL[fold(c.outcome for c in found)] if found else "-"
-                failed = [c for c in found if c.outcome is Outcome.FAIL]
-                if failed and all(c.consequence_of for c in failed):  # counted where it started
-                    cell = f"→{failed[0].consequence_of}"
-                if found and found[0].tier is not Tier.MANDATORY and cell != "-":
-                    cell = cell.lower()  # advisory/informational: shown, not scored
-                cells.append(f"{cell:>4}")
+            cells = [_cell([c for t in runs if t.status is RunStatus.RAN for c in t.checks if c.check == check])
+                     for check in checks]
+            cells_shown.update(cells)
             others = [t for t in runs if t.status is not RunStatus.RAN]
             tail = f"  {len(runs)}" + (f" ({', '.join(sorted({t.status.value for t in others}))}: {len(others)})"
                                       if others else "")
-            out.append(f"  {variant:<{width}}  " + " ".join(cells) + tail)
+            out.append(f"  {names[variant]:<{width}}  " + " ".join(f"{cell:>4}" for cell in cells) + tail)
         out.append("")
-    out.append(LEGEND)
-    return "\n".join(out) + "\n"
+    out += legend(checks_shown, cells_shown)
+    explained = failures(tasks)
+    return "\n".join(out) + "\n" + (f"\n{explained}" if explained else "")
+
+
+def _cell(found: Sequence[CheckResult]) -> str:
+    """One check over the repeats of one task: its CELL word, ``→C8`` when it failed only as
+    C8's consequence, lower-case ``fail`` for an advisory failure, ``-`` when not checked."""
+    if not found:
+        return NOT_A_CHECK
+    failed = [c for c in found if c.outcome is Outcome.FAIL]
+    if failed and all(c.consequence_of for c in failed):  # counted where it started
+        return f"{CONSEQUENCE}{failed[0].consequence_of}"
+    cell = CELL[fold(c.outcome for c in found)]
+    return ADVISORY_FAIL if cell == CELL["fail"] and found[0].tier is not Tier.MANDATORY else cell
+
+
+def legend(checks: dict[str, str], cells: set[str]) -> list[str]:
+    """One line per check column and per cell symbol the scoreboards show — and no other."""
+    lines = ["legend:"]
+    for check in sorted(checks, key=check_order):
+        lines.append(f"  {check:<5} {_check_name(check, checks[check])}")
+    for symbol in (*CELL_MEANING, *sorted(c for c in cells if c.startswith(CONSEQUENCE))):
+        if symbol in cells:
+            meaning = CELL_MEANING.get(symbol) or (f"failed only as a consequence of {symbol[1:]}'s failure "
+                                                   "(one defect, counted there)")
+            lines.append(f"  {symbol:<5} {meaning}")
+    return lines
+
+
+def _check_name(check: str, fallback: str) -> str:
+    try:
+        return check_info(check).title
+    except KeyError:
+        return fallback.replace("_", " ") or check
+
+
+def failures(tasks: Sequence[TaskResult]) -> str:
+    """Every failing check, one line each with the fact it rests on; a failure that is only
+    another's consequence is shown under its cause. Identical failures of the repeats of one
+    task (same check, same evidence summary) share a line that names the repeats."""
+    groups: dict[tuple[str, str, str, str, str, str], tuple[CheckResult, list[int]]] = {}
+    for t in tasks:
+        if t.status is not RunStatus.RAN:
+            continue
+        for c in sorted(t.checks, key=lambda c: check_order(c.check)):
+            if c.outcome is Outcome.FAIL:
+                key = (t.agent, t.adapter, t.task, t.driver, c.check, c.evidence.summary)
+                groups.setdefault(key, (c, []))[1].append(t.repeat)
+    if not groups:
+        return ""
+    lines = ["failures (each with the fact it rests on; a consequence under its cause):"]
+    shown: set[tuple[str, ...]] = set()
+    runs = sorted(dict.fromkeys(key[:4] for key in groups), key=lambda run: run[:2])  # stable: in order run
+    for run in runs:
+        keys = [k for k in groups if k[:4] == run]
+        causes = [k for k in keys if groups[k][0].consequence_of is None or
+                  not any(c[4] == groups[k][0].consequence_of for c in keys)]
+        for cause in causes:
+            check, repeats = groups[cause]
+            lines.append(f"  {run_title(run[2], run[3], run[1])} · {_repeats(repeats)}: {_failure_text(check)}")
+            for key in keys:
+                follows, again = groups[key]
+                if key not in shown and key not in causes and follows.consequence_of == check.check:
+                    shown.add(key)
+                    lines.append(f"      ↳ {_repeats(again)}: {_failure_text(follows)} "
+                                 f"(a consequence of {check.check}, counted there)")
+    return "\n".join(lines) + "\n"
+
+
+def _repeats(repeats: Sequence[int]) -> str:
+    return repeats_text([str(n) for n in sorted(repeats)])
+
+
+def _failure_text(check: CheckResult) -> str:
+    """``C3 pending tool calls close: <summary> [fact: …]`` on one line, control characters shown escaped."""
+    tier = "" if check.tier is Tier.MANDATORY else f" ({check.tier.value})"
+    facts = [f for f in check.facts if f != check.evidence.summary]
+    fact = f" [fact: {'; '.join(facts)}]" if facts else ""
+    text = f"{check.check} {_check_name(check.check, check.name)}{tier}: {check.evidence.summary}{fact}"
+    flat = " ".join(xml_safe(text).split())
+    return flat if len(flat) <= FAILURE_WIDTH else flat[:FAILURE_WIDTH - 1] + "…"
 
 
 def latency_table(samples: Sequence[LatencySample]) -> str:
-    """p50 / p90 / p99 / max with n per agent × adapter × latency, all tasks pooled."""
+    """p50 / p90 / p99 / max with n per agent × adapter × latency, all tasks pooled; a latency
+    measured once is listed on one line per agent × adapter (one sample has no percentiles);
+    then what each latency shown spans, from → to."""
     if not samples:
         return "no latency samples\n"
     rows: list[tuple[str, ...]] = [("agent", "adapter", "latency", "n", "p50", "p90", "p99", "max")]
+    single: dict[tuple[str, str], list[str]] = {}
     for (agent, adapter, lid), s in summarise_by_adapter(samples).items():
-        rows.append((agent, adapter, lid, str(s.n), *(format_ns(v) for v in (s.p50, s.p90, s.p99, s.max))))
+        if s.n == 1:
+            single.setdefault((agent, adapter), []).append(f"{_latency_name(lid)} {format_ns(s.max)}")
+        else:
+            rows.append((agent, adapter, _latency_name(lid), str(s.n),
+                         *(format_ns(v) for v in (s.p50, s.p90, s.p99, s.max))))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(cell.rjust(w) if i >= 3 else cell.ljust(w)
-                       for i, (cell, w) in enumerate(zip(row, widths, strict=True)))
-             for row in rows]
+                       for i, (cell, w) in enumerate(zip(row, widths, strict=True))).rstrip()
+             for row in rows] if len(rows) > 1 else []
+    if single:
+        lines.append("measured once (n = 1, no percentiles):")
+        lines += [f"  {agent} · adapter {adapter}: {' · '.join(found)}" for (agent, adapter), found in single.items()]
+    shown = [info for info in LATENCIES if any(s.latency == info.id for s in samples)]
+    lines += ["from → to:", *(f"  {info.id:<3} {info.span}" for info in shown)]
     return "\n".join(lines) + "\n"
+
+
+def _latency_name(latency: str) -> str:
+    """``L2 HTTP mid-SSE abort``: the id with the contract's title."""
+    return next((f"{info.id} {info.title}" for info in LATENCIES if info.id == latency), latency)
 
 
 def mutation_table(run: RunResult) -> str:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from html import escape
 
 from harness.model import TimelineMark
-from harness.report.latency import PERCENTILES, format_ns, percentile
+from harness.report.latency import PERCENTILES, format_ns, format_on_axis, percentile
 
 WIDTH, HEIGHT = 360, 200
 LEFT, RIGHT, TOP, BOTTOM = 64, 12, 26, 34
@@ -100,8 +100,9 @@ def histogram(values: Sequence[int], title: str, color: str = PALETTE[0]) -> str
             f'height="{_f(h)}" fill="{color}" data-count="{count}" data-lo-ns="{lo:.0f}" data-hi-ns="{hi:.0f}">'
             f"<title>{count} × {escape(format_ns(round(lo)))} – {escape(format_ns(round(hi)))}</title></rect>"
         )
-    parts += _axes(f"latency{' (log scale)' if scale.log else ''}, n = {len(values)}", format_ns(min(values)),
-                   format_ns(max(values)), "0", str(top))
+    lo_text, hi_text = format_on_axis([min(values), max(values)])
+    parts += _axes(f"latency{' (log scale)' if scale.log else ''}, n = {len(values)}", lo_text, hi_text, "0",
+                   str(top))
     parts.append("</svg>")
     return "\n".join(parts)
 
@@ -150,7 +151,8 @@ def percentile_plot(series: Sequence[tuple[str, Sequence[int]]], title: str) -> 
         parts.append(f'<line class="guide" x1="{_f(x(p))}" y1="{HEIGHT - BOTTOM}" x2="{_f(x(p))}" y2="{TOP}" '
                      f'stroke="#bbb" stroke-dasharray="2,3"/>')
         parts.append(f'<text class="tick" x="{_f(x(p))}" y="{HEIGHT - BOTTOM + 14}" text-anchor="middle">p{p}</text>')
-    parts += _axes(x_label, "0", "", format_ns(round(lo)), format_ns(round(hi)))
+    lo_text, hi_text = format_on_axis([lo, hi])
+    parts += _axes(x_label, "0", "", lo_text, hi_text)
     parts.append("</svg>")
     return "\n".join(parts)
 
@@ -180,10 +182,11 @@ def dot_plot(series: Sequence[tuple[str, Sequence[int]]], title: str) -> str:
     y0 = height - BOTTOM
     lo, hi = scale.at(0), scale.at(1)
     n = sum(len(v) for _, v in series)
+    lo_text, hi_text = format_on_axis([lo, hi])
     parts += [
         f'<line class="axis" x1="{LEFT}" y1="{y0}" x2="{WIDTH - RIGHT}" y2="{y0}"/>',
-        f'<text class="tick" x="{LEFT}" y="{y0 + 14}">{escape(format_ns(round(lo)))}</text>',
-        f'<text class="tick" x="{WIDTH - RIGHT}" y="{y0 + 14}" text-anchor="end">{escape(format_ns(round(hi)))}</text>',
+        f'<text class="tick" x="{LEFT}" y="{y0 + 14}">{escape(lo_text)}</text>',
+        f'<text class="tick" x="{WIDTH - RIGHT}" y="{y0 + 14}" text-anchor="end">{escape(hi_text)}</text>',
         f'<text class="label" x="{(LEFT + WIDTH - RIGHT) / 2:.1f}" y="{height - 4}" text-anchor="middle">'
         f"every value{' (log scale)' if scale.log else ''}, n = {n}: too few for a distribution</text>",
         "</svg>",
@@ -294,16 +297,16 @@ def timeline(marks: Sequence[TimelineMark], title: str, prefix: str) -> str:
                      f'fill="{"#f7f7f7" if i % 2 == 0 else "#ffffff"}"/>')
         parts.append(f'<text class="lane-name" x="6" y="{y + 16}">{escape(_clip(lane, 20))}</text>')
     step = _tick_step(t1 - t0)
-    tick = math.ceil(t0 / step) * step
-    while tick <= t1:
+    unit, per_ms = ("s", 1000.0) if step >= 1000 else ("ms", 1.0)  # one unit for every tick of the axis
+    for k in range(math.ceil(t0 / step), math.floor(t1 / step) + 1):
+        tick = k * step
         parts.append(f'<line class="grid" x1="{_f(x(tick))}" y1="{top}" x2="{_f(x(tick))}" y2="{bottom}" '
                      f'stroke="#e3e3e3"/>')
         parts.append(f'<text class="tick" x="{_f(x(tick))}" y="{bottom + 14}" text-anchor="middle">'
-                     f"{escape(ms_text(tick))}</text>")
-        tick += step
+                     f"{round(tick / per_ms, 6):g} {unit}</text>")
     parts.append(f'<line class="axis" x1="{x0}" y1="{bottom}" x2="{x1}" y2="{bottom}"/>')
     parts.append(f'<text class="label" x="{(x0 + x1) / 2:.0f}" y="{height - 4}" text-anchor="middle">'
-                 "ms from the task's start</text>")
+                 f"{unit} from the task's start</text>")
     label_ends = [-1e9, -1e9]  # the annotation row holds two staggered lines of names
     drawing_order = sorted(range(len(marks)), key=lambda i: (marks[i].kind in ACROSS, marks[i].at_ms, i))
     for i in drawing_order:  # lines across the lanes drawn last, on top
@@ -368,6 +371,8 @@ def _mark_shapes(m: TimelineMark, lane_y: float, x, right: float, top: float, bo
         color = "#e6550d" if m.kind == "disconnect" else "#d62728"
         return [f'<path d="M{_f(at - 4)},{_f(mid - 4)} L{_f(at + 4)},{_f(mid + 4)} M{_f(at + 4)},{_f(mid - 4)} '
                 f'L{_f(at - 4)},{_f(mid + 4)}" stroke="{color}" stroke-width="2"/>']
+    if m.kind == "probe":  # harmless: a ring, on its own lane, nothing like an error's cross
+        return [f'<circle cx="{_f(at)}" cy="{_f(mid)}" r="3.5" fill="none" stroke="#999" stroke-width="1.5"/>']
     if m.kind == "exit":
         return [f'<rect x="{_f(at - 1.5)}" y="{_f(lane_y + 3)}" width="3" height="{TL_LANE - 6}" fill="#222"/>']
     fill = "#444" if m.kind == "input" else "#999"
@@ -388,4 +393,5 @@ def timeline_legend() -> Mapping[str, str]:
         "settled": "a turn settled, as the agent showed it (green diamond)",
         "input": "a user message the harness sent (grey dot)",
         "disconnect": "the agent closed a stream (orange cross); a refused request is a red cross",
+        "probe": "a request to a path the fake server does not serve (404), harmless (grey ring, lane probes)",
     }

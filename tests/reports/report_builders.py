@@ -71,6 +71,8 @@ def _timeline(task: str, adapter: str, repeat: int, broken: bool, agent_failed: 
     survived = broken and task == "interrupt-cancel" and adapter == "http"
     marks = [
         TimelineMark("harness", "input", 12.0 + jitter, f"run the sleeper {HOSTILE}"),
+        TimelineMark("probes", "probe", 8.0 + jitter, "GET /v1/models → 404: a path the server does not serve "
+                     "(harmless)"),
         TimelineMark("model", "request", 15.0 + jitter, "request 1", end_ms=60.5 + jitter, ref="request 1"),
         *(TimelineMark("model", "chunk", 20.0 + 5 * k + jitter, f"chunk {k} of request 1: 'part {k}'",
                        ref="request 1") for k in range(3)),

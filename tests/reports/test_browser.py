@@ -114,6 +114,10 @@ async def test_a_person_sees_the_whole_report_at_1280_px(case, run, rival, tmp_p
         shots = [await browser.screenshot(tmp_path / f"report-{case}-{WIDTH}px.png"),
                  await browser.screenshot(tmp_path / f"report-{case}-{WIDTH}px-full.png", full_page=True)]
         failed_run = next(f["id"] for f in layout["failed"] if "interrupt-cancel" in f["id"])
+        await jump(browser, "checks")
+        shots.append(await browser.screenshot(tmp_path / f"report-{case}-{WIDTH}px-matrix.png"))
+        await jump(browser, failed_run)
+        shots.append(await browser.screenshot(tmp_path / f"report-{case}-{WIDTH}px-run.png"))
         landing = await jump(browser, f"{failed_run}-tl-request-2")
         stuck = await sticky(browser)
         shots.append(await browser.screenshot(tmp_path / f"report-{case}-{WIDTH}px-matrix-scrolled.png"))
@@ -125,6 +129,8 @@ async def test_a_person_sees_the_whole_report_at_1280_px(case, run, rival, tmp_p
 
     assert layout["scrollWidth"] <= layout["clientWidth"] == WIDTH, f"sideways scroll; too wide: {layout['wide']}"
     assert layout["matrices"], "no check matrix"
+    # where each agent stands on every check is seen before the evidence: within two windows of the top
+    assert layout["matrices"][0]["box"]["top"] < 2 * HEIGHT, f"the check matrix is far down: {layout['matrices'][0]}"
     for matrix in layout["matrices"]:
         assert {c["id"] for c in matrix["checks"]} == checks_in_results
         for check in matrix["checks"]:

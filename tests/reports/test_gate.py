@@ -13,8 +13,9 @@ import random
 
 import pytest
 
-from harness.model import CheckResult, Evidence, LatencySample, Outcome, RunResult, RunStatus, TaskResult
+from harness.model import CheckResult, Evidence, LatencySample, Outcome, RunResult, RunStatus, TaskResult, Tier
 from harness.report import compare, format_gate, gate_main
+from harness.report.gate import NOT_CHECKED, TOO_FEW, decision, repeat_to_decide, too_few
 from harness.report.writer import results_text
 
 SEEDS = range(100)
@@ -232,3 +233,52 @@ def test_a_negative_baseline_median_is_compared_by_difference():
     nudged = [-4_800_000 + int(rng.gauss(0, 50_000)) for _ in range(20)]  # 0.2 ms later: under 10 % of 5 ms
     (small,) = compare(latency_run(steady, latency="L4"), latency_run(nudged, latency="L4")).latencies
     assert small.verdict == "slower, within tolerance" and not small.failing
+
+
+def test_too_few_samples_name_the_repeat_that_would_decide():
+    """One sample per repeat, 3 repeats a side: the gate's own rule asks for 5 a side at alpha 0.01."""
+    (row,) = compare(latency_run([1e6, 1.1e6, 1.2e6]), latency_run([9e6, 9.5e6, 9.9e6])).latencies
+    assert row.verdict == TOO_FEW and row.repeat_to_decide == 5
+    assert "too few samples to tell (--repeat 5 in both runs would decide)" in format_gate(
+        compare(latency_run([1e6, 1.1e6, 1.2e6]), latency_run([9e6, 9.5e6, 9.9e6])))
+    twice = [LatencySample("L1", 1000 + k, "ref", "http", "interrupt-cancel", 0) for k in range(2)]
+    one_repeat = RunResult({"agent": "ref"}, (), tuple(twice))
+    (row,) = compare(one_repeat, one_repeat).latencies
+    assert row.repeat_to_decide == 3  # 2 samples a repeat: 6 against 6 can decide, 4 against 4 cannot
+    for per_repeat in (1, 2, 4):
+        for alpha in (0.01, 0.05, 0.001):
+            at = repeat_to_decide(per_repeat, per_repeat, alpha)
+            assert at is not None and not too_few(per_repeat * at, per_repeat * at, alpha)
+            assert at == 1 or too_few(per_repeat * (at - 1), per_repeat * (at - 1), alpha)
+
+
+def test_checks_not_checked_now_are_folded_into_one_line_with_a_count(make_run):
+    healthy = make_run(broken=False)
+    fewer = dataclasses.replace(healthy, tasks=tuple(t for t in healthy.tasks if t.task != "interrupt-timeout"))
+    result = compare(healthy, fewer)
+    unchecked = sum(r.verdict == NOT_CHECKED for r in result.checks)
+    assert unchecked > 1
+    lines = format_gate(result).splitlines()
+    assert [line for line in lines if NOT_CHECKED in line] == [
+        f"checks: {len(result.checks)} compared, {len(result.checks) - unchecked} unchanged, {unchecked} "
+        f"{NOT_CHECKED} (their task did not run in the current run)"]
+
+
+def test_an_advisory_check_that_got_worse_is_shown_and_gated_only_when_asked(tmp_path, capsys):
+    def advisory(outcome: Outcome) -> RunResult:
+        plain = latency_run([1e6] * 3)
+        a1 = CheckResult("A1", outcome, Evidence("resume note"), Tier.ADVISORY, name="resume_note_is_sent")
+        return dataclasses.replace(plain, tasks=(dataclasses.replace(plain.tasks[0],
+                                                                     checks=plain.tasks[0].checks + (a1,)),))
+
+    result = compare(advisory(Outcome.PASS), advisory(Outcome.FAIL))
+    assert not result.failed
+    (row,) = [r for r in result.checks if r.key[3] == "A1"]
+    assert row.verdict == "advisory, not gated: pass -> fail"
+    assert "1 advisory check(s) got worse, not gated: --advisory gates them" in decision(result)
+    assert compare(advisory(Outcome.PASS), advisory(Outcome.FAIL), advisory=True).failed
+    base, worse = write(tmp_path / "base.json", advisory(Outcome.PASS)), write(tmp_path / "w.json",
+                                                                              advisory(Outcome.FAIL))
+    assert gate_main(["--baseline", base, "--current", worse]) == 0
+    assert gate_main(["--baseline", base, "--current", worse, "--advisory"]) == 1
+    capsys.readouterr()

@@ -101,7 +101,7 @@ def test_a_profile_problem_is_reported_and_judges_nothing():
     (board,) = scoreboards(runs)
     assert board.count(RunStatus.PROFILE_PROBLEM) == 1 and board.standings.defects == 0
     md = render_markdown(runs)
-    assert "interrupt-restart: profile problem in 1 run** — cannot resume: the profile gives no way" in md
+    assert "interrupt-restart · driver subprocess: profile problem in 1 run** — cannot resume: the profile gives no" in md
     assert 'type="profile"' in render_junit(runs)
 
 
@@ -110,7 +110,7 @@ def test_the_terminal_scoreboard_shows_a_consequence_as_an_arrow_to_its_cause():
 
     text = scoreboard(consequence_run().tasks)
     row = next(line for line in text.splitlines() if line.strip().startswith("http-stream-cancel"))
-    assert row.split()[1:4] == ["pass", "FAIL", "→C8"]
+    assert row.split()[4:7] == ["pass", "FAIL", "→C8"]  # after "http-stream-cancel · driver subprocess"
 
 
 def test_the_html_run_links_a_consequence_to_its_cause():

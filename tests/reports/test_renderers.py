@@ -10,6 +10,7 @@ and review the diff like code.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -142,14 +143,24 @@ def test_html_plots_only_samples_of_five_or_more_and_dots_the_rest(run):
 def test_latencies_are_defined_beside_them(run):
     html = render_html(as_written(run))
     latency = section(html, 'id="latency"', 'id="files"')
-    for info in LATENCIES:
-        assert f"<dt>{info.id} — {info.title}</dt>" in latency
+    measured = {s.latency for s in run.latencies}
+    assert measured == {"L1", "L2", "L3", "L4", "L7"}
+    for info in LATENCIES:  # the measured ones, and no empty row for the others
+        assert (f"<dt>{info.id} — {info.title}</dt>" in latency) is (info.id in measured)
     assert "L7 resume, seen from outside" in latency  # in the table too
+
+
+def test_only_measured_latencies_get_a_scoreboard_column(run):
+    only_l3 = dataclasses.replace(run, latencies=tuple(s for s in run.latencies if s.latency == "L3"))
+    board = section(render_html(as_written(only_l3)), 'id="scoreboard"', 'id="checks"')
+    assert re.findall(r"<th[^>]*>(L\d) p50</th>", board) == ["L3"]
+    assert "No latency samples." in render_html(as_written(dataclasses.replace(run, latencies=())))
+    assert "What each latency measures" not in render_html(as_written(dataclasses.replace(run, latencies=())))
 
 
 def test_leaderboard_ranks_the_conformant_agent_first_and_overlays_agents(run, rival):
     html = render_html(as_written(run, rival))
-    board = section(html, 'id="scoreboard"', 'id="findings"')
+    board = section(html, 'id="scoreboard"', 'id="checks"')
     assert "Leaderboard" in board
     assert board.index("other-agent") < board.index("reference")
     (l3,) = [p for p in svgs(html) if p.findtext("s:title", namespaces=NS) == "L3 percentiles · http"]
@@ -158,7 +169,7 @@ def test_leaderboard_ranks_the_conformant_agent_first_and_overlays_agents(run, r
 
 def test_the_scoreboard_counts_run_statuses_retries_and_shows_l7(run):
     html = render_html(as_written(run))
-    board = section(html, 'id="scoreboard"', 'id="findings"')
+    board = section(html, 'id="scoreboard"', 'id="checks"')
     header = re.findall(r"<th[^>]*>([^<]*)</th>", board)
     assert header == ["agent", "version", "adapter", "verdict", "ran", "not run", "not exercised", "errored",
                       "profile problem", "retries", "held", "defects", "L1 p50", "L2 p50", "L3 p50", "L4 p50",
@@ -177,7 +188,7 @@ def test_the_scoreboard_counts_run_statuses_retries_and_shows_l7(run):
 def test_checks_are_in_the_contracts_order_with_names_and_descriptions(run):
     html = render_html(as_written(run))
     matrix = section(html, 'id="checks"', 'id="legend"')
-    (first,) = re.findall(r"<h3>reference · inproc.*?</table>", matrix, re.S)[:1]
+    (first,) = re.findall(r"<h3>reference · adapter inproc.*?</table>", matrix, re.S)[:1]
     heads = re.findall(r'<th scope="col" class="check[^"]*" title="([^"]*)"><a href="#check-(\w+)">(\w+)</a>'
                        r'<span class="check-title">([^<]*)</span>', first)
     assert [h[2] for h in heads] == ["C1", "C3", "C5", "C8", "C9", "C13", "A1"]  # not the task file's order
@@ -192,21 +203,22 @@ def test_checks_are_in_the_contracts_order_with_names_and_descriptions(run):
 
 def test_cells_say_what_their_fraction_counts(run):
     html = render_html(as_written(run))
-    http = re.findall(r"<h3>reference · http.*?</table>", section(html, 'id="checks"', 'id="legend"'), re.S)[0]
+    http = re.findall(r"<h3>reference · adapter http.*?</table>", section(html, 'id="checks"', 'id="legend"'),
+                      re.S)[0]
     cells = dict(re.findall(r'<th scope="row">([^<]+)</th>(.*?)</tr>', http, re.S))
     texts = {task: re.findall(r'<td class="cell [^"]+" title="[^"]*">(?:<a [^>]*>)?([^<]+)', row)
              for task, row in cells.items()}
-    assert texts["interrupt-cancel"][:2] == ["3/3 pass", "3/3 fail"]  # C1, C3
-    assert texts["interrupt-restart"][-2] == "1/2 unknown"  # C13 (one repeat errored)
-    assert set(texts["interrupt-cancel[terminal]"]) == {"not run"}
-    assert "2 ran, 1 errored" in cells["interrupt-restart"]
+    assert texts["interrupt-cancel · driver subprocess"][:2] == ["3/3 pass", "3/3 fail"]  # C1, C3
+    assert texts["interrupt-restart · driver subprocess"][-2] == "1/2 unknown"  # C13 (one repeat errored)
+    assert set(texts["interrupt-cancel · driver terminal"]) == {"not run"}
+    assert "2 ran, 1 errored" in cells["interrupt-restart · driver subprocess"]
 
 
 def test_evidence_is_readable_escaped_and_points_at_the_timeline(run, canary):
     html = render_html(as_written(run))
     assert "<script>alert" not in html and "&lt;script&gt;alert" in html
     assert "\x1b" not in html and canary not in html
-    findings = section(html, 'id="findings"', 'id="checks"')
+    findings = section(html, 'id="findings"', 'id="legend"')
     c3 = section(findings, "C3 pending tool calls close: fail in 3 runs", "</details></li>")
     for heading in ("request (1)", "tool_result (1)", "window (1)", "process (1)"):
         assert f"<h5>{heading}</h5>" in c3
@@ -240,7 +252,7 @@ def test_timelines_parse_and_their_marks_match_the_data(run):
     assert len(drawn) == len(with_marks) > 0
     by_title = {svg.findtext("s:title", namespaces=NS): svg for svg in drawn}
     for task in with_marks:
-        svg = by_title[f"{run_name(task)}: what happened, in ms from the task's start"]
+        svg = by_title[f"{run_name(task)}: what happened, from the task's start"]
         t0, t1 = float(svg.get("data-t0-ms")), float(svg.get("data-t1-ms"))
         x0, x1 = float(svg.get("data-x0")), float(svg.get("data-x1"))
 
@@ -298,7 +310,7 @@ def test_verdict_levels_are_the_contracts(run, rival):
 
 def test_a_black_box_agent_shows_its_real_failure_first_and_the_unknowns_as_one_line(black_box):
     html = render_html(as_written(black_box))
-    findings = section(html, 'id="findings"', 'id="checks"')
+    findings = section(html, 'id="findings"', 'id="legend"')
     items = re.findall(r'<li class="finding"><details( open)?><summary>(.*?)</summary>', findings)
     assert len(items) == 2
     (first_open, first), (second_open, second) = items
@@ -384,7 +396,7 @@ def test_markdown_lists_failures_first_and_cuts_a_long_list(run, monkeypatch):
               if line.startswith("- **")]
     assert "C1 every turn ends exactly once: fail in 1 run" in listed[0]
     assert "C3 pending tool calls close: fail in 3 runs" in listed[1]
-    assert "interrupt-cancel #0, #1, #2 on http (subprocess)" in listed[1]
+    assert "interrupt-cancel · driver subprocess · adapter http · repeats 0, 1, 2" in listed[1]
     assert "not run in 6 runs" in listed[-1]
     assert len(listed) == 8
     monkeypatch.setattr(markdown, "MAX_FAILURES", 4)
@@ -433,3 +445,30 @@ def test_a_large_sample_makes_a_small_plot():
     last_x, last_y = map(float, points[-1].split(","))
     assert (last_x, last_y) == (WIDTH - RIGHT, TOP)  # the curve ends at the maximum, at 100 %
     assert float(points[0].split(",")[0]) == LEFT
+
+
+def test_the_check_matrix_comes_before_what_went_wrong(run):
+    """A reader of an agent with failures sees where it stands on every check first, the
+    evidence after: the matrix follows the scoreboard, the findings follow the matrix."""
+    html = render_html(as_written(run))
+    assert html.index('id="scoreboard"') < html.index('id="checks"') < html.index('id="findings"')
+    nav = re.findall(r'<a href="#([a-z]+)">', html[html.index("<nav>"):html.index("</nav>")])
+    assert nav.index("checks") < nav.index("findings")
+
+
+def test_a_task_run_is_named_task_driver_adapter_everywhere():
+    """A variant that carries its driver (interrupt-cancel[subprocess]) on an adapter of
+    another name (inproc) never reads as "interrupt-cancel[subprocess] on inproc"."""
+    from harness.model import CheckResult, Evidence, TaskResult
+    from harness.report.progress import scoreboard
+
+    failed = CheckResult("C3", Outcome.FAIL, Evidence("pid 9 outlived Stop"), name="pending_tool_calls_close")
+    runs = as_written(RunResult({"agent": "ref"}, (TaskResult("interrupt-cancel[subprocess]", "ref", "inproc", 0,
+                                                              (failed,), driver="subprocess"),), ()))
+    title = "interrupt-cancel · driver subprocess · adapter inproc"
+    visible = re.sub(r"<[^>]+>", "", render_html(runs))
+    assert f"{title} · repeat 0" in visible and "In " + title in visible
+    assert "[subprocess]" not in visible and " on inproc" not in visible
+    assert f"{title} · repeat 0" in render_markdown(runs)
+    terminal = scoreboard(runs[0].tasks)
+    assert f"  {title} · repeat 0: C3 pending tool calls close" in terminal and "[subprocess]" not in terminal

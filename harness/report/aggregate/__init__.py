@@ -17,8 +17,10 @@ from harness.report.aggregate.outcomes import (
     check_title,
     fold,
     plural,
+    repeats_text,
     run_groups,
     run_name,
+    run_title,
     runs_text,
 )
 from harness.report.aggregate.scoreboard import (
@@ -71,9 +73,11 @@ __all__ = [
     "leaderboard",
     "plural",
     "ranked_agents",
+    "repeats_text",
     "report_level",
     "run_groups",
     "run_name",
+    "run_title",
     "runs_text",
     "scoreboard_latencies",
     "scoreboards",

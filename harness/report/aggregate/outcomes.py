@@ -172,7 +172,7 @@ class Finding:
             causes = ordered_checks({r.consequence_of for _, r in self.members if r is not None and r.consequence_of})
             follows = f", a consequence of {', '.join(causes)} (counted there)" if causes else ""
             return f"{what}{suffix}: {self.outcome} in {plural(n, 'run')}{follows}"
-        tasks = ", ".join(dict.fromkeys(t.task for t in self.runs))
+        tasks = ", ".join(dict.fromkeys(run_title(t.task, t.driver, "") for t in self.runs))
         word = "the agent failed" if self.outcome == RunStatus.RAN.value else self.outcome
         return f"{tasks}: {word} in {plural(n, 'run')}"
 
@@ -234,28 +234,37 @@ def attempts_text(task: TaskResult) -> str:
     return f"{plural(len(task.attempts), 'retry').replace('retrys', 'retries')} ({times})"
 
 
+def run_title(variant: str, driver: str, adapter: str) -> str:
+    """``interrupt-cancel · driver subprocess · adapter inproc``: the one form a task run is
+    named in everywhere (terminal, HTML, Markdown). The task's driver variant (``[subprocess]``)
+    is said once, as the driver, so the driver and the adapter never read as one contradicting
+    the other. Without an adapter (a table of one adapter's runs), the task and driver alone."""
+    name, _, bracketed = variant.partition("[")
+    driver = driver or bracketed.rstrip("]")
+    return " · ".join([name, *([f"driver {driver}"] if driver else []), *([f"adapter {adapter}"] if adapter else [])])
+
+
+def repeats_text(repeats: Sequence[str]) -> str:
+    """``repeat 0``, ``repeats 0, 1, 2``: the repeats given (numbers, or links to them)."""
+    return f"repeat{'s' if len(repeats) > 1 else ''} {', '.join(repeats)}"
+
+
 def run_name(task: TaskResult) -> str:
-    """``interrupt-cancel #2 on http (subprocess)``: the driver when it is not the adapter's name."""
-    return f"{task.task} #{task.repeat} on {task.adapter}{_driver_note(task.task, task.adapter, task.driver)}"
-
-
-def _driver_note(task: str, adapter: str, driver: str) -> str:
-    """`` (subprocess)`` — unless the adapter or the task variant's name already says it."""
-    return f" ({driver})" if driver and driver != adapter and f"[{driver}]" not in task else ""
+    """``interrupt-cancel · driver subprocess · adapter http · repeat 2``."""
+    return f"{run_title(task.task, task.driver, task.adapter)} · {repeats_text([str(task.repeat)])}"
 
 
 def run_groups(runs: Sequence[TaskResult]) -> list[tuple[str, list[TaskResult]]]:
-    """Runs grouped by task, adapter and driver, in order: ``("interrupt-cancel … on http", [#0, #1])``."""
+    """Runs grouped by task, driver and adapter, in order: ``("interrupt-cancel · driver
+    subprocess · adapter http", [#0, #1])``."""
     groups: dict[tuple[str, str, str], list[TaskResult]] = {}
     for t in runs:
         groups.setdefault((t.task, t.adapter, t.driver), []).append(t)
-    out = []
-    for (task, adapter, driver), members in groups.items():
-        out.append((f"{task} {{repeats}} on {adapter}{_driver_note(task, adapter, driver)}", members))
-    return out
+    return [(run_title(task, driver, adapter), members) for (task, adapter, driver), members in groups.items()]
 
 
 def runs_text(runs: Sequence[TaskResult]) -> str:
-    """``interrupt-cancel #0, #1, #2 on http (subprocess); interrupt-timeout #1 on inproc``."""
-    return "; ".join(pattern.format(repeats=", ".join(f"#{t.repeat}" for t in members))
-                     for pattern, members in run_groups(runs))
+    """``interrupt-cancel · driver subprocess · adapter http · repeats 0, 1, 2; interrupt-timeout ·
+    driver inproc · adapter inproc · repeat 1``."""
+    return "; ".join(f"{title} · {repeats_text([str(t.repeat) for t in members])}"
+                     for title, members in run_groups(runs))

@@ -25,10 +25,6 @@ RUN_STATUSES = (RunStatus.RAN, RunStatus.NOT_RUN, RunStatus.NOT_EXERCISED, RunSt
 STATUS_COLUMNS = tuple(s.value for s in RUN_STATUSES)
 # A scoreboard's tally of task runs and invariants (harness.report.aggregate.invariants).
 TALLY_COLUMNS = ("held", "defects")
-# The latencies a scoreboard always shows (the others only when measured).
-HEADLINE_LATENCIES = ("L1", "L2", "L3", "L4", "L7")
-
-
 def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "x"
 
@@ -211,5 +207,5 @@ def latency_ids(boards: Sequence[Scoreboard]) -> list[str]:
 
 
 def scoreboard_latencies(boards: Sequence[Scoreboard]) -> list[str]:
-    """The latency columns of a scoreboard: L1–L4 and L7 always, the others when measured."""
-    return sorted(set(HEADLINE_LATENCIES) | set(latency_ids(boards)), key=latency_order)
+    """The latency columns of a scoreboard: those measured on any of them, and no empty one."""
+    return latency_ids(boards)

@@ -3,15 +3,18 @@
 A page that fits the window and explains itself. Sections, in reading order: the verdict
 (the contract's level, with what it means); the scoreboard (a ranked leaderboard when
 several agents are in the report) counting task runs that ran, were not run, were not
-exercised or errored, with retries and the L1–L4 and L7 medians; what went wrong, real
-failures first and identical outcomes as one line, each with its evidence as tables that
-link to the moment on the run's timeline (raw JSON folded beside); the check matrix per
-agent and adapter, headed by each check's id and name, with a legend that defines every
-check, cell and verdict level; every task run with its timeline (one lane per actor on one
-axis in ms from the task's start; open for a run that failed, folded for one that passed),
-its checks, the agent's command lines and output tails and the server's records; failpoints;
-latencies with L1–L7 defined beside them (plots only where a sample has five values or more,
-every value as a dot otherwise); and the results files themselves.
+exercised or errored, with retries and the medians of the latencies measured; the check
+matrix per agent and adapter, headed by each check's id and name, right after it, so where
+an agent stands is seen before the evidence; what went wrong, real failures first and
+identical outcomes as one line, each with its evidence as tables that link to the moment on
+the run's timeline (raw JSON folded beside); a legend that defines every check, cell and
+verdict level; every task run, named "task · driver · adapter · repeat", with its timeline
+(one lane per actor on one axis from the task's start, in one unit; harmless probes of paths
+the server does not serve on a lane of their own; open for a run that failed, folded for one
+that passed), its checks, the agent's command lines and output tails and the server's
+records; failpoints; latencies with those measured defined beside them (plots only where a
+sample has five values or more, every value as a dot otherwise, one unit along each axis);
+and the results files themselves.
 
 Every piece of text from the results is escaped; the only links are to anchors in the page.
 

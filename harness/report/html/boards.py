@@ -21,6 +21,7 @@ from harness.report.aggregate import (
     leaderboard,
     plural,
     ranked_agents,
+    run_title,
     scoreboard_latencies,
 )
 from harness.report.html.latencies import LATENCY_INFO
@@ -91,7 +92,7 @@ def matrix_section(page: Page) -> list[str]:
            "<code>not exercised</code> say why a check has no verdict. Hover a cell for the details, follow it "
            "to the run; the <a href=\"#legend\">legend</a> defines every check.</p>"]
     for b in page.boards:
-        out.append(f"<h3>{esc(b.label)} · {esc(b.adapter)} — {esc(b.verdict)}</h3>")
+        out.append(f"<h3>{esc(b.label)} · adapter {esc(b.adapter)} — {esc(b.verdict)}</h3>")
         checks = b.checks
         tasks = b.task_names
         if not tasks or not checks and not any(t.status is not RunStatus.RAN for t in b.tasks):
@@ -108,7 +109,7 @@ def matrix_section(page: Page) -> list[str]:
             summary = ", ".join(f"{n} {s}" for s, n in statuses.items())
             if retries:
                 summary += f" · {plural(retries, 'retry').replace('retrys', 'retries')}"
-            line = [f'<th scope="row">{esc(task)}</th>', f"<td>{esc(summary)}</td>"]
+            line = [f'<th scope="row">{esc(run_title(task, runs[0].driver, ""))}</th>', f"<td>{esc(summary)}</td>"]
             for check in checks:
                 cell = b.cell(task, check)
                 if cell is None:
@@ -151,7 +152,8 @@ def _cell_target(cell) -> TaskResult | None:
 
 
 def _cell_title(cell) -> str:
-    lines = [f"{cell.check} on {cell.task}: {cell.explanation}"]
+    first = cell.results[0][0] if cell.results else cell.others[0] if cell.others else None
+    lines = [f"{cell.check} on {run_title(cell.task, first.driver if first else '', '')}: {cell.explanation}"]
     for t, r in cell.results:
         lines.append(f"#{t.repeat}: {r.outcome.value}: {r.evidence.summary}")
     for t in cell.others:

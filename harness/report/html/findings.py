@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from harness.model import CheckResult, TaskResult
-from harness.report.aggregate import RANK_READER, RANK_UNKNOWN, Finding, agents, run_groups
+from harness.report.aggregate import RANK_READER, RANK_UNKNOWN, Finding, agents, repeats_text, run_groups
 from harness.report.evidence import Context, Field, fields
 from harness.report.html.markup import Page, badge, check_label, esc, kv_table, status_class
 from harness.report.text import item_label, item_text
@@ -26,8 +26,8 @@ def findings_section(page: Page) -> list[str]:
         if not found:
             continue
         any_found = True
-        adapters = ", ".join(b.adapter for b in a.boards)
-        out.append(f"<h3>{esc(a.label)} on {esc(adapters)} — {esc(a.verdict)}</h3>")
+        adapters = f"adapter{'s' if len(a.boards) > 1 else ''} {', '.join(b.adapter for b in a.boards)}"
+        out.append(f"<h3>{esc(a.label)} · {esc(adapters)} — {esc(a.verdict)}</h3>")
         out.append('<ol class="findings">')
         out += [_finding(page, f) for f in found]
         out.append("</ol>")
@@ -49,8 +49,8 @@ def _finding(page: Page, f: Finding) -> str:
             + (f" — {esc(f.summary)}" if f.summary else "") + "</summary>")
     runs = f.runs
     listing = "<p>In " + "; ".join(
-        esc(pattern.split("{repeats}")[0]) + ", ".join(page.run_link(t, f"#{t.repeat}") for t in members)
-        + esc(pattern.split("{repeats}")[1]) for pattern, members in run_groups(runs)) + ".</p>"
+        f"{esc(title)} · " + repeats_text([page.run_link(t, str(t.repeat)) for t in members])
+        for title, members in run_groups(runs)) + ".</p>"
     parts = [listing]
     if f.is_check and f.rank < RANK_READER:
         shown = 0

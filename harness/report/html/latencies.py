@@ -1,4 +1,4 @@
-"""Latencies per adapter: a table of percentiles per agent and task, L1–L7 defined beside it,
+"""Latencies per adapter: a table of percentiles per agent and task, those measured defined beside it,
 and plots only where a sample has five values or more (every value as a dot otherwise)."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from harness.contract import LATENCIES
-from harness.report.aggregate import Scoreboard, latency_order
+from harness.report.aggregate import Scoreboard, latency_order, scoreboard_latencies
 from harness.report.html.markup import data_table, esc
 from harness.report.latency import format_ns
 from harness.report.svg import MIN_PLOT_N, PALETTE, dot_plot, histogram, percentile_plot
@@ -14,8 +14,10 @@ from harness.report.svg import MIN_PLOT_N, PALETTE, dot_plot, histogram, percent
 LATENCY_INFO = {info.id: info for info in LATENCIES}
 
 
-def _latency_defs() -> str:
-    items = "".join(f"<dt>{esc(info.id)} — {esc(info.title)}</dt><dd>{esc(info.span)}</dd>" for info in LATENCIES)
+def _latency_defs(measured: Sequence[str]) -> str:
+    """What each latency the page shows measures (those not measured are not listed)."""
+    items = "".join(f"<dt>{esc(info.id)} — {esc(info.title)}</dt><dd>{esc(info.span)}</dd>"
+                    for info in LATENCIES if info.id in measured)
     return (f'<aside class="defs"><h3>What each latency measures</h3><dl>{items}</dl>'
             "<p>Percentiles are nearest-rank: every figure is a measured value.</p></aside>")
 
@@ -24,7 +26,7 @@ def latencies_section(boards: Sequence[Scoreboard]) -> list[str]:
     out = ['<h2 id="latency">Latencies</h2>']
     adapters = list(dict.fromkeys(b.adapter for b in boards if b.samples))
     if not adapters:
-        return out + ['<div class="with-defs"><div><p>No latency samples.</p></div>' + _latency_defs() + "</div>"]
+        return out + ["<p>No latency samples.</p>"]
     main = []
     for adapter in adapters:
         on_adapter = [b for b in boards if b.adapter == adapter and b.samples]
@@ -49,4 +51,5 @@ def latencies_section(boards: Sequence[Scoreboard]) -> list[str]:
             if small:
                 plots.append(dot_plot(small, f"{latency} · every value · {adapter}"))
             main.append(f'<div class="plots" id="plots-{esc(adapter)}-{esc(latency)}">' + "\n".join(plots) + "</div>")
-    return out + ['<div class="with-defs"><div>' + "\n".join(main) + "</div>" + _latency_defs() + "</div>"]
+    return out + ['<div class="with-defs"><div>' + "\n".join(main) + "</div>"
+                  + _latency_defs(scoreboard_latencies(boards)) + "</div>"]

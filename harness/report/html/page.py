@@ -106,8 +106,8 @@ def render_html(runs: Sequence[RunResult]) -> str:
         *_header(runs, boards, title),
         *invariants_section(boards),
         *scoreboard_section(boards),
-        *findings_section(page),
         *matrix_section(page),
+        *findings_section(page),
         *legend_section(),
         *runs_section(page),
         *failpoints_section(runs, boards),
@@ -137,7 +137,7 @@ def _header(runs: Sequence[RunResult], boards: Sequence[Scoreboard], title: str)
         out.append(f'<p class="meaning">{esc(text.capitalize())}: no task run counted towards a verdict.</p>')
     links = [*([("invariants", "Invariants")] if is_leaderboard(boards) else []),
              ("scoreboard", "Leaderboard" if is_leaderboard(boards) else "Scoreboard"),
-             ("findings", "What went wrong"), ("checks", "Checks"), ("legend", "What the checks mean"),
+             ("checks", "Checks"), ("findings", "What went wrong"), ("legend", "What the checks mean"),
              ("runs", "Task runs"), ("latency", "Latencies"), ("files", "Results files")]
     out.append("<nav>" + "".join(f'<a href="#{i}">{esc(t)}</a>' for i, t in links) + "</nav>\n</header>")
     return out

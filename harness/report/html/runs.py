@@ -1,4 +1,4 @@
-"""Every task run: its timeline (one lane per actor on one axis in ms from the task's start;
+"""Every task run: its timeline (one lane per actor on one axis from the task's start;
 open for a run that failed, folded for one that passed), its checks, the agent's command lines
 and output tails, the server's records and what outlived the run."""
 
@@ -10,7 +10,7 @@ from typing import Any
 
 from harness.contract import check_order
 from harness.model import RunStatus, TaskResult, task_verdict
-from harness.report.aggregate import attempts_text, run_name
+from harness.report.aggregate import attempts_text, run_name, run_title
 from harness.report.evidence import Context, fields
 from harness.report.html.findings import fields_table
 from harness.report.html.markup import Page, badge, check_label, data_table, esc, kv_table, level_class, status_class
@@ -27,22 +27,21 @@ def runs_section(page: Page) -> list[str]:
     out = ['<h2 id="runs">Task runs</h2>',
            "<p>What happened in each run, as a timeline: one lane per actor — the harness’s inputs, Stops, kills "
            "and restarts; the model’s requests with their chunks; the agent’s processes; each bash window’s "
-           "processes — on one axis in ms from the task’s start. Runs that failed are open; the others are "
-           "folded.</p>",
+           "processes; requests to paths the server does not serve, harmless, on a lane of their own — on one "
+           "axis from the task’s start. Runs that failed are open; the others are folded.</p>",
            '<div class="legend-row">' + "".join(f"<span><strong>{esc(k)}</strong>: {esc(v)}</span>"
                                                 for k, v in timeline_legend().items()) + "</div>"]
     for b in page.boards:
-        out.append(f"<h3>{esc(b.label)} · {esc(b.adapter)}</h3>")
+        out.append(f"<h3>{esc(b.label)} · adapter {esc(b.adapter)}</h3>")
         not_run = [t for t in b.tasks if t.status is RunStatus.NOT_RUN]
         for t in b.tasks:
             if t.status is not RunStatus.NOT_RUN:
                 out.append(_run_section(page, t))
         if not_run:
-            rows = [[f'<span id="{page.anchor(t)}">{esc(t.task)}</span>', str(t.repeat), esc(t.driver),
+            rows = [[f'<span id="{page.anchor(t)}">{esc(run_title(t.task, t.driver, ""))}</span>', str(t.repeat),
                      esc(t.reason or "")] for t in not_run]
             out.append(f"<h4>Not run ({len(not_run)})</h4>")
-            out.append(data_table(["task", "repeat", "driver", "why"], rows, [1], css="wide",
-                                  widths=["16em", "5em", "7em", ""]))
+            out.append(data_table(["task", "repeat", "why"], rows, [1], css="wide", widths=["20em", "5em", ""]))
     return out
 
 
@@ -72,7 +71,7 @@ def _run_section(page: Page, t: TaskResult) -> str:
     if reproduce:
         parts.append(f"<p>Run it again: <code>{esc(reproduce)}</code></p>")
     if t.timeline:
-        parts.append(timeline(t.timeline, f"{run_name(t)}: what happened, in ms from the task's start",
+        parts.append(timeline(t.timeline, f"{run_name(t)}: what happened, from the task's start",
                               f"{anchor}-tl"))
         parts.append(_marks_table(t))
     elif t.status is RunStatus.RAN:
