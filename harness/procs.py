@@ -293,14 +293,20 @@ def signal_pid(pid: int, sig: int) -> bool:
 
 
 def signal_group(pid: int, sig: int) -> bool:
-    """Send a signal the way a terminal's Ctrl-C does: to the whole process group ``pid`` leads
-    (``spawn`` made the agent a group leader), so an agent that relaunched itself as a child
-    gets it too; and to ``pid`` itself, should it have left that group. False when it was gone."""
+    """Send a signal the way a terminal's Ctrl-C does: once to each process of the group ``pid``
+    leads (``spawn`` made the agent a group leader), so an agent that relaunched itself as a
+    child gets it too. ``pid`` itself gets it separately only if it has left that group: a
+    second delivery would be a double Ctrl-C, which many agents read as "quit now". False when
+    ``pid`` was gone."""
+    try:
+        group = os.getpgid(pid)
+    except ProcessLookupError:
+        return False
     try:
         os.killpg(pid, sig)
     except ProcessLookupError:
-        pass
-    return signal_pid(pid, sig)
+        pass  # the leader left and no process is left in its group
+    return True if group == pid else signal_pid(pid, sig)
 
 
 def connection_holders(pid: int, port: int) -> list[tuple[int, int, str]]:

@@ -8,7 +8,8 @@ import time
 
 import psutil
 
-from harness.procs import GoneWatch, ProcRef, kill_all, kill_tree, leftovers, spawn, tree, wait_gone
+from harness import procs
+from harness.procs import GoneWatch, ProcRef, kill_all, kill_tree, leftovers, signal_group, spawn, tree, wait_gone
 
 # A child that starts two children, one of which leaves the session with setsid; once both
 # are ready it prints their PIDs and waits.
@@ -130,3 +131,50 @@ async def test_gone_watch_finished_early_says_not_gone(tmp_path):
     finally:
         kill_all([ref])
         await asyncio.wait_for(proc.wait(), 30)
+
+
+def _deliveries(monkeypatch) -> list[tuple[str, int, int]]:
+    """Every kill(2) the harness makes, recorded and then made."""
+    calls: list[tuple[str, int, int]] = []
+    real_kill, real_killpg = os.kill, os.killpg
+
+    def kill(pid: int, sig: int) -> None:
+        calls.append(("kill", pid, sig))
+        real_kill(pid, sig)
+
+    def killpg(group: int, sig: int) -> None:
+        calls.append(("killpg", group, sig))
+        real_killpg(group, sig)
+
+    monkeypatch.setattr(procs.os, "kill", kill)
+    monkeypatch.setattr(procs.os, "killpg", killpg)
+    return calls
+
+
+async def test_a_group_stop_reaches_the_leader_once_like_one_ctrl_c(tmp_path, monkeypatch):
+    """A second SIGINT is a double Ctrl-C ("quit now" to many agents): the leader of its group
+    gets the group's one delivery and no other."""
+    proc = await spawn([sys.executable, "-c", "import time; print('up', flush=True); time.sleep(120)"],
+                       env=dict(os.environ), cwd=str(tmp_path))
+    try:
+        assert await asyncio.wait_for(proc.stdout.readline(), 30) == b"up\n"
+        calls = _deliveries(monkeypatch)
+        assert signal_group(proc.pid, signal.SIGINT) is True
+        assert calls == [("killpg", proc.pid, signal.SIGINT)]
+        assert await asyncio.wait_for(proc.wait(), 30) == -signal.SIGINT
+    finally:
+        kill_tree(ProcRef.of(proc.pid))
+
+
+async def test_a_process_that_leads_no_group_is_signalled_itself(tmp_path, monkeypatch):
+    """The agent's group is gone or is not its own (it is no leader): the signal goes to it."""
+    leader = await spawn([sys.executable, "-c", "import subprocess, sys, time; "
+                          "kid = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)']); "
+                          "print(kid.pid, flush=True); time.sleep(120)"], env=dict(os.environ), cwd=str(tmp_path))
+    try:
+        kid = int(await asyncio.wait_for(leader.stdout.readline(), 30))
+        calls = _deliveries(monkeypatch)
+        assert signal_group(kid, signal.SIGTERM) is True
+        assert calls[-1] == ("kill", kid, signal.SIGTERM)
+    finally:
+        kill_tree(ProcRef.of(leader.pid))
