@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from fake_server import FakeServer
+from fake_server.records import Error, Records, Window
 from harness import secrets
 from harness.alone import Member, Stopwatch
 from harness.checks import run_checks
@@ -154,6 +155,7 @@ async def _run_contained(profile: Profile, item: WorkItem, dirs: RunDirs, contai
     outlived: EndReport | None = None
     driver: Driver | None = None
     window_refs: list[ProcRef] = []
+    forged: list[dict[str, Any]] = []
     try:
         async with FakeServer(scenario=profile.scenario_for(item.task.scenario), port=0) as server:
             pausable.server = server
@@ -170,6 +172,9 @@ async def _run_contained(profile: Profile, item: WorkItem, dirs: RunDirs, contai
             finally:
                 async with member.working():
                     window_refs = await run.record_windows()  # before the agent ends: what outlived its tools
+                    # A record may name any process: only those shown to be the run's are ended.
+                    forged, strangers = await asyncio.to_thread(forged_windows, server.records, containment)
+                    window_refs = [r for r in window_refs if r not in strangers]
                     await driver.close()
                     await asyncio.to_thread(kill_all, window_refs)
                     # Whatever is still alive now no PID led to: daemons, escapees. Found, ended, reported.
@@ -183,7 +188,8 @@ async def _run_contained(profile: Profile, item: WorkItem, dirs: RunDirs, contai
                           canary_hits=secrets.scan_files(api_key, dirs.root, dirs.profile_files), failure=failure)
             checks = run_checks(obs, dict(item.task.checks))
             result = _result(profile, item, started, t0_ns, checks, RunStatus.RAN,
-                             failure.what if failure else None, obs, final, _contained(containment, outlived))
+                             failure.what if failure else None, obs, final,
+                             _contained(containment, outlived, forged))
             alone: list[LatencySample] = []
             concurrent: list[LatencySample] = []
             for sample, start_ns in timed_latencies(item, profile.name, obs) if item.mutant is None else ():
@@ -249,13 +255,39 @@ def _result(profile: Profile, item: WorkItem, started: str, t0_ns: int, checks: 
     )
 
 
-def _contained(containment: Containment, outlived: EndReport | None) -> dict[str, Any]:
-    """Which containment held the run, and what it found still alive after the agent and
-    its tools were ended (each with how it was found): daemons no PID led to."""
+def _contained(containment: Containment, outlived: EndReport | None,
+               forged: list[dict[str, Any]]) -> dict[str, Any]:
+    """Which containment held the run, what it found still alive after the agent and its
+    tools were ended (each with how it was found): daemons no PID led to; and the window
+    records that named processes not the run's, or were refused for want of its token."""
     report: dict[str, Any] = {"kind": containment.kind, "why": containment.why}
     if outlived is not None:
         report["outlived"] = [m.to_json() for m in outlived.found]
+    if forged:
+        report["forged"] = forged
     return report
+
+
+def forged_windows(server_records: Records, containment: Containment) -> tuple[list[dict[str, Any]], set[ProcRef]]:
+    """Forged evidence, and the processes it named that the harness must leave alone.
+
+    A window record's process that is alive but not a member of the run's containment is
+    not the run's, whatever the record says (the harness itself, a stranger's process): it is
+    listed, with its command line, and never ended. A window record the server refused for
+    want of the run's beacon token is listed as refused."""
+    named = [(r, ProcRef(p.pid, p.create_time, p.role)) for r in server_records
+             if isinstance(r, Window) for p in r.pids]
+    strangers = set(containment.strangers([ref for _, ref in named]))
+    forged: list[dict[str, Any]] = []
+    for record, ref in named:
+        if ref in strangers:
+            process = ref.process()
+            cmdline = process.cmdline() if process is not None else []
+            forged.append({"window": record.window, "index": record.index, "source": record.source,
+                           **ref.to_json(), "cmdline": cmdline})
+    forged += [{"window": r.window, "index": r.index, "refused": True, "problem": r.problem} for r in server_records
+               if isinstance(r, Error) and r.status == 403 and r.window is not None]
+    return forged, strangers
 
 
 def reproducer(profile: Profile, item: WorkItem) -> str:

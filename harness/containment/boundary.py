@@ -21,6 +21,7 @@ from typing import Any
 
 from harness.containment.cgroup import Cgroup, ContainmentError, Unavailable, make_cgroup
 from harness.containment.sweep import ENV_VAR, Member, survey
+from harness.procs import ProcRef
 
 KINDS = ("cgroup-v2", "cgroup-v1", "env-tag")
 TAG = re.compile(r"[A-Za-z0-9_.-]{1,64}")
@@ -131,6 +132,23 @@ class Containment:
     def members(self) -> list[Member]:
         """Every live process in the containment (zombies are gone; see the package docstring)."""
         return list(self._survey().values())
+
+    def strangers(self, refs: Sequence[ProcRef]) -> list[ProcRef]:
+        """Those of ``refs`` alive and *not* the run's (no member has that PID and start time).
+
+        What shows a process to be the run's is the containment (its cgroup, its tag, its
+        folder, descent from a member), never what a record says: a record naming a stranger
+        is forged, and the harness must not end the process it names. The harness itself and
+        its ancestors are never members, so they are always strangers."""
+        members = self._survey()
+        out = []
+        for ref in refs:
+            if not ref.alive():
+                continue
+            member = members.get(ref.pid)
+            if member is None or ref.create_time is None or abs(member.create_time - ref.create_time) > 0.01:
+                out.append(ref)
+        return out
 
     def end(self, budget_s: float = 10.0) -> EndReport:
         """Freeze, SIGKILL every member, thaw, and wait (on pidfds) until all are gone.

@@ -32,7 +32,7 @@ DONE_W1 = {"kind": "window_done", "window": "w1", "finished": True}
 async def test_long_poll_returns_new_records_and_beacon_appends(server):
     async with aiohttp.ClientSession() as http:
         poll = asyncio.create_task(http.get(server.url + "/_stopbench/records?after=0&wait=30"))
-        async with http.post(server.url + "/_stopbench/beacon", json=DONE_W1) as resp:
+        async with http.post(server.beacon_url + "/_stopbench/beacon", json=DONE_W1) as resp:
             stored = await resp.json()
         assert stored["index"] == 1 and stored["kind"] == "window_done" and isinstance(stored["mono_ns"], int)
         assert stored["source"] == "beacon"
