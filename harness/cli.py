@@ -22,8 +22,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TypeVar
 
+from harness import signals
 from harness.agents.install import NotInstalled
-from harness.calibrate import quick_floor
+from harness.calibrate import quick_floor_async
 from harness.checks import REGISTRY
 from harness.contract import DRIVERS
 from harness.machine import null_agent_costs
@@ -60,11 +61,15 @@ class UsageError(Exception):
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    try:
-        return _main(argv)
-    except BrokenPipeError:  # `stopbench list | head`: the reader has what it wanted
-        _quiet_stdout()
-        return EXIT_OK
+    with signals.handled():
+        try:
+            return _main(argv)
+        except BrokenPipeError:  # `stopbench list | head`: the reader has what it wanted
+            _quiet_stdout()
+            return EXIT_OK
+        except Interrupted as exc:  # during setup: what was begun is undone on the way out
+            print(f"stopbench: cut short ({exc})", file=sys.stderr)
+            return EXIT_USAGE
 
 
 def _main(argv: list[str]) -> int:
@@ -162,7 +167,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         folder = Path(args.report_dir) / _folder_name(name)
         codes.append(run_agent(args, name, folder))
         runs.append(load_results(folder / "results.json"))
-        if codes[-1] == EXIT_USAGE and runs[-1].run.get("incomplete", "").startswith(("SIGINT", "SIGTERM")):
+        if signals.received() or (codes[-1] == EXIT_USAGE
+                                  and runs[-1].run.get("incomplete", "").startswith(("SIGINT", "SIGTERM"))):
             break  # the person asked the whole run to stop
     print(format_written(write_leaderboard(runs, Path(args.report_dir))))
     return max(codes)
@@ -219,7 +225,8 @@ def run_agent(args: argparse.Namespace, agent: str, report_dir: Path) -> int:
     if args.resume:
         done, earlier = _resumed(args.resume, profile, items)
     started = _now()
-    machine = {**null_agent_costs(), "floor": quick_floor()}  # what this machine costs, and the stopwatch's floor
+    # What this machine costs, and the stopwatch's floor (task runs of its own: cut short like any).
+    machine = {**null_agent_costs(), "floor": run_until_signalled(quick_floor_async())}
     todo = [i for i in items if i.key not in {_key(t) for t in done}]
     outcomes: dict[int, ItemOutcome] = {}  # by position in the plan: reports keep its order
     progress = Progress(len(todo))
@@ -260,14 +267,15 @@ def run_agent(args: argparse.Namespace, agent: str, report_dir: Path) -> int:
     except Exception as exc:  # a harness bug: keep what was measured, say so, never read as "not conformant"
         traceback.print_exc()
         interrupted = f"internal error: {type(exc).__name__}: {exc}"
-    run = snapshot(interrupted)
-    written = write_reports(run, report_dir)
-    try:
-        _summary(run, failpoints, written)
-        if keep is not None:
-            print(f"run folders kept in {keep} (each task run's evidence names its own: run_dir)")
-    except BrokenPipeError:  # `stopbench run | head`: the reports are written already
-        _quiet_stdout()
+    with signals.deferred():  # what was kept is written whole, whatever arrives meanwhile
+        run = snapshot(interrupted)
+        written = write_reports(run, report_dir)
+        try:
+            _summary(run, failpoints, written)
+            if keep is not None:
+                print(f"run folders kept in {keep} (each task run's evidence names its own: run_dir)")
+        except BrokenPipeError:  # `stopbench run | head`: the reports are written already
+            _quiet_stdout()
     if interrupted:
         print(f"stopbench: run incomplete ({interrupted}); {len(run.tasks)} task run(s) kept in "
               f"{report_dir / 'results.json'} — continue with --resume", file=sys.stderr)

@@ -18,10 +18,10 @@ import re
 import shutil
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from fake_server import FakeServer
 from fake_server.records import Error, Records, Window
@@ -54,6 +54,7 @@ from harness.steps import AgentFailed, NotExercised, play
 from harness.taskrun import TaskRun
 from harness.timeline import timeline
 
+T = TypeVar("T")
 DEFAULT_RETRIES = 2
 # Each try after a race that did not happen gives a task's turn timeouts this many times more:
 # a turn timeout T is there to fall while the agent works, and an agent the machine slows
@@ -117,11 +118,28 @@ async def run_once(profile: Profile, item: WorkItem, *, run_root: Path | None = 
     try:
         async with member.working():
             dirs = RunDirs.create(run_root)
-            containment = await asyncio.to_thread(Containment.open, dirs.root, os.urandom(8).hex())
+            containment = await _open_containment(dirs, run_root)
         pausable.containment = containment
         return await _run_contained(profile, item, dirs, containment, member, pausable, run_root, timeout_factor)
     finally:
         await member.leave()
+
+
+async def _open_containment(dirs: RunDirs, run_root: Path | None) -> Containment:
+    """The run's containment, opened in a thread. Cut short meanwhile (a signal cancels the
+    run), the opening is let finish and undone, and the run folder removed: a run cancelled
+    before it began leaves no cgroup and no empty folder."""
+    opening = asyncio.ensure_future(asyncio.to_thread(Containment.open, dirs.root, os.urandom(8).hex()))
+    try:
+        return await asyncio.shield(opening)
+    except BaseException:
+        try:
+            (await opening).close()  # the thread cannot be stopped; what it made is removed
+        except Exception:  # noqa: BLE001 - it failed to open: nothing of it to remove
+            pass
+        if run_root is None:
+            shutil.rmtree(dirs.root, ignore_errors=True)
+        raise
 
 
 class _Pausable:
@@ -215,16 +233,40 @@ async def _run_contained(profile: Profile, item: WorkItem, dirs: RunDirs, contai
         result = _result(profile, item, started, t0_ns, (), RunStatus.ERRORED, reason, None, None)
         return ItemOutcome(_redacted(result, api_key), [], None)
     finally:
-        async with member.working():
-            last = await asyncio.to_thread(containment.end, CONTAIN_BUDGET_S)  # on every path, before the folder goes
-            agent_refs = driver.processes() if driver is not None else []
-            if run_root is None:
-                shutil.rmtree(dirs.root, ignore_errors=True)
-            left = await asyncio.to_thread(leftovers, agent_refs + window_refs)
-            if last.survivors or (left and await asyncio.to_thread(kill_all, left)):
-                survivors = [m.to_json() for m in last.survivors] + [r.to_json() for r in left]
-                raise HarnessError(f"{item.key}: processes survived SIGKILL: {survivors}")
-            containment.close()
+        agent_refs = driver.processes() if driver is not None else []
+        await _to_the_end(_clean_up(item, dirs, containment, member, agent_refs + window_refs, run_root))
+
+
+async def _clean_up(item: WorkItem, dirs: RunDirs, containment: Containment, member: Member,
+                    refs: list[ProcRef], run_root: Path | None) -> None:
+    """End everything the run started, remove its folder (unless kept) and its cgroup; a
+    process that survives SIGKILL is the harness's own failure."""
+    async with member.working():
+        last = await asyncio.to_thread(containment.end, CONTAIN_BUDGET_S)  # on every path, before the folder goes
+        if run_root is None:
+            shutil.rmtree(dirs.root, ignore_errors=True)
+        left = await asyncio.to_thread(leftovers, refs)
+        if last.survivors or (left and await asyncio.to_thread(kill_all, left)):
+            survivors = [m.to_json() for m in last.survivors] + [r.to_json() for r in left]
+            raise HarnessError(f"{item.key}: processes survived SIGKILL: {survivors}")
+        containment.close()
+
+
+async def _to_the_end(work: Coroutine[Any, Any, T]) -> T:
+    """``work`` run to its end even when this task is cancelled meanwhile (a signal cuts the
+    run short just as it ends): a cleanup cut half-way would leave the run's cgroup and
+    folder. The cancellation is raised once the work is done (its own error first)."""
+    task = asyncio.ensure_future(work)
+    cancelled = False
+    while not task.done():
+        try:
+            await asyncio.shield(task)
+        except asyncio.CancelledError:
+            cancelled = cancelled or not task.done()
+    result = task.result()
+    if cancelled:
+        raise asyncio.CancelledError
+    return result
 
 
 def _all(item: WorkItem, verdict: Callable[[str, str], CheckResult], summary: str) -> tuple[CheckResult, ...]:

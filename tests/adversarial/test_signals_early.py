@@ -1,0 +1,146 @@
+"""SIGINT and SIGTERM at any moment of ``stopbench run``, its first second included.
+
+Each trial starts ``stopbench run`` inside a cgroup of the test's own, so everything the run
+starts (agents, tool windows, their run cgroups, which are made under the harness's own) is
+found there afterwards, whatever became of it; and with TMPDIR a folder of the trial's own, so
+every run folder is found there. It signals the harness at a random moment of its first
+five seconds (seeded; the seed and moment are in the failure message) — once with SIGTERM,
+once with SIGINT, or SIGINT twice in quick succession — and asserts the run exits 2 (cut
+short), prints no traceback, and leaves no process, no cgroup and no run folder.
+
+``STOPBENCH_SIGNAL_TRIALS`` sets the number of trials (default 3; the hardening target is 30)
+and ``STOPBENCH_SIGNAL_SEED`` the seed.
+"""
+
+import os
+import random
+import secrets
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from harness.containment.cgroup import Unavailable, _own_cgroup
+from harness.procs import reset_signals
+
+TRIALS = int(os.environ.get("STOPBENCH_SIGNAL_TRIALS", "3"))
+SEED = int(os.environ.get("STOPBENCH_SIGNAL_SEED", str(secrets.randbits(32))))
+EARLIEST_S, LATEST_S = 0.0, 5.0
+SECOND_SIGNAL_S = 0.2      # a double Ctrl-C: the second this soon after the first
+EXIT_WAIT_S = 120.0        # failsafe: the harness ends its runs within its containment budget
+KINDS = ("SIGTERM", "SIGINT", "SIGINT-twice")
+
+SCENARIO = ('name = "holds-a-window"\n[[responses]]\n[[responses.frames]]\n'
+            'shell = { window = { id = "w1", depth = 1, fanout = 1, ignore_term = true, escape = true, '
+            'hold_s = 60 } }\n')
+TASK = ('name = "holds-a-window"\ndrivers = ["subprocess"]\n[checks]\nmandatory = ["C13"]\n'
+        '[[steps]]\ndo = "send"\ntext = "Run the long job."\n'
+        '[[steps]]\ndo = "wait"\nfor = "window"\nwindow = "w1"\n[[steps]]\ndo = "settle"\n')
+
+
+class TrialCgroup:
+    """A cgroup2 directory of the trial's own, under this process's cgroup."""
+
+    def __init__(self) -> None:
+        try:
+            parent, _ = _own_cgroup("cgroup-v2")
+        except Unavailable as exc:
+            pytest.skip(f"no cgroup2 hierarchy: {exc}")
+        self.path = parent / f"stopbench-test-signals-{secrets.token_hex(6)}"
+        try:
+            self.path.mkdir()
+        except OSError as exc:
+            pytest.skip(f"cannot make a cgroup2 directory ({exc.strerror})")
+
+    def join(self) -> None:
+        """``preexec_fn``: the child moves itself in (before exec) with default signals."""
+        reset_signals()
+        with open(self.path / "cgroup.procs", "w") as f:
+            f.write(str(os.getpid()))
+
+    def dirs(self) -> list[Path]:
+        return [Path(root) for root, _, _ in os.walk(self.path)]
+
+    def pids(self) -> list[int]:
+        found: list[int] = []
+        for d in self.dirs():
+            try:
+                found += [int(p) for p in (d / "cgroup.procs").read_text().split()]
+            except FileNotFoundError:
+                continue
+        return found
+
+    def left(self) -> list[str]:
+        """Whatever is still in the trial's cgroup: processes (with their command lines) and sub-cgroups."""
+        out = [f"cgroup {d.name}" for d in self.dirs()[1:]]
+        for pid in self.pids():
+            try:
+                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
+            except OSError:
+                continue
+            out.append(f"process {pid}: {cmdline!r}")
+        return out
+
+    def remove(self) -> None:
+        """Kill what is left and remove every directory (the test's own teardown)."""
+        for d in self.dirs():
+            (d / "cgroup.freeze").write_text("0")
+        (self.path / "cgroup.kill").write_text("1")
+        deadline = time.monotonic() + 30  # failsafe: cgroup.kill is immediate
+        for d in reversed(self.dirs()):
+            while True:
+                try:
+                    d.rmdir()
+                    break
+                except OSError:
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.01)  # the killed processes are being reaped
+
+
+def signal_at(proc: subprocess.Popen, kind: str, delay_s: float) -> None:
+    """Wait ``delay_s`` (the random moment itself, not a wait for an effect), then signal."""
+    time.sleep(delay_s)
+    if kind == "SIGTERM":
+        proc.send_signal(signal.SIGTERM)
+        return
+    proc.send_signal(signal.SIGINT)
+    if kind == "SIGINT-twice":
+        time.sleep(SECOND_SIGNAL_S)
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+
+
+@pytest.mark.parametrize("trial", range(TRIALS))
+def test_a_signal_at_any_moment_cuts_the_run_short_and_leaves_nothing(tmp_path: Path, trial: int):
+    rng = random.Random(SEED * 1000 + trial)
+    kind, delay_s = KINDS[trial % len(KINDS)], rng.uniform(EARLIEST_S, LATEST_S)
+    what = f"trial {trial} (seed {SEED}): {kind} at {delay_s:.3f} s"
+    tasks = tmp_path / "tasks" / "holds-a-window"
+    tasks.mkdir(parents=True)
+    (tasks / "scenario.toml").write_text(SCENARIO)
+    (tasks / "task.toml").write_text(TASK)
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    cgroup = TrialCgroup()
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "harness", "run", "--tasks-dir", str(tasks.parent),
+                                 "--adapter", "http", "--report-dir", str(tmp_path / "report")],
+                                env={**os.environ, "TMPDIR": str(tmp)}, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, preexec_fn=cgroup.join, start_new_session=True)
+        try:
+            signal_at(proc, kind, delay_s)
+            out, _ = proc.communicate(timeout=EXIT_WAIT_S)
+        finally:
+            proc.kill()
+            proc.wait()
+        text = out.decode(errors="replace")
+        left = cgroup.left() + [f"folder {p.name}" for p in tmp.iterdir()]
+        problems = ([f"exit {proc.returncode}, not 2"] if proc.returncode != 2 else []) + (
+            ["a traceback"] if "Traceback" in text else []) + [f"left behind: {x}" for x in left]
+        assert problems == [], f"{what}: {problems}\n{text}"
+    finally:
+        cgroup.remove()
