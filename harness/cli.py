@@ -3,7 +3,7 @@
 Exit codes of ``run``: 0 the agent is conformant or conformant (black-box) (and with
 ``--mutants`` every mutant was caught), 1 it is not conformant or the score is incomplete,
 2 a harness or usage error, or a run cut short (a bad profile, task or option, with a
-message naming the file and the problem; SIGINT, SIGTERM, a closed stdout).
+message naming the file and the problem; SIGINT, SIGTERM, SIGHUP, a closed stdout).
 
 An interrupted run loses nothing: the results gathered so far are rewritten atomically
 after every task run, and on an interruption the run is marked incomplete with the reason
@@ -26,6 +26,7 @@ from harness import signals
 from harness.agents.install import NotInstalled
 from harness.calibrate import quick_floor_async
 from harness.checks import REGISTRY
+from harness.containment import stale
 from harness.contract import DRIVERS
 from harness.machine import null_agent_costs
 from harness.model import LatencySample, RunResult, RunStatus, TaskResult
@@ -158,6 +159,10 @@ def cmd_run(args: argparse.Namespace) -> int:
                              "install one with: stopbench agents install NAME)")
         print(f"agents installed: {', '.join(names)}")
     names = names or ["reference"]
+    swept = stale.sweep()  # what harnesses killed before they could clean up left
+    args.swept = swept.to_json() if swept else None
+    if swept:
+        print(f"stopbench: {swept.summary()}", file=sys.stderr)
     if len(names) == 1 and not args.agents:
         return run_agent(args, names[0], Path(args.report_dir))
     if args.resume:
@@ -168,7 +173,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         codes.append(run_agent(args, name, folder))
         runs.append(load_results(folder / "results.json"))
         if signals.received() or (codes[-1] == EXIT_USAGE
-                                  and runs[-1].run.get("incomplete", "").startswith(("SIGINT", "SIGTERM"))):
+                                  and runs[-1].run.get("incomplete", "").startswith(("SIGINT", "SIGTERM", "SIGHUP"))):
             break  # the person asked the whole run to stop
     print(format_written(write_leaderboard(runs, Path(args.report_dir))))
     return max(codes)
@@ -235,6 +240,8 @@ def run_agent(args: argparse.Namespace, agent: str, report_dir: Path) -> int:
     # Provenance once (the version command is a process start); only the end moves.
     fixed = run_header(profile, items, argv=args.argv, repeat=args.repeat, shard=args.shard, started=started,
                        ended=started)
+    if getattr(args, "swept", None):
+        fixed["swept"] = args.swept
 
     def snapshot(incomplete: str | None) -> RunResult:
         header = {**fixed, "ended": _now()}

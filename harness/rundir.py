@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from harness.containment.stale import owner_tag
 from harness.drivers import AgentContext, Unsupported
 from harness.planning import WorkItem
 from harness.profiles import Profile, base_values, fill
@@ -35,8 +36,8 @@ class RunDirs:
     @classmethod
     def create(cls, root: Path | None = None) -> RunDirs:
         """The folders under ``root`` (made now, with its parents), or under a new temporary folder."""
-        if root is None:
-            root = Path(tempfile.mkdtemp(prefix="stopbench-"))
+        if root is None:  # named after its owner: what a dead harness left is swept (containment.stale)
+            root = Path(tempfile.mkdtemp(prefix=f"stopbench-{owner_tag()}-"))
         else:
             root.mkdir(parents=True)
         dirs = cls(root, root / "home", root / "sessions", root / "work")

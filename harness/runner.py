@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import datetime as dt
-import os
 import re
 import shutil
 import time
@@ -29,6 +28,7 @@ from harness import secrets
 from harness.alone import Member, Stopwatch
 from harness.checks import run_checks
 from harness.containment import Containment, EndReport
+from harness.containment.stale import owner_tag
 from harness.drivers import Driver, Unsupported, make_driver
 from harness.history import History
 from harness.measure import timed_latencies
@@ -129,7 +129,7 @@ async def _open_containment(dirs: RunDirs, run_root: Path | None) -> Containment
     """The run's containment, opened in a thread. Cut short meanwhile (a signal cancels the
     run), the opening is let finish and undone, and the run folder removed: a run cancelled
     before it began leaves no cgroup and no empty folder."""
-    opening = asyncio.ensure_future(asyncio.to_thread(Containment.open, dirs.root, os.urandom(8).hex()))
+    opening = asyncio.ensure_future(asyncio.to_thread(Containment.open, dirs.root, owner_tag()))
     try:
         return await asyncio.shield(opening)
     except BaseException:

@@ -1,4 +1,4 @@
-"""SIGINT and SIGTERM cut the harness's work short cleanly, from its first instruction to its last.
+"""SIGINT, SIGTERM and SIGHUP cut the harness's work short cleanly, from its first instruction to its last.
 
 The agents run in their own sessions, so killing the harness alone would orphan them: a
 signal instead cuts the work short, every task run in progress cleans up on its way out
@@ -28,7 +28,7 @@ from types import FrameType
 from typing import Any, TypeVar
 
 T = TypeVar("T")
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)  # SIGHUP: the terminal went away
 
 
 class Interrupted(Exception):

@@ -1,14 +1,15 @@
-"""SIGINT and SIGTERM at any moment of ``stopbench run``, its first second included.
+"""SIGINT, SIGTERM and SIGHUP at any moment of ``stopbench run``, its first second included.
 
 Each trial starts ``stopbench run`` inside a cgroup of the test's own, so everything the run
 starts (agents, tool windows, their run cgroups, which are made under the harness's own) is
 found there afterwards, whatever became of it; and with TMPDIR a folder of the trial's own, so
 every run folder is found there. It signals the harness at a random moment of its first
-five seconds (seeded; the seed and moment are in the failure message) — once with SIGTERM,
-once with SIGINT, or SIGINT twice in quick succession — and asserts the run exits 2 (cut
-short), prints no traceback, and leaves no process, no cgroup and no run folder.
+five seconds (seeded; the seed and moment are in the failure message) — with SIGTERM, SIGINT,
+SIGINT twice in quick succession (a double Ctrl-C) or SIGHUP (the terminal went away) — and
+asserts the run exits 2 (cut short), prints no traceback, and leaves no process, no cgroup and
+no run folder.
 
-``STOPBENCH_SIGNAL_TRIALS`` sets the number of trials (default 3; the hardening target is 30)
+``STOPBENCH_SIGNAL_TRIALS`` sets the number of trials (default 4; the hardening target is 30)
 and ``STOPBENCH_SIGNAL_SEED`` the seed.
 """
 
@@ -26,12 +27,12 @@ import pytest
 from harness.containment.cgroup import Unavailable, _own_cgroup
 from harness.procs import reset_signals
 
-TRIALS = int(os.environ.get("STOPBENCH_SIGNAL_TRIALS", "3"))
+TRIALS = int(os.environ.get("STOPBENCH_SIGNAL_TRIALS", "4"))
 SEED = int(os.environ.get("STOPBENCH_SIGNAL_SEED", str(secrets.randbits(32))))
 EARLIEST_S, LATEST_S = 0.0, 5.0
 SECOND_SIGNAL_S = 0.2      # a double Ctrl-C: the second this soon after the first
 EXIT_WAIT_S = 120.0        # failsafe: the harness ends its runs within its containment budget
-KINDS = ("SIGTERM", "SIGINT", "SIGINT-twice")
+KINDS = ("SIGTERM", "SIGINT", "SIGINT-twice", "SIGHUP")
 
 SCENARIO = ('name = "holds-a-window"\n[[responses]]\n[[responses.frames]]\n'
             'shell = { window = { id = "w1", depth = 1, fanout = 1, ignore_term = true, escape = true, '
@@ -104,8 +105,8 @@ class TrialCgroup:
 def signal_at(proc: subprocess.Popen, kind: str, delay_s: float) -> None:
     """Wait ``delay_s`` (the random moment itself, not a wait for an effect), then signal."""
     time.sleep(delay_s)
-    if kind == "SIGTERM":
-        proc.send_signal(signal.SIGTERM)
+    if kind in ("SIGTERM", "SIGHUP"):
+        proc.send_signal(getattr(signal, kind))
         return
     proc.send_signal(signal.SIGINT)
     if kind == "SIGINT-twice":
