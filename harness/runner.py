@@ -174,6 +174,7 @@ async def _run_contained(profile: Profile, item: WorkItem, dirs: RunDirs, contai
     driver: Driver | None = None
     window_refs: list[ProcRef] = []
     forged: list[dict[str, Any]] = []
+    escaped: list[dict[str, Any]] = []
     try:
         async with FakeServer(scenario=profile.scenario_for(item.task.scenario), port=0) as server:
             pausable.server = server
@@ -193,6 +194,8 @@ async def _run_contained(profile: Profile, item: WorkItem, dirs: RunDirs, contai
                     # A record may name any process: only those shown to be the run's are ended.
                     forged, strangers = await asyncio.to_thread(forged_windows, server.records, containment)
                     window_refs = [r for r in window_refs if r not in strangers]
+                    # Before the agent is ended: what left the run's cgroup (ended with the rest, and reported).
+                    escaped = [m.to_json() for m in await asyncio.to_thread(containment.escapees, driver.processes())]
                     await driver.close()
                     await asyncio.to_thread(kill_all, window_refs)
                     # Whatever is still alive now no PID led to: daemons, escapees. Found, ended, reported.
@@ -207,7 +210,7 @@ async def _run_contained(profile: Profile, item: WorkItem, dirs: RunDirs, contai
             checks = run_checks(obs, dict(item.task.checks))
             result = _result(profile, item, started, t0_ns, checks, RunStatus.RAN,
                              failure.what if failure else None, obs, final,
-                             _contained(containment, outlived, forged))
+                             _contained(containment, outlived, forged, escaped))
             alone: list[LatencySample] = []
             concurrent: list[LatencySample] = []
             for sample, start_ns in timed_latencies(item, profile.name, obs) if item.mutant is None else ():
@@ -297,16 +300,19 @@ def _result(profile: Profile, item: WorkItem, started: str, t0_ns: int, checks: 
     )
 
 
-def _contained(containment: Containment, outlived: EndReport | None,
-               forged: list[dict[str, Any]]) -> dict[str, Any]:
+def _contained(containment: Containment, outlived: EndReport | None, forged: list[dict[str, Any]],
+               escaped: list[dict[str, Any]]) -> dict[str, Any]:
     """Which containment held the run, what it found still alive after the agent and its
-    tools were ended (each with how it was found): daemons no PID led to; and the window
-    records that named processes not the run's, or were refused for want of its token."""
+    tools were ended (each with how it was found): daemons no PID led to; the window records
+    that named processes not the run's, or were refused for want of its token; and the
+    processes that had left the run's cgroup."""
     report: dict[str, Any] = {"kind": containment.kind, "why": containment.why}
     if outlived is not None:
         report["outlived"] = [m.to_json() for m in outlived.found]
     if forged:
         report["forged"] = forged
+    if escaped:
+        report["escaped"] = escaped
     return report
 
 
