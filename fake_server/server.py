@@ -30,9 +30,10 @@ MAX_BODY_BYTES = 8 * 1024 * 1024
 MAX_POLL_S = 300.0
 SECRET_HEADERS = {"authorization", "x-api-key", "api-key", "x-goog-api-key", "proxy-authorization", "cookie"}
 SECRET_QUERY = {"key"}      # Google's clients may send the API key as ?key=…
-# Records that name processes for the harness to end: accepted only from the run's window
-# helper, which posts them to the beacon under the run's token (``FakeServer.beacon_url``).
-WINDOW_KINDS = ("window", "window_done")
+# Records from other processes make the harness act (a window's processes are ended, a
+# disconnect or a chunk sets off a Stop): the beacon takes them only under the run's token,
+# which the run's window commands and its in-process agent are given (``FakeServer.beacon_url``).
+BEACON_PATH = "/_stopbench/beacon"
 SSE_HEADERS = {"Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache",
                "Connection": "keep-alive"}
 
@@ -94,9 +95,9 @@ class FakeServer:
 
     @property
     def beacon_url(self) -> str:
-        """Where the window helper posts: the server under the run's token. Window commands
-        carry it, so only a process that read one can post window records at all (the harness
-        still ends only processes it can show to be the run's)."""
+        """Where the run's window helpers and in-process agent post records: the server under the
+        run's token. Only a process that was given it (or read it off one's command line) can post
+        records at all; the harness still ends only processes it can show to be the run's."""
         return f"{self.url}/run/{self.beacon_token}"
 
     def load(self, scenario: Scenario) -> None:
@@ -115,8 +116,8 @@ class FakeServer:
             for path in wire.PATHS:
                 app.router.add_post(path, self._model_route(wire))
         app.router.add_get("/_stopbench/records", self._records)
-        app.router.add_post("/_stopbench/beacon", self._beacon)
-        app.router.add_post("/run/{token}/_stopbench/beacon", self._beacon)
+        app.router.add_post(BEACON_PATH, self._beacon)
+        app.router.add_post("/run/{token}" + BEACON_PATH, self._beacon)
         app.router.add_route("*", "/{tail:.*}", self._unknown)
         self._runner = web.AppRunner(app, handler_cancellation=True, access_log=None, shutdown_timeout=0.5)
         await self._runner.setup()
@@ -197,9 +198,9 @@ class FakeServer:
 
     async def _beacon(self, request: web.Request) -> web.Response:
         """A record from another process (a window, in-process playback), parsed at the edge:
-        a malformed one is refused with 400 and recorded as an error, never stored. A window
-        record without the run's token (``beacon_url``) is refused with 403 and recorded as an
-        error naming the window it claimed: evidence of a forgery."""
+        a malformed one is refused with 400 and recorded as an error, never stored. A record
+        without the run's token (``beacon_url``) is refused with 403 and recorded as an error
+        naming its kind (and the window it claimed): evidence of a forgery."""
         path = redacted_beacon(request.path)
         where = f"beacon {request.method} {path}"
         try:
@@ -214,7 +215,7 @@ class FakeServer:
             self.records.append(Error(path=path, problem=str(exc)))
             return web.json_response({"error": str(exc)}, status=400)
         token = request.match_info.get("token", "")
-        if record.kind in WINDOW_KINDS and not secrets.compare_digest(token, self.beacon_token):
+        if not secrets.compare_digest(token.encode(), self.beacon_token.encode()):
             problem = f"{where}: a {record.kind} record without the run's beacon token (refused: forged)"
             self.records.append(Error(path=path, method=request.method, status=403, problem=problem,
                                       window=getattr(record, "window", None)))

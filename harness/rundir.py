@@ -53,12 +53,14 @@ def canary_key() -> str:
 
 def agent_context(profile: Profile, item: WorkItem, dirs: RunDirs, server_url: str, server_base_url: str,
                   api_key: str, *, env_extra: dict[str, str] | None = None,
-                  preexec: Callable[[], None] | None = None) -> AgentContext:
-    """Placeholder values, environment and HOME files for one run of the agent."""
+                  preexec: Callable[[], None] | None = None, beacon_url: str | None = None) -> AgentContext:
+    """Placeholder values, environment and HOME files for one run of the agent. With the inproc
+    adapter, ``base_url`` is where the agent reports its records: the server's ``beacon_url``
+    (under the run's token) when given."""
     values = {
         **base_values(profile),
         "session_uuid": str(uuid.uuid4()),
-        "base_url": server_url if item.adapter == "inproc" else server_base_url,
+        "base_url": (beacon_url or server_url) if item.adapter == "inproc" else server_base_url,
         "url": server_url,
         "api_key": api_key,
         "model": profile.model,

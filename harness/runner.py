@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 
 from fake_server import FakeServer
 from fake_server.records import Error, Records, Window
+from fake_server.server import BEACON_PATH
 from harness import secrets
 from harness.alone import Member, Stopwatch
 from harness.checks import run_checks
@@ -179,7 +180,7 @@ async def _run_contained(profile: Profile, item: WorkItem, dirs: RunDirs, contai
         async with FakeServer(scenario=profile.scenario_for(item.task.scenario), port=0) as server:
             pausable.server = server
             ctx = agent_context(profile, item, dirs, server.url, server.base_url, api_key,
-                                env_extra=containment.env, preexec=containment.preexec())
+                                env_extra=containment.env, preexec=containment.preexec(), beacon_url=server.beacon_url)
             driver = make_driver(item.driver, ctx, history)
             run = TaskRun(profile=profile, driver=driver, server=server, history=history, reader=reader,
                           timeout_factor=timeout_factor, member=member)
@@ -322,7 +323,7 @@ def forged_windows(server_records: Records, containment: Containment) -> tuple[l
     A window record's process that is alive but not a member of the run's containment is
     not the run's, whatever the record says (the harness itself, a stranger's process): it is
     listed, with its command line, and never ended. A window record the server refused for
-    want of the run's beacon token is listed as refused."""
+    want of the run's beacon token is listed as refused (with the window it claimed, if one)."""
     named = [(r, ProcRef(p.pid, p.create_time, p.role)) for r in server_records
              if isinstance(r, Window) for p in r.pids]
     strangers = set(containment.strangers([ref for _, ref in named]))
@@ -334,7 +335,7 @@ def forged_windows(server_records: Records, containment: Containment) -> tuple[l
             forged.append({"window": record.window, "index": record.index, "source": record.source,
                            **ref.to_json(), "cmdline": cmdline})
     forged += [{"window": r.window, "index": r.index, "refused": True, "problem": r.problem} for r in server_records
-               if isinstance(r, Error) and r.status == 403 and r.window is not None]
+               if isinstance(r, Error) and r.status == 403 and r.path is not None and r.path.endswith(BEACON_PATH)]
     return forged, strangers
 
 

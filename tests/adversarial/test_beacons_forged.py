@@ -70,9 +70,13 @@ def describe(proc: subprocess.Popen) -> dict:
 
 
 def window_beacon() -> str | None:
-    """The ``--beacon`` a running window helper of id w1 was given, read off its command line."""
-    for proc in psutil.process_iter(["cmdline"]):
-        argv = proc.info["cmdline"] or []
+    """The ``--beacon`` a running window helper of id w1 was given, read off its command line
+    (this test's own: other runs on the machine have windows of that id too)."""
+    for proc in psutil.Process().children(recursive=True):
+        try:
+            argv = proc.cmdline()
+        except psutil.Error:
+            continue
         if "fake_server.window" in argv and "w1" in argv and "--beacon" in argv:
             return argv[argv.index("--beacon") + 1]
     return None
@@ -133,21 +137,27 @@ def test_a_forged_window_record_gets_no_process_killed_and_is_reported(tmp_path:
     assert any(f.get("window") == "w8" and f.get("refused") for f in forged), forged
 
 
-@pytest.mark.parametrize("route", ["/_stopbench/beacon", "/run/not-the-token/_stopbench/beacon"])
-async def test_a_window_record_without_the_runs_token_is_refused_and_recorded(route: str):
-    """The beacon stores window records only under the run's token; any other is refused with
-    403 and kept as an error naming the window it claimed (the token never in the record)."""
+WINDOW = {"kind": "window", "window": "w8", "marker": "/nonexistent",
+          "pids": [{"pid": 1, "ppid": 0, "pgid": 1, "sid": 1, "create_time": 0.0, "role": "root"}]}
+DISCONNECT = {"kind": "disconnect", "request": 1, "after_chunk": 2}
+
+
+@pytest.mark.parametrize("route", ["/_stopbench/beacon", "/run/not-the-token/_stopbench/beacon", "/run/%C3%A9/_stopbench/beacon"])
+@pytest.mark.parametrize("record", [WINDOW, DISCONNECT], ids=["window", "disconnect"])
+async def test_a_record_without_the_runs_token_is_refused_and_recorded(route: str, record: dict):
+    """The beacon stores records (windows, disconnects …: each makes the harness act) only under
+    the run's token; any other is refused with 403 and kept as an error naming its kind and the
+    window it claimed (the token never in the record)."""
     from fake_server import FakeServer
     from fake_server.records import Error
 
-    record = {"kind": "window", "window": "w8", "marker": "/nonexistent",
-              "pids": [{"pid": 1, "ppid": 0, "pgid": 1, "sid": 1, "create_time": 0.0, "role": "root"}]}
     async with FakeServer() as server:
         status = await asyncio.to_thread(post, server.url + route, record)
-        accepted = await asyncio.to_thread(post, server.beacon_url + "/_stopbench/beacon", {**record, "window": "w1"})
+        accepted = await asyncio.to_thread(post, server.beacon_url + "/_stopbench/beacon", record)
         stored = [r.to_json() for r in server.records]
     assert (status, accepted) == (403, 200), stored
     [refused] = [r for r in stored if r["kind"] == Error.kind]
-    assert refused["window"] == "w8" and refused["status"] == 403 and "forged" in refused["problem"]
+    assert refused["status"] == 403 and f"a {record['kind']} record" in refused["problem"]
+    assert refused.get("window") == record.get("window")
     assert server.beacon_token not in json.dumps(stored)
-    assert [r["window"] for r in stored if r["kind"] == "window"] == ["w1"]
+    assert [r["kind"] for r in stored if r["kind"] != Error.kind] == [record["kind"]]

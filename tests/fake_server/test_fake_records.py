@@ -85,7 +85,7 @@ async def test_a_wait_has_no_deadline_of_its_own_and_a_callers_deadline_cancels_
 
 
 async def test_inproc_playback_reports_each_chunk_before_yielding_it(server):
-    pb = Playback(scenario(PACED), report_to=server.url, seed="p")
+    pb = Playback(scenario(PACED), report_to=server.beacon_url, seed="p")
     seen_by_agent = []
     async with pb:
         request = {"model": "m", "messages": USER, "tools": [BASH_TOOL], "stream": True}
@@ -105,7 +105,7 @@ async def test_inproc_playback_reports_each_chunk_before_yielding_it(server):
 
 async def test_inproc_cancel_is_reported_as_disconnect(server):
     pb = Playback(scenario('[[responses]]\n[[responses.frames]]\ntext = "x"\n[[responses.frames]]\nstall = true\n'),
-                  report_to=server.url)
+                  report_to=server.beacon_url)
 
     async def consume():
         async for _ in pb.chat_chunks({"model": "m", "messages": USER}):
