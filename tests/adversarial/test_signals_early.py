@@ -23,9 +23,7 @@ import time
 from pathlib import Path
 
 import pytest
-
-from harness.containment.cgroup import Unavailable, _own_cgroup
-from harness.procs import reset_signals
+from containment_testkit import SCENARIO, TASK, TrialCgroup
 
 TRIALS = int(os.environ.get("STOPBENCH_SIGNAL_TRIALS", "4"))
 SEED = int(os.environ.get("STOPBENCH_SIGNAL_SEED", str(secrets.randbits(32))))
@@ -33,74 +31,6 @@ EARLIEST_S, LATEST_S = 0.0, 5.0
 SECOND_SIGNAL_S = 0.2      # a double Ctrl-C: the second this soon after the first
 EXIT_WAIT_S = 120.0        # failsafe: the harness ends its runs within its containment budget
 KINDS = ("SIGTERM", "SIGINT", "SIGINT-twice", "SIGHUP")
-
-SCENARIO = ('name = "holds-a-window"\n[[responses]]\n[[responses.frames]]\n'
-            'shell = { window = { id = "w1", depth = 1, fanout = 1, ignore_term = true, escape = true, '
-            'hold_s = 60 } }\n')
-TASK = ('name = "holds-a-window"\ndrivers = ["subprocess"]\n[checks]\nmandatory = ["C13"]\n'
-        '[[steps]]\ndo = "send"\ntext = "Run the long job."\n'
-        '[[steps]]\ndo = "wait"\nfor = "window"\nwindow = "w1"\n[[steps]]\ndo = "settle"\n')
-
-
-class TrialCgroup:
-    """A cgroup2 directory of the trial's own, under this process's cgroup."""
-
-    def __init__(self) -> None:
-        try:
-            parent, _ = _own_cgroup("cgroup-v2")
-        except Unavailable as exc:
-            pytest.skip(f"no cgroup2 hierarchy: {exc}")
-        self.path = parent / f"stopbench-test-signals-{secrets.token_hex(6)}"
-        try:
-            self.path.mkdir()
-        except OSError as exc:
-            pytest.skip(f"cannot make a cgroup2 directory ({exc.strerror})")
-
-    def join(self) -> None:
-        """``preexec_fn``: the child moves itself in (before exec) with default signals."""
-        reset_signals()
-        with open(self.path / "cgroup.procs", "w") as f:
-            f.write(str(os.getpid()))
-
-    def dirs(self) -> list[Path]:
-        return [Path(root) for root, _, _ in os.walk(self.path)]
-
-    def pids(self) -> list[int]:
-        found: list[int] = []
-        for d in self.dirs():
-            try:
-                found += [int(p) for p in (d / "cgroup.procs").read_text().split()]
-            except FileNotFoundError:
-                continue
-        return found
-
-    def left(self) -> list[str]:
-        """Whatever is still in the trial's cgroup: processes (with their command lines) and sub-cgroups."""
-        out = [f"cgroup {d.name}" for d in self.dirs()[1:]]
-        for pid in self.pids():
-            try:
-                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
-            except OSError:
-                continue
-            out.append(f"process {pid}: {cmdline!r}")
-        return out
-
-    def remove(self) -> None:
-        """Kill what is left and remove every directory (the test's own teardown)."""
-        for d in self.dirs():
-            (d / "cgroup.freeze").write_text("0")
-        (self.path / "cgroup.kill").write_text("1")
-        deadline = time.monotonic() + 30  # failsafe: cgroup.kill is immediate
-        for d in reversed(self.dirs()):
-            while True:
-                try:
-                    d.rmdir()
-                    break
-                except OSError:
-                    if time.monotonic() > deadline:
-                        raise
-                    time.sleep(0.01)  # the killed processes are being reaped
-
 
 def signal_at(proc: subprocess.Popen, kind: str, delay_s: float) -> None:
     """Wait ``delay_s`` (the random moment itself, not a wait for an effect), then signal."""

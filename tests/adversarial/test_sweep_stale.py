@@ -14,15 +14,13 @@ import time
 from pathlib import Path
 
 import psutil
+from containment_testkit import SCENARIO, TASK, TrialCgroup
 
 from harness.containment import Containment
 from harness.containment.stale import owner_gone, owner_tag, start_ticks, sweep
 from harness.procs import ProcRef, kill_all
 from harness.report import load_results
 from harness.tasks import TASKS_DIR
-
-sys.path.insert(0, str(Path(__file__).parent))
-from test_signals_early import SCENARIO, TASK, TrialCgroup  # noqa: E402
 
 UP_WAIT_S = 120.0  # failsafe: the window's tree is up within a task run's start
 
