@@ -78,3 +78,18 @@ class TrialCgroup:
                     if time.monotonic() > deadline:
                         raise
                     time.sleep(0.01)  # the killed processes are being reaped
+
+
+def one_tool_call_task(parent: Path, name: str, command: str) -> Path:
+    """A task folder whose agent runs ``command`` as its one tool call and then answers; the run
+    waits for the request carrying the tool's result, and settles."""
+    folder = parent / name
+    folder.mkdir()
+    (folder / "scenario.toml").write_text(
+        f'name = "{name}"\n[[responses]]\nmatch = {{ last = "user" }}\n[[responses.frames]]\n'
+        f'shell = "{command}"\n[[responses]]\nmatch = {{ last = "tool" }}\n[[responses.frames]]\ntext = "Done."\n')
+    (folder / "task.toml").write_text(
+        f'name = "{name}"\ndrivers = ["subprocess"]\n[checks]\nmandatory = ["C13"]\n'
+        '[[steps]]\ndo = "send"\ntext = "Start it."\n'
+        '[[steps]]\ndo = "wait"\nfor = "request"\nrequest = 2\n[[steps]]\ndo = "settle"\n')
+    return folder

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from containment_testkit import one_tool_call_task
 
 from harness.containment.cgroup import Unavailable, _own_cgroup
 from harness.model import RunStatus
@@ -43,34 +44,7 @@ def test_a_process_moved_to_the_root_cgroup_is_ended_and_reported(tmp_path: Path
     procs = hierarchy_root()
     script = tmp_path / "escape.py"
     script.write_text(ESCAPE)
-    task_dir = tmp_path / "escape-tool"
-    task_dir.mkdir()
-    (task_dir / "scenario.toml").write_text(textwrap.dedent(f'''\
-        name = "escape-tool"
-        [[responses]]
-        match = {{ last = "user" }}
-        [[responses.frames]]
-        shell = "{sys.executable} {script} {procs}"
-        [[responses]]
-        match = {{ last = "tool" }}
-        [[responses.frames]]
-        text = "Started it."
-        '''))
-    (task_dir / "task.toml").write_text(textwrap.dedent('''\
-        name = "escape-tool"
-        drivers = ["subprocess"]
-        [checks]
-        mandatory = ["C13"]
-        [[steps]]
-        do = "send"
-        text = "Start the server."
-        [[steps]]
-        do = "wait"
-        for = "request"
-        request = 2
-        [[steps]]
-        do = "settle"
-        '''))
+    task_dir = one_tool_call_task(tmp_path, "escape-tool", f"{sys.executable} {script} {procs}")
     result = asyncio.run(run_item(load_profile("reference"), WorkItem(load_task(task_dir), "subprocess", "http", 1),
                                   retries=0)).result
     assert result.status is RunStatus.RAN, result.reason
