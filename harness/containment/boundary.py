@@ -142,6 +142,8 @@ class Containment:
         folder, descent from a member), never what a record says: a record naming a stranger
         is forged, and the harness must not end the process it names. The harness itself and
         its ancestors are never members, so they are always strangers."""
+        if not refs:
+            return []
         members = self._survey()
         out = []
         for ref in refs:

@@ -98,12 +98,13 @@ def sweep(tmp_dir: Path | None = None) -> StaleReport:
         for path in _children(parent):
             if path.name.startswith(CGROUP_PREFIX) and owner_gone(path.name[len(CGROUP_PREFIX):]):
                 _end_cgroup(cls(path, f"{rel.rstrip('/')}/{path.name}"), report)
-    _end_tagged(report)
     folder = tmp_dir or Path(tempfile.gettempdir())
-    for path in _children(folder):
-        if path.name.startswith(FOLDER_PREFIX) and owner_gone(path.name[len(FOLDER_PREFIX):]):
-            shutil.rmtree(path, ignore_errors=True)
-            (report.problems if path.exists() else report.folders).append(str(path))
+    dead = [path for path in _children(folder)
+            if path.name.startswith(FOLDER_PREFIX) and owner_gone(path.name[len(FOLDER_PREFIX):])]
+    _end_strays(dead, report)
+    for path in dead:
+        shutil.rmtree(path, ignore_errors=True)
+        (report.problems if path.exists() else report.folders).append(str(path))
     return report
 
 
@@ -144,19 +145,26 @@ def _frozen(cgroup: Cgroup) -> bool:
         return False
 
 
-def _end_tagged(report: StaleReport) -> None:
-    """Kill the processes whose ``STOPBENCH_RUN`` names a run whose owner is gone (env-tag runs,
-    and whatever left a dead run's cgroup)."""
+def _end_strays(dead_folders: list[Path], report: StaleReport) -> None:
+    """Kill the processes of dead runs outside any cgroup (env-tag runs, and whatever left a dead
+    run's cgroup): those whose ``STOPBENCH_RUN`` names a run whose owner is gone, and those
+    working in (or run from) a dead run's folder."""
     me = psutil.Process()
     spared = {me.pid, *(p.pid for p in me.parents())}  # a harness run inside a dead run's agent
-    for proc in psutil.process_iter(["environ"], ad_value=None):
+    for proc in psutil.process_iter(["environ", "cwd", "exe"], ad_value=None):
+        if proc.pid in spared:
+            continue
         tags = ((proc.info["environ"] or {}).get(ENV_VAR) or "").split(":")
-        if proc.pid not in spared and any(owner_gone(tag) for tag in tags if tag):
-            report.processes.append(_describe(proc.pid, "env-tag"))
-            try:
-                proc.kill()  # psutil checks the PID still names the process it listed
-            except psutil.Error:
-                continue
+        how = "env-tag" if any(owner_gone(tag) for tag in tags if tag) else next(
+            (key for key in ("cwd", "exe") if proc.info[key]
+             and any(Path(proc.info[key]).is_relative_to(d) for d in dead_folders)), None)
+        if how is None:
+            continue
+        report.processes.append(_describe(proc.pid, how))
+        try:
+            proc.kill()  # psutil checks the PID still names the process it listed
+        except psutil.Error:
+            continue
 
 
 def _describe(pid: int, how: str) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from containment_testkit import SCENARIO, TASK, TrialCgroup
 
 from harness.containment import Containment
 from harness.containment.stale import owner_gone, owner_tag, start_ticks, sweep
-from harness.procs import ProcRef, kill_all
+from harness.procs import ProcRef, kill_all, wait_gone
 from harness.report import load_results
 from harness.tasks import TASKS_DIR
 
@@ -104,3 +104,27 @@ def test_a_dead_owner_is_told_from_a_live_one_by_start_time_not_pid():
     assert not owner_gone(f"o{pid}-{start_ticks(pid)}-ab")
     assert owner_gone(f"o{pid}-{(start_ticks(pid) or 0) + 1}-ab")
     assert not owner_gone("d67da37e63714016")
+
+
+def test_the_strays_of_a_dead_run_without_a_cgroup_are_ended(tmp_path: Path):
+    """An env-tag run's processes (no cgroup holds them): one carrying the dead run's tag, one
+    that cleared its environment but works in the dead run's folder."""
+    owner = subprocess.Popen(["sleep", "300"])
+    dead = f"o{owner.pid}-{start_ticks(owner.pid)}-ab"
+    owner.kill()
+    owner.wait()
+    folder = tmp_path / f"stopbench-{dead}-x"
+    folder.mkdir()
+    tagged = subprocess.Popen(["sleep", "300"], env={"STOPBENCH_RUN": dead}, cwd=tmp_path, start_new_session=True)
+    working = subprocess.Popen(["sleep", "300"], env={}, cwd=folder, start_new_session=True)
+    strays = [ProcRef.of(p.pid) for p in (tagged, working)]
+    try:
+        report = sweep(tmp_path)
+        assert wait_gone(strays, deadline_s=30) is not None, report.to_json()
+        assert sorted((p["pid"], p["how"]) for p in report.processes) == sorted(
+            [(tagged.pid, "env-tag"), (working.pid, "cwd")])
+        assert report.folders == [str(folder)] and not folder.exists()
+    finally:
+        kill_all(strays)
+        for proc in (tagged, working):
+            proc.wait()
