@@ -31,8 +31,9 @@ T = TypeVar("T")
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)  # SIGHUP: the terminal went away
 
 
-class Interrupted(Exception):
-    """The work was cut short by a signal; the message names it."""
+class Interrupted(BaseException):
+    """The work was cut short by a signal; the message names it. Like KeyboardInterrupt, it is
+    no ``Exception``: a broad ``except Exception`` on its way out must not swallow it."""
 
 
 class _State:
