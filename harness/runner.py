@@ -11,6 +11,7 @@ not happen is retried, and only the harness's own faults are errors.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import dataclasses
 import datetime as dt
 import re
@@ -26,7 +27,7 @@ from fake_server import FakeServer
 from fake_server.records import Error, Records, Window
 from fake_server.server import BEACON_PATH
 from harness import secrets
-from harness.alone import Member, Stopwatch
+from harness.alone import CLEANING_UP_FOR, Member, Stopwatch
 from harness.checks import run_checks
 from harness.containment import Containment, EndReport
 from harness.containment.stale import owner_tag
@@ -259,8 +260,12 @@ async def _clean_up(item: WorkItem, dirs: RunDirs, containment: Containment, mem
 async def _to_the_end(work: Coroutine[Any, Any, T]) -> T:
     """``work`` run to its end even when this task is cancelled meanwhile (a signal cuts the
     run short just as it ends): a cleanup cut half-way would leave the run's cgroup and
-    folder. The cancellation is raised once the work is done (its own error first)."""
-    task = asyncio.ensure_future(work)
+    folder. The cancellation is raised once the work is done (its own error first). The work
+    runs in a task of its own that knows whom it cleans up for (``alone.CLEANING_UP_FOR``): a
+    run being cancelled ends its processes without waiting on another run's stopwatch."""
+    context = contextvars.copy_context()
+    context.run(CLEANING_UP_FOR.set, asyncio.current_task())
+    task = asyncio.get_running_loop().create_task(work, context=context)
     cancelled = False
     while not task.done():
         try:
