@@ -167,9 +167,11 @@ class Member:
         return not any(s <= end_ns and e >= start_ns for s, e in own)
 
     async def leave(self) -> None:
-        """The run is over (its processes are gone)."""
-        await self.give()
+        """The run is over (its processes are gone). Leaving again changes nothing."""
         sw = self._sw
+        if self not in sw._members:
+            return
+        await self.give()
         sw._mark_paused(self)
         sw._members.remove(self)
         async with sw._changed:

@@ -255,6 +255,9 @@ async def _clean_up(item: WorkItem, dirs: RunDirs, containment: Containment, mem
             survivors = [m.to_json() for m in last.survivors] + [r.to_json() for r in left]
             raise HarnessError(f"{item.key}: processes survived SIGKILL: {survivors}")
         containment.close()
+    # At once, in this task: a run whose containment is closed can no longer be paused, and a
+    # span begun meanwhile would count it as working beside it.
+    await member.leave()
 
 
 async def _to_the_end(work: Coroutine[Any, Any, T]) -> T:
