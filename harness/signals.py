@@ -19,13 +19,16 @@ A signal the caller set to be ignored stays ignored.
 
 from __future__ import annotations
 
+# Only what the handler needs is imported here: this module is imported, and the handler
+# installed, before anything else the command runs (the rest is imported where it is used).
 import os
 import signal
-import socket
-from collections.abc import Callable, Coroutine, Iterator
 from contextlib import contextmanager
-from types import FrameType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Coroutine, Iterator
+    from types import FrameType
 
 T = TypeVar("T")
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)  # SIGHUP: the terminal went away
@@ -106,7 +109,8 @@ def run_until_signalled(work: Coroutine[Any, Any, T]) -> T:
     """Run ``work`` in a new event loop; the first stop signal cancels it, and once it has
     cleaned up, ``Interrupted`` names the signal. A signal received before (or while the loop
     shuts down after the work is done) raises ``Interrupted`` too."""
-    import asyncio  # not at the top: the handler is installed before the harness's imports
+    import asyncio
+    import socket
 
     if _State.received:
         work.close()

@@ -3,11 +3,16 @@
 Each trial starts ``stopbench run`` inside a cgroup of the test's own, so everything the run
 starts (agents, tool windows, their run cgroups, which are made under the harness's own) is
 found there afterwards, whatever became of it; and with TMPDIR a folder of the trial's own, so
-every run folder is found there. It signals the harness at a random moment of its first
-five seconds (seeded; the seed and moment are in the failure message) — with SIGTERM, SIGINT,
+every run folder is found there. It signals the harness at a random moment of the first five
+seconds after the command's first instruction (seeded; the seed and moment are in the failure
+message) — with SIGTERM, SIGINT,
 SIGINT twice in quick succession (a double Ctrl-C) or SIGHUP (the terminal went away) — and
 asserts the run exits 2 (cut short), prints no traceback, and leaves no process, no cgroup and
 no run folder.
+
+The moment is counted from when the command has its handlers (``/proc/<pid>/status`` shows
+SIGTERM caught): the Python interpreter's own start-up before that (a few tens of milliseconds)
+runs no code of the command's, and a signal then ends the process as it would any program's.
 
 ``STOPBENCH_SIGNAL_TRIALS`` sets the number of trials (default 4; the hardening target is 30)
 and ``STOPBENCH_SIGNAL_SEED`` the seed.
@@ -32,8 +37,22 @@ SECOND_SIGNAL_S = 0.2      # a double Ctrl-C: the second this soon after the fir
 EXIT_WAIT_S = 120.0        # failsafe: the harness ends its runs within its containment budget
 KINDS = ("SIGTERM", "SIGINT", "SIGINT-twice", "SIGHUP")
 
+def handlers_installed(pid: int) -> bool:
+    """Whether the process catches SIGTERM: the command's first instruction installs that."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    caught = int(next(line.split()[1] for line in status.splitlines() if line.startswith("SigCgt:")), 16)
+    return bool(caught & (1 << (signal.SIGTERM - 1)))
+
+
 def signal_at(proc: subprocess.Popen, kind: str, delay_s: float) -> None:
-    """Wait ``delay_s`` (the random moment itself, not a wait for an effect), then signal."""
+    """Once the command runs, wait ``delay_s`` (the random moment itself, not a wait for an
+    effect), then signal."""
+    deadline = time.monotonic() + EXIT_WAIT_S
+    while not handlers_installed(proc.pid) and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.0005)  # polls the process's state for its handlers
     time.sleep(delay_s)
     if kind in ("SIGTERM", "SIGHUP"):
         proc.send_signal(getattr(signal, kind))
