@@ -237,11 +237,11 @@ async def bench_tree_kill(tmp: Path, n: int, depth: int, fanout: int) -> tuple[l
     async with FakeServer(scenario=load_scenario(_write(tmp / "w.toml", ONE_TEXT))) as server:
         scenario = _write(tmp / f"window{depth}{fanout}.toml", WINDOW.format(depth=depth, fanout=fanout))
         session = await open_session(sessions_dir=tmp / "s3", cwd=tmp, adapter="inproc", scenario=str(scenario),
-                                     base_url=server.url)
+                                     base_url=server.beacon_url)
         results: list[dict[str, Any]] = []
         session.subscribe(lambda e: e["type"] == "tool_result" and results.append(e))
         command = window_command(WindowSpec(id="w", depth=depth, fanout=fanout, ignore_term=True, escape=True,
-                                        hold_s=120), server.url)
+                                        hold_s=120), server.beacon_url)
 
         async def next_window(seen: int) -> list[int]:
             await asyncio.wait_for(server.records.wait_for(lambda r: len(server.records.of_kind("window")) > seen,

@@ -49,7 +49,7 @@ async def open_times(server: FakeServer, cwd: str, trials: int, shape: dict, pre
     times = []
     for n in range(trials):
         window_id = f"{prefix}{n}"
-        command = window_command(Window(id=window_id, hold_s=60, **shape), server.url)
+        command = window_command(Window(id=window_id, hold_s=60, **shape), server.beacon_url)
         started = time.monotonic_ns()
         shell = subprocess.Popen(["bash", "-c", command], cwd=cwd, stdout=subprocess.DEVNULL,
                                  start_new_session=True)

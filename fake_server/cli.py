@@ -81,6 +81,7 @@ async def serve(args) -> int:
         async with FakeServer(scenario=scenario, port=args.port, seed=args.seed) as server:
             print(server.base_url, flush=True)
             print(f"serving scenario '{server.scenario.name}' ({server.scenario.source}); "
+                  f"records from other processes (an in-process adapter's --base-url): {server.beacon_url}; "
                   "SIGINT or SIGTERM stops", file=sys.stderr, flush=True)
             await stop.wait()
             if args.records:

@@ -170,13 +170,15 @@ class WindowDone(Record):
 
 @dataclass(frozen=True, kw_only=True)
 class Error(Record):
-    """Something the server refused or could not do, with the problem in words."""
+    """Something the server refused or could not do, with the problem in words. ``window``
+    names the window a refused beacon record claimed to be (a forged window record)."""
     kind: ClassVar[str] = "error"
     problem: str
     request: int | None = None
     path: str | None = None
     method: str | None = None
     status: int | None = None
+    window: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import secrets
 from collections.abc import Mapping
 from typing import Any
@@ -31,6 +32,10 @@ MAX_BODY_BYTES = 8 * 1024 * 1024
 MAX_POLL_S = 300.0
 SECRET_HEADERS = {"authorization", "x-api-key", "api-key", "x-goog-api-key", "proxy-authorization", "cookie"}
 SECRET_QUERY = {"key"}      # Google's clients may send the API key as ?key=…
+# Records from other processes make the harness act (a window's processes are ended, a
+# disconnect or a chunk sets off a Stop): the beacon takes them only under the run's token,
+# which the run's window commands and its in-process agent are given (``FakeServer.beacon_url``).
+BEACON_PATH = "/_stopbench/beacon"
 SSE_HEADERS = {"Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache",
                "Connection": "keep-alive"}
 
@@ -54,6 +59,11 @@ def redacted_path(request: web.Request) -> str:
     return str(request.rel_url.update_query({name: "[redacted]" for name in SECRET_QUERY if name in request.query}))
 
 
+def redacted_beacon(path: str) -> str:
+    """A beacon path as a record keeps it: whatever token it carries replaced."""
+    return re.sub(r"^/run/[^/]*/", "/run/[redacted]/", path)
+
+
 class FakeServer:
     def __init__(self, scenario: Scenario | None = None, port: int = 0, seed: str | None = None,
                  max_body_bytes: int = MAX_BODY_BYTES, keep_wire: bool = False):
@@ -69,6 +79,7 @@ class FakeServer:
         self.keep_wire = keep_wire
         self.wire: dict[int, dict[str, Any]] = {}
         self.side_wire: list[dict[str, Any]] = []
+        self.beacon_token = secrets.token_hex(16)
         self._runner: web.AppRunner | None = None
         self._closing = False
         self._flowing = asyncio.Event()  # scripted time goes on (cleared while held)
@@ -91,6 +102,13 @@ class FakeServer:
     def base_url(self) -> str:
         return f"{self.url}/v1"
 
+    @property
+    def beacon_url(self) -> str:
+        """Where the run's window helpers and in-process agent post records: the server under the
+        run's token. Only a process that was given it (or read it off one's command line) can post
+        records at all; the harness still ends only processes it can show to be the run's."""
+        return f"{self.url}/run/{self.beacon_token}"
+
     def load(self, scenario: Scenario) -> None:
         """Serve ``scenario`` from its first response on; records and numbering go on."""
         self.scenario = scenario
@@ -107,7 +125,8 @@ class FakeServer:
             for path in wire.PATHS:
                 app.router.add_post(path, self._model_route(wire))
         app.router.add_get("/_stopbench/records", self._records)
-        app.router.add_post("/_stopbench/beacon", self._beacon)
+        app.router.add_post(BEACON_PATH, self._beacon)
+        app.router.add_post("/run/{token}" + BEACON_PATH, self._beacon)
         app.router.add_route("*", "/{tail:.*}", self._unknown)
         self._runner = web.AppRunner(app, handler_cancellation=True, access_log=None, shutdown_timeout=0.5)
         await self._runner.setup()
@@ -200,8 +219,11 @@ class FakeServer:
 
     async def _beacon(self, request: web.Request) -> web.Response:
         """A record from another process (a window, in-process playback), parsed at the edge:
-        a malformed one is refused with 400 and recorded as an error, never stored."""
-        where = f"beacon {request.method} {request.path}"
+        a malformed one is refused with 400 and recorded as an error, never stored. A record
+        without the run's token (``beacon_url``) is refused with 403 and recorded as an error
+        naming its kind (and the window it claimed): evidence of a forgery."""
+        path = redacted_beacon(request.path)
+        where = f"beacon {request.method} {path}"
         try:
             data = await request.json()
         except (json.JSONDecodeError, UnicodeDecodeError):
@@ -211,8 +233,14 @@ class FakeServer:
                 raise RecordError(where, "the body must be a JSON object (one record)")
             record = Record.from_json({"source": "beacon", **data}, where)
         except RecordError as exc:
-            self.records.append(Error(path=request.path, problem=str(exc)))
+            self.records.append(Error(path=path, problem=str(exc)))
             return web.json_response({"error": str(exc)}, status=400)
+        token = request.match_info.get("token", "")
+        if not secrets.compare_digest(token.encode(), self.beacon_token.encode()):
+            problem = f"{where}: a {record.kind} record without the run's beacon token (refused: forged)"
+            self.records.append(Error(path=path, method=request.method, status=403, problem=problem,
+                                      window=getattr(record, "window", None)))
+            return web.json_response({"error": problem}, status=403)
         return web.json_response(self.records.append(record).to_json())
 
     # --- model requests -------------------------------------------------------------------
@@ -232,7 +260,7 @@ class FakeServer:
             restore_ids(parsed.canonical, (c for r in self.records.of_kind("response") if isinstance(r, Response)
                                            for c in r.tool_calls))
             seen["canonical"] = parsed.canonical
-            plan = prepare(parsed, self.cursor, self.ids, self.url)
+            plan = prepare(parsed, self.cursor, self.ids, self.beacon_url)
         except ApiError as exc:
             return self._refuse(self._kept(seen, raw, request), wire, exc)
         except Exception as exc:    # a fault of this server's own: answered and recorded as one

@@ -89,6 +89,18 @@ def same_process(proc: dict) -> bool:
     return created is not None and abs(created - proc["create_time"]) < 0.01 and _state(proc["pid"]) != b"Z"
 
 
+def say(line: str) -> None:
+    """One line of the tool's output. The reader may be gone (the agent, or the harness above
+    it, was killed): the window then goes on silently — it still ends its tree — instead of
+    dying of a BrokenPipeError traceback with its children left to their grace period."""
+    try:
+        print(line, flush=True)
+    except BrokenPipeError:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())  # nothing more to write to, the exit's flush included
+        os.close(null)
+
+
 # --- the beacon -----------------------------------------------------------------------------
 
 def post(beacon: str | None, record: dict) -> None:
@@ -255,13 +267,13 @@ def root(args: Args) -> None:
     extra = (("term-ignorer",) if args.ignore_term else ()) + (("escapee",) if args.escape else ())
     sys.stdout.flush()
     pids = [describe("root")] + start_subtree(args.depth, args.fanout, args.hold, extra)
-    print(f"window {window_id}: open, {len(pids)} processes", flush=True)
+    say(f"window {window_id}: open, {len(pids)} processes")
     post(args.beacon, {"kind": "window", "window": window_id, "pids": pids, "marker": str(marker)})
     time.sleep(args.hold)
     marker.write_text(f"window {window_id} finished\n")
     end_subtree(pids[1:])
     post(args.beacon, {"kind": "window_done", "window": window_id, "finished": True})
-    print(f"window {window_id}: done", flush=True)
+    say(f"window {window_id}: done")
 
 
 def main(argv: list[str] | None = None) -> int:

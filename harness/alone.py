@@ -22,6 +22,7 @@ With one job there is nobody to pause, and no sample is concurrent.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -166,17 +167,25 @@ class Member:
         return not any(s <= end_ns and e >= start_ns for s, e in own)
 
     async def leave(self) -> None:
-        """The run is over (its processes are gone)."""
-        await self.give()
+        """The run is over (its processes are gone). Leaving again changes nothing."""
         sw = self._sw
+        if self not in sw._members:
+            return
+        await self.give()
         sw._mark_paused(self)
         sw._members.remove(self)
         async with sw._changed:
             sw._changed.notify_all()
 
 
+# The task a clean-up runs for, when it runs in a task of its own (so that a cancellation
+# cannot cut it half-way): that task being cancelled is the clean-up's own ending.
+CLEANING_UP_FOR: contextvars.ContextVar[asyncio.Task[object] | None] = contextvars.ContextVar(
+    "CLEANING_UP_FOR", default=None)
+
+
 def _ending() -> bool:
-    """Whether the current task is being cancelled (an interrupted run, a harness error in
-    another run): its clean-up must not wait on the stopwatch."""
-    task = asyncio.current_task()
-    return task is not None and task.cancelling() > 0
+    """Whether the current task (or the one it cleans up for) is being cancelled (an
+    interrupted run, a harness error in another run): its clean-up must not wait on the stopwatch."""
+    return any(task is not None and task.cancelling() > 0
+               for task in (asyncio.current_task(), CLEANING_UP_FOR.get()))

@@ -4,7 +4,7 @@
 Exit codes of ``run``: 0 the agent is conformant or conformant (black-box) (and with
 ``--mutants`` every mutant was caught), 1 it is not conformant or the score is incomplete,
 2 a harness or usage error, or a run cut short (a bad profile, task or option, with a
-message naming the file and the problem; SIGINT, SIGTERM, a closed stdout).
+message naming the file and the problem; SIGINT, SIGTERM, SIGHUP, a closed stdout).
 
 An interrupted run loses nothing: the results gathered so far are rewritten atomically
 after every task run, and on an interruption the run is marked incomplete with the reason
@@ -26,9 +26,11 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+from harness import signals
 from harness.agents.install import NotInstalled
-from harness.calibrate import quick_floor
+from harness.calibrate import quick_floor_async
 from harness.checks import REGISTRY
+from harness.containment import stale
 from harness.contract import DRIVERS
 from harness.machine import null_agent_costs
 from harness.model import LatencySample, RunResult, RunStatus, TaskResult
@@ -102,11 +104,15 @@ class _Version(argparse.Action):
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    try:
-        return _main(argv)
-    except BrokenPipeError:  # `stopbench list | head`: the reader has what it wanted
-        _quiet_stdout()
-        return EXIT_OK
+    with signals.handled():
+        try:
+            return _main(argv)
+        except BrokenPipeError:  # `stopbench list | head`: the reader has what it wanted
+            _quiet_stdout()
+            return EXIT_OK
+        except Interrupted as exc:  # during setup: what was begun is undone on the way out
+            print(f"stopbench: cut short ({exc})", file=sys.stderr)
+            return EXIT_USAGE
 
 
 def _main(argv: list[str]) -> int:
@@ -200,6 +206,10 @@ def cmd_run(args: argparse.Namespace) -> int:
                              "install one with: stopbench agents install NAME)")
         print(f"agents installed: {', '.join(names)}")
     names = names or ["reference"]
+    swept = stale.sweep()  # what harnesses killed before they could clean up left
+    args.swept = swept.to_json() if swept else None
+    if swept:
+        print(f"stopbench: {swept.summary()}", file=sys.stderr)
     if len(names) == 1 and not args.agents:
         return run_agent(args, names[0], Path(args.report_dir))
     if args.resume:
@@ -212,7 +222,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             folder = Path(args.report_dir) / _folder_name(name)
             codes.append(run_agent(args, name, folder))
             runs.append(load_results(folder / "results.json"))
-            if codes[-1] == EXIT_USAGE and runs[-1].run.get("incomplete", "").startswith(("SIGINT", "SIGTERM")):
+            if signals.received() or (codes[-1] == EXIT_USAGE and runs[-1].run.get("incomplete", "").startswith(
+                    ("SIGINT", "SIGTERM", "SIGHUP"))):
                 break  # the person asked the whole run to stop
         print(format_written(write_leaderboard(runs, Path(args.report_dir))))
     return max(codes)
@@ -291,7 +302,8 @@ def _run_items(args: argparse.Namespace, profile: Profile, items: list[WorkItem]
     if args.resume:
         done, earlier = _resumed(args.resume, profile, items, digests(profile, planned))
     started = _now()
-    machine = {**null_agent_costs(), "floor": quick_floor()}  # what this machine costs, and the stopwatch's floor
+    # What this machine costs, and the stopwatch's floor (task runs of its own: cut short like any).
+    machine = {**null_agent_costs(), "floor": run_until_signalled(quick_floor_async())}
     todo = [i for i in items if i.key not in {_key(t) for t in done}]
     outcomes: dict[int, ItemOutcome] = {}  # by position in the plan: reports keep its order
     progress = Progress(len(todo))
@@ -305,6 +317,8 @@ def _run_items(args: argparse.Namespace, profile: Profile, items: list[WorkItem]
     # Provenance once (the version command is a process start); only the end moves.
     fixed = run_header(profile, items, argv=args.argv, repeat=args.repeat, shard=args.shard, started=started,
                        ended=started, planned=planned)
+    if getattr(args, "swept", None):
+        fixed["swept"] = args.swept
 
     def snapshot(incomplete: str | None) -> RunResult:
         header = {**fixed, "ended": _now()}
@@ -348,14 +362,15 @@ def _run_items(args: argparse.Namespace, profile: Profile, items: list[WorkItem]
         interrupted = f"internal error: {type(exc).__name__}: {exc}"
     if keep is not None:
         make_private(keep)
-    run = snapshot(interrupted)
-    written, rescued = _write_reports_somewhere(run, report_dir)
-    try:
-        _summary(run, failpoints, written)
-        if keep is not None:
-            print(f"run folders kept in {keep} (each task run's evidence names its own: run_dir)")
-    except BrokenPipeError:  # `stopbench run | head`: the reports are written already
-        _quiet_stdout()
+    with signals.deferred():  # what was kept is written whole, whatever arrives meanwhile
+        run = snapshot(interrupted)
+        written, rescued = _write_reports_somewhere(run, report_dir)
+        try:
+            _summary(run, failpoints, written)
+            if keep is not None:
+                print(f"run folders kept in {keep} (each task run's evidence names its own: run_dir)")
+        except BrokenPipeError:  # `stopbench run | head`: the reports are written already
+            _quiet_stdout()
     if interrupted:
         print(f"stopbench: run incomplete ({interrupted}); {len(run.tasks)} task run(s) kept in "
               f"{written[0]} — continue with --resume", file=sys.stderr)

@@ -17,7 +17,8 @@ import time
 from typing import Any
 
 SAMPLES = 3
-NULL_AGENT = "import signal, sys; sys.stdout.write('ready\\n'); sys.stdout.flush(); signal.pause()"
+# Waits on its stdin, not pause(): if the harness dies, the pipe closes and it exits with it.
+NULL_AGENT = "import sys; sys.stdout.write('ready\\n'); sys.stdout.flush(); sys.stdin.buffer.read()"
 FAILSAFE_S = 30.0
 
 
@@ -26,9 +27,12 @@ def null_agent_costs() -> dict[str, Any]:
     spawn_exit, signal_exit = [], []
     for _ in range(SAMPLES):
         t0 = time.monotonic_ns()
-        subprocess.run([sys.executable, "-c", "pass"], check=False, timeout=FAILSAFE_S)
+        subprocess.run([sys.executable, "-c", "pass"], check=False, timeout=FAILSAFE_S, stderr=subprocess.DEVNULL)
         spawn_exit.append((time.monotonic_ns() - t0) / 1e6)
-        proc = subprocess.Popen([sys.executable, "-c", NULL_AGENT], stdout=subprocess.PIPE)
+        # Its stderr is nowhere: a Ctrl-C (the whole terminal group) or a dead harness (a closed
+        # pipe) must not print a child's traceback onto the person's terminal.
+        proc = subprocess.Popen([sys.executable, "-c", NULL_AGENT], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL)
         try:
             assert proc.stdout is not None
             proc.stdout.readline()  # it is running and waiting: now the signal is what it costs
@@ -39,6 +43,9 @@ def null_agent_costs() -> dict[str, Any]:
         finally:
             proc.kill()
             proc.wait()
+            for pipe in (proc.stdin, proc.stdout):
+                if pipe is not None:
+                    pipe.close()
     return {"null_spawn_exit_ms": round(sorted(spawn_exit)[SAMPLES // 2], 2),
             "null_signal_exit_ms": round(sorted(signal_exit)[SAMPLES // 2], 2),
             "loadavg": list(os.getloadavg()), "cpus": os.cpu_count()}

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from harness.containment.stale import owner_tag
 from harness.drivers import AgentContext, Unsupported
 from harness.planning import WorkItem
 from harness.profiles import Profile, ProfileError, base_values, fill
@@ -36,8 +37,8 @@ class RunDirs:
     def create(cls, root: Path | None = None) -> RunDirs:
         """The folders under ``root`` (made now, with its parents), or under a new temporary
         folder; either is its owner's alone (0700): what is in it holds the run's key."""
-        if root is None:
-            root = Path(tempfile.mkdtemp(prefix="stopbench-"))
+        if root is None:  # named after its owner: what a dead harness left is swept (containment.stale)
+            root = Path(tempfile.mkdtemp(prefix=f"stopbench-{owner_tag()}-"))
         else:
             root.mkdir(parents=True, mode=0o700)
         dirs = cls(root, root / "home", root / "sessions", root / "work")
@@ -63,12 +64,14 @@ def canary_key() -> str:
 
 def agent_context(profile: Profile, item: WorkItem, dirs: RunDirs, server_url: str, server_base_url: str,
                   api_key: str, *, env_extra: dict[str, str] | None = None,
-                  preexec: Callable[[], None] | None = None) -> AgentContext:
-    """Placeholder values, environment and HOME files for one run of the agent."""
+                  preexec: Callable[[], None] | None = None, beacon_url: str | None = None) -> AgentContext:
+    """Placeholder values, environment and HOME files for one run of the agent. With the inproc
+    adapter, ``base_url`` is where the agent reports its records: the server's ``beacon_url``
+    (under the run's token) when given."""
     values = {
         **base_values(profile),
         "session_uuid": str(uuid.uuid4()),
-        "base_url": server_url if item.adapter == "inproc" else server_base_url,
+        "base_url": (beacon_url or server_url) if item.adapter == "inproc" else server_base_url,
         "url": server_url,
         "api_key": api_key,
         "model": profile.model,

@@ -11,22 +11,25 @@ not happen is retried, and only the harness's own faults are errors.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import dataclasses
 import datetime as dt
-import os
 import re
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from fake_server import FakeServer
+from fake_server.records import Error, Records, Window
+from fake_server.server import BEACON_PATH
 from harness import secrets
-from harness.alone import Member, Stopwatch
+from harness.alone import CLEANING_UP_FOR, Member, Stopwatch
 from harness.checks import run_checks
 from harness.containment import Containment, EndReport
+from harness.containment.stale import owner_tag
 from harness.drivers import Driver, ProfileMisfit, Unsupported, make_driver
 from harness.history import History
 from harness.measure import timed_latencies
@@ -53,6 +56,7 @@ from harness.taskrun import TaskRun
 from harness.timeline import timeline
 from harness.tracebacks import frame_lines
 
+T = TypeVar("T")
 DEFAULT_RETRIES = 2
 # Each try after a race that did not happen gives a task's turn timeouts this many times more:
 # a turn timeout T is there to fall while the agent works, and an agent the machine slows
@@ -116,11 +120,28 @@ async def run_once(profile: Profile, item: WorkItem, *, run_root: Path | None = 
     try:
         async with member.working():
             dirs = RunDirs.create(run_root)
-            containment = await asyncio.to_thread(Containment.open, dirs.root, os.urandom(8).hex())
+            containment = await _open_containment(dirs, run_root)
         pausable.containment = containment
         return await _run_contained(profile, item, dirs, containment, member, pausable, run_root, timeout_factor)
     finally:
         await member.leave()
+
+
+async def _open_containment(dirs: RunDirs, run_root: Path | None) -> Containment:
+    """The run's containment, opened in a thread. Cut short meanwhile (a signal cancels the
+    run), the opening is let finish and undone, and the run folder removed: a run cancelled
+    before it began leaves no cgroup and no empty folder."""
+    opening = asyncio.ensure_future(asyncio.to_thread(Containment.open, dirs.root, owner_tag()))
+    try:
+        return await asyncio.shield(opening)
+    except BaseException:
+        try:
+            (await opening).close()  # the thread cannot be stopped; what it made is removed
+        except Exception:  # noqa: BLE001 - it failed to open: nothing of it to remove
+            pass
+        if run_root is None:
+            shutil.rmtree(dirs.root, ignore_errors=True)
+        raise
 
 
 class _Pausable:
@@ -154,11 +175,13 @@ async def _run_contained(profile: Profile, item: WorkItem, dirs: RunDirs, contai
     outlived: EndReport | None = None
     driver: Driver | None = None
     window_refs: list[ProcRef] = []
+    forged: list[dict[str, Any]] = []
+    escaped: list[dict[str, Any]] = []
     try:
         async with FakeServer(scenario=profile.scenario_for(item.task.scenario), port=0) as server:
             pausable.server = server
             ctx = agent_context(profile, item, dirs, server.url, server.base_url, api_key,
-                                env_extra=containment.env, preexec=containment.preexec())
+                                env_extra=containment.env, preexec=containment.preexec(), beacon_url=server.beacon_url)
             driver = make_driver(item.driver, ctx, history)
             run = TaskRun(profile=profile, driver=driver, server=server, history=history, reader=reader,
                           timeout_factor=timeout_factor, member=member)
@@ -170,6 +193,11 @@ async def _run_contained(profile: Profile, item: WorkItem, dirs: RunDirs, contai
             finally:
                 async with member.working():
                     window_refs = await run.record_windows()  # before the agent ends: what outlived its tools
+                    # A record may name any process: only those shown to be the run's are ended.
+                    forged, strangers = await asyncio.to_thread(forged_windows, server.records, containment)
+                    window_refs = [r for r in window_refs if r not in strangers]
+                    # Before the agent is ended: what left the run's cgroup (ended with the rest, and reported).
+                    escaped = [m.to_json() for m in await asyncio.to_thread(containment.escapees, driver.processes())]
                     await driver.close()
                     await asyncio.to_thread(kill_all, window_refs)
                     # Whatever is still alive now no PID led to: daemons, escapees. Found, ended, reported.
@@ -183,7 +211,8 @@ async def _run_contained(profile: Profile, item: WorkItem, dirs: RunDirs, contai
                           canary_hits=secrets.scan_files(api_key, dirs.root, dirs.profile_files), failure=failure)
             checks = run_checks(obs, dict(item.task.checks))
             result = _result(profile, item, started, t0_ns, checks, RunStatus.RAN,
-                             failure.what if failure else None, obs, final, _contained(containment, outlived))
+                             failure.what if failure else None, obs, final,
+                             _contained(containment, outlived, forged, escaped))
             alone: list[LatencySample] = []
             concurrent: list[LatencySample] = []
             for sample, start_ns in timed_latencies(item, profile.name, obs) if item.mutant is None else ():
@@ -214,16 +243,47 @@ async def _run_contained(profile: Profile, item: WorkItem, dirs: RunDirs, contai
         result = _result(profile, item, started, t0_ns, (), RunStatus.ERRORED, reason, None, None)
         return ItemOutcome(_redacted(_seen(result, driver), api_key), [], None)
     finally:
-        async with member.working():
-            last = await asyncio.to_thread(containment.end, CONTAIN_BUDGET_S)  # on every path, before the folder goes
-            agent_refs = driver.processes() if driver is not None else []
-            if run_root is None:
-                shutil.rmtree(dirs.root, ignore_errors=True)
-            left = await asyncio.to_thread(leftovers, agent_refs + window_refs)
-            if last.survivors or (left and await asyncio.to_thread(kill_all, left)):
-                survivors = [m.to_json() for m in last.survivors] + [r.to_json() for r in left]
-                raise HarnessError(f"{item.key}: processes survived SIGKILL: {survivors}")
-            containment.close()
+        agent_refs = driver.processes() if driver is not None else []
+        await _to_the_end(_clean_up(item, dirs, containment, member, agent_refs + window_refs, run_root))
+
+
+async def _clean_up(item: WorkItem, dirs: RunDirs, containment: Containment, member: Member,
+                    refs: list[ProcRef], run_root: Path | None) -> None:
+    """End everything the run started, remove its folder (unless kept) and its cgroup; a
+    process that survives SIGKILL is the harness's own failure."""
+    async with member.working():
+        last = await asyncio.to_thread(containment.end, CONTAIN_BUDGET_S)  # on every path, before the folder goes
+        if run_root is None:
+            shutil.rmtree(dirs.root, ignore_errors=True)
+        left = await asyncio.to_thread(leftovers, refs)
+        if last.survivors or (left and await asyncio.to_thread(kill_all, left)):
+            survivors = [m.to_json() for m in last.survivors] + [r.to_json() for r in left]
+            raise HarnessError(f"{item.key}: processes survived SIGKILL: {survivors}")
+        containment.close()
+    # At once, in this task: a run whose containment is closed can no longer be paused, and a
+    # span begun meanwhile would count it as working beside it.
+    await member.leave()
+
+
+async def _to_the_end(work: Coroutine[Any, Any, T]) -> T:
+    """``work`` run to its end even when this task is cancelled meanwhile (a signal cuts the
+    run short just as it ends): a cleanup cut half-way would leave the run's cgroup and
+    folder. The cancellation is raised once the work is done (its own error first). The work
+    runs in a task of its own that knows whom it cleans up for (``alone.CLEANING_UP_FOR``): a
+    run being cancelled ends its processes without waiting on another run's stopwatch."""
+    context = contextvars.copy_context()
+    context.run(CLEANING_UP_FOR.set, asyncio.current_task())
+    task = asyncio.get_running_loop().create_task(work, context=context)
+    cancelled = False
+    while not task.done():
+        try:
+            await asyncio.shield(task)
+        except asyncio.CancelledError:
+            cancelled = cancelled or not task.done()
+    result = task.result()
+    if cancelled:
+        raise asyncio.CancelledError
+    return result
 
 
 def _all(item: WorkItem, verdict: Callable[[str, str], CheckResult], summary: str) -> tuple[CheckResult, ...]:
@@ -254,13 +314,42 @@ def _result(profile: Profile, item: WorkItem, started: str, t0_ns: int, checks: 
     )
 
 
-def _contained(containment: Containment, outlived: EndReport | None) -> dict[str, Any]:
-    """Which containment held the run, and what it found still alive after the agent and
-    its tools were ended (each with how it was found): daemons no PID led to."""
+def _contained(containment: Containment, outlived: EndReport | None, forged: list[dict[str, Any]],
+               escaped: list[dict[str, Any]]) -> dict[str, Any]:
+    """Which containment held the run, what it found still alive after the agent and its
+    tools were ended (each with how it was found): daemons no PID led to; the window records
+    that named processes not the run's, or were refused for want of its token; and the
+    processes that had left the run's cgroup."""
     report: dict[str, Any] = {"kind": containment.kind, "why": containment.why}
     if outlived is not None:
         report["outlived"] = [m.to_json() for m in outlived.found]
+    if forged:
+        report["forged"] = forged
+    if escaped:
+        report["escaped"] = escaped
     return report
+
+
+def forged_windows(server_records: Records, containment: Containment) -> tuple[list[dict[str, Any]], set[ProcRef]]:
+    """Forged evidence, and the processes it named that the harness must leave alone.
+
+    A window record's process that is alive but not a member of the run's containment is
+    not the run's, whatever the record says (the harness itself, a stranger's process): it is
+    listed, with its command line, and never ended. A window record the server refused for
+    want of the run's beacon token is listed as refused (with the window it claimed, if one)."""
+    named = [(r, ProcRef(p.pid, p.create_time, p.role)) for r in server_records
+             if isinstance(r, Window) for p in r.pids]
+    strangers = set(containment.strangers([ref for _, ref in named]))
+    forged: list[dict[str, Any]] = []
+    for record, ref in named:
+        if ref in strangers:
+            process = ref.process()
+            cmdline = process.cmdline() if process is not None else []
+            forged.append({"window": record.window, "index": record.index, "source": record.source,
+                           **ref.to_json(), "cmdline": cmdline})
+    forged += [{"window": r.window, "index": r.index, "refused": True, "problem": r.problem} for r in server_records
+               if isinstance(r, Error) and r.status == 403 and r.path is not None and r.path.endswith(BEACON_PATH)]
+    return forged, strangers
 
 
 def reproducer(profile: Profile, item: WorkItem) -> str:

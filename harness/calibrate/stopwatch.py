@@ -250,7 +250,9 @@ def wakeup_ns(samples: int = 100, idle_s: float = 0.001) -> list[int]:
     ``idle_s`` of quiet so that both sides were asleep, as an agent waiting for Stop is. Every
     figure of the table crosses such a wake-up once or more — a signal to the agent, a socket to
     the server, an exit to its parent — and on a busy machine each one also waits for a CPU."""
-    child = subprocess.Popen([sys.executable, "-I", "-S", "-c", ECHO], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    # Its stderr is nowhere: a dead harness (its pipes closed) must not have it print a traceback.
+    child = subprocess.Popen([sys.executable, "-I", "-S", "-c", ECHO], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL)
     assert child.stdin is not None and child.stdout is not None
     out: list[int] = []
     try:

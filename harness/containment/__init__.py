@@ -29,8 +29,13 @@ Nothing here reaps: ``waitpid`` belongs to whoever started a process (asyncio, p
 bounded by the budget the caller passes.
 
 The pieces: ``boundary`` (the ``Containment`` a run opens, starts its agent in and ends),
-``cgroup`` (the two cgroup hierarchies behind the cgroup kinds) and ``sweep`` (one pass over
-the process table that finds the members).
+``cgroup`` (the two cgroup hierarchies behind the cgroup kinds), ``sweep`` (one pass over
+the process table that finds the members) and ``stale`` (what runs of a dead harness left,
+ended and removed by the next run: every run is named after its owner).
+
+The boundary is never taken on a record's word: a window record naming processes gets only
+those ended that are members (``Containment.strangers``), and a member outside the run's
+cgroup — a root agent can move itself anywhere — is reported as an escape (``escapees``).
 """
 
 from harness.containment.boundary import KINDS, Containment, EndReport

@@ -19,8 +19,11 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+import psutil
+
 from harness.containment.cgroup import Cgroup, ContainmentError, Unavailable, make_cgroup
 from harness.containment.sweep import ENV_VAR, Member, survey
+from harness.procs import ProcRef
 
 KINDS = ("cgroup-v2", "cgroup-v1", "env-tag")
 TAG = re.compile(r"[A-Za-z0-9_.-]{1,64}")
@@ -131,6 +134,56 @@ class Containment:
     def members(self) -> list[Member]:
         """Every live process in the containment (zombies are gone; see the package docstring)."""
         return list(self._survey().values())
+
+    def strangers(self, refs: Sequence[ProcRef]) -> list[ProcRef]:
+        """Those of ``refs`` alive and *not* the run's (no member has that PID and start time).
+
+        What shows a process to be the run's is the containment (its cgroup, its tag, its
+        folder, descent from a member), never what a record says: a record naming a stranger
+        is forged, and the harness must not end the process it names. The harness itself and
+        its ancestors are never members, so they are always strangers."""
+        if not refs:
+            return []
+        members = self._survey()
+        out = []
+        for ref in refs:
+            if not ref.alive():
+                continue
+            member = members.get(ref.pid)
+            if member is None or ref.create_time is None or abs(member.create_time - ref.create_time) > 0.01:
+                out.append(ref)
+        return out
+
+    def escapees(self, started: Sequence[ProcRef] = ()) -> list[Member]:
+        """The run's processes that have left its cgroup (a root agent can write its PID into
+        any cgroup, the hierarchy's root included): members found by their tag, folder or
+        descent but outside the cgroup, and processes the harness started inside it
+        (``started``) now outside. Those the harness started itself outside the cgroup (the
+        tools of an in-process agent: descendants of this process, not of ``started``) are
+        not escapees. Each is named with ``how`` = ``escaped``; ``end()`` ends them with the
+        other members, and ``started`` ones are ended by whoever started them. Empty for the
+        env-tag kind (no boundary to leave)."""
+        if self._cgroup is None or self._closed:
+            return []
+        inside = self._cgroup.pids()
+        me = os.getpid()
+        launched = {r.pid for r in started}
+        out: list[Member] = []
+        candidates = [m.ref for m in self._survey().values() if m.pid not in inside] + list(started)
+        for ref in candidates:
+            process = ref.process()
+            if process is None or ref.pid in inside or any(m.pid == ref.pid for m in out):
+                continue
+            try:
+                lineage = [ref.pid, *(p.pid for p in process.parents())]
+                member = Member(pid=ref.pid, ppid=process.ppid(), create_time=process.create_time(),
+                                cmdline=tuple(process.cmdline()), how="escaped")
+            except psutil.Error:
+                continue
+            ours = me in lineage and not launched.intersection(lineage)
+            if not ours:
+                out.append(member)
+        return out
 
     def end(self, budget_s: float = 10.0) -> EndReport:
         """Freeze, SIGKILL every member, thaw, and wait (on pidfds) until all are gone.

@@ -20,6 +20,10 @@ from harness.model import RunResult  # noqa: E402
 from harness.report import compare, format_gate, gate_main  # noqa: E402
 from harness.report.writer import results_text  # noqa: E402
 
+
+async def _no_floor() -> int:
+    return 0  # the stopwatch's floor is not what these tests measure
+
 NOT_COMPARABLE = "not comparable: machine differs"
 RESTARTS = [("interrupt-restart", a, r) for a in ("inproc", "http") for r in range(10)]  # L7, one sample each
 
@@ -75,7 +79,7 @@ def test_a_run_records_its_load_when_it_ends(tmp_path, monkeypatch):
 
     monkeypatch.setattr(cli, "run_all", run_all)
     monkeypatch.setattr(cli, "null_agent_costs", lambda: {"loadavg": [0.0, 0.0, 0.0], "cpus": 2})
-    monkeypatch.setattr(cli, "quick_floor", lambda: 0)
+    monkeypatch.setattr(cli, "quick_floor_async", _no_floor)
     cli.main(["run", "--task", "exit-codes", "--adapter", "http", "--report-dir", str(tmp_path)])
     machine = RunResult.from_json(json.loads((tmp_path / "results.json").read_text())).run["machine"]
     assert machine["loadavg"] == [0.0, 0.0, 0.0] and len(machine["loadavg_end"]) == 3

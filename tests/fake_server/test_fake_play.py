@@ -124,7 +124,7 @@ async def test_a_cancel_ends_the_stream_before_its_disconnect_report_is_posted()
     from fake_server import FakeServer
 
     async with FakeServer(scenario=None, port=0) as server:
-        pb = Playback(scenario(STALL_AFTER_ONE_CHUNK), report_to=server.base_url)
+        pb = Playback(scenario(STALL_AFTER_ONE_CHUNK), report_to=server.beacon_url)
         task = await consuming_until_the_first_chunk(pb)
         cancelled_ns = time.monotonic_ns()
         task.cancel()

@@ -32,7 +32,7 @@ DONE_W1 = {"kind": "window_done", "window": "w1", "finished": True}
 async def test_long_poll_returns_new_records_and_beacon_appends(server):
     async with aiohttp.ClientSession() as http:
         poll = asyncio.create_task(http.get(server.url + "/_stopbench/records?after=0&wait=30"))
-        async with http.post(server.url + "/_stopbench/beacon", json=DONE_W1) as resp:
+        async with http.post(server.beacon_url + "/_stopbench/beacon", json=DONE_W1) as resp:
             stored = await resp.json()
         assert stored["index"] == 1 and stored["kind"] == "window_done" and isinstance(stored["mono_ns"], int)
         assert stored["source"] == "beacon"
@@ -85,7 +85,7 @@ async def test_a_wait_has_no_deadline_of_its_own_and_a_callers_deadline_cancels_
 
 
 async def test_inproc_playback_reports_each_chunk_before_yielding_it(server):
-    pb = Playback(scenario(PACED), report_to=server.url, seed="p")
+    pb = Playback(scenario(PACED), report_to=server.beacon_url, seed="p")
     seen_by_agent = []
     async with pb:
         request = {"model": "m", "messages": USER, "tools": [BASH_TOOL], "stream": True}
@@ -105,7 +105,7 @@ async def test_inproc_playback_reports_each_chunk_before_yielding_it(server):
 
 async def test_inproc_cancel_is_reported_as_disconnect(server):
     pb = Playback(scenario('[[responses]]\n[[responses.frames]]\ntext = "x"\n[[responses.frames]]\nstall = true\n'),
-                  report_to=server.url)
+                  report_to=server.beacon_url)
 
     async def consume():
         async for _ in pb.chat_chunks({"model": "m", "messages": USER}):

@@ -108,7 +108,7 @@ async def test_without_shell_calls_in_the_scenario_an_unmatched_request_is_still
 
 
 async def test_inproc_playback_answers_and_reports_a_side_request(server):
-    pb = Playback(scenario(TASK), report_to=server.url, seed="p")
+    pb = Playback(scenario(TASK), report_to=server.beacon_url, seed="p")
     async with pb:
         chunks = [c async for c in pb.chat_chunks({"model": "m", "stream": True,
                                                    "messages": [{"role": "user", "content": TITLE}]})]

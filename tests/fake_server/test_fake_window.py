@@ -20,7 +20,7 @@ def ignores_sigterm(pid: int) -> bool:
 
 
 def start_window(server, tmp_path, reaper, **shape):
-    command = window_command(Window(**shape), server.url)
+    command = window_command(Window(**shape), server.beacon_url)
     proc = subprocess.Popen(["bash", "-c", command], cwd=tmp_path, stdout=subprocess.PIPE,
                             start_new_session=True)
     reaper.append((proc.pid, psutil.Process(proc.pid).create_time()))

@@ -107,7 +107,9 @@ class Agents:
         return proc
 
     def run_args(self, server: FakeServer, *extra: str, adapter: str = "http") -> list[str]:
-        return ["run", "--adapter", adapter, "--base-url", server.base_url, "--api-key", CANARY_KEY,
+        # The inproc adapter reports its records, which the server takes under its token only.
+        base_url = server.beacon_url if adapter == "inproc" else server.base_url
+        return ["run", "--adapter", adapter, "--base-url", base_url, "--api-key", CANARY_KEY,
                 "--sessions-dir", str(self.sessions), "--cwd", str(self.cwd), *extra]
 
     def session_of(self, proc: subprocess.Popen) -> tuple[str, Path]:

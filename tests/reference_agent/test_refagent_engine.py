@@ -45,7 +45,7 @@ async def open_inproc(tmp_path, scenario_text, server=None, **kw):
     scenario = write_scenario(tmp_path, scenario_text, f"sc-{len(list(tmp_path.glob('sc-*')))}.toml")
     (tmp_path / "work").mkdir(exist_ok=True)
     return await open_session(sessions_dir=tmp_path / "sessions", cwd=tmp_path / "work", adapter="inproc",
-                              scenario=str(scenario), base_url=server.url if server else None, **kw)
+                              scenario=str(scenario), base_url=server.beacon_url if server else None, **kw)
 
 
 def first_event(session, kind):

@@ -42,7 +42,7 @@ async def inproc(tmp_path, text=STALLING, server=None, **kw):
     (tmp_path / "work").mkdir(exist_ok=True)
     scenario = write_scenario(tmp_path, text, f"sc{len(list(tmp_path.glob('sc*.toml')))}.toml")
     return await open_session(sessions_dir=tmp_path / "sessions", cwd=tmp_path / "work", adapter="inproc",
-                              scenario=str(scenario), base_url=server.url if server else None, **kw)
+                              scenario=str(scenario), base_url=server.beacon_url if server else None, **kw)
 
 
 async def stopped_mid_stream(session, source="user"):
