@@ -51,13 +51,15 @@ AGENTS: dict[str, Agent] = {a.name: a for a in (
                   "node_modules/@openai/codex/node_modules/@openai/codex-linux-x64/vendor/*/bin/codex"),
           description="OpenAI Codex CLI (native binary, not the node wrapper); headless `codex exec`",
           store="JSONL $CODEX_HOME/sessions/YYYY/MM/DD/rollout-*.jsonl"),
-    Agent("claude-code", "npm", "@anthropic-ai/claude-code", "2.1.197",
+    Agent("claude-code", "npm", "@anthropic-ai/claude-code", "2.1.332",
           binary=_npm_bin("claude"),
           description="Anthropic Claude Code; headless `claude -p`",
           store="JSONL ~/.claude/projects/<cwd>/<uuid>.jsonl"),
-    Agent("qwen-code", "npm", "@qwen-code/qwen-code", "0.15.10",
+    Agent("qwen-code", "npm", "@qwen-code/qwen-code", "0.24.4",
           binary=_npm_bin("qwen"),
-          description="Qwen Code; headless `qwen --yolo` (QWEN_CODE_NO_RELAUNCH=true)",
+          # From 0.2x this program is a wrapper that always starts cli.js beside it as a child:
+          # the profile runs `node cli.js` itself, so that Stop reaches the CLI.
+          description="Qwen Code; headless `node …/cli.js --yolo` (QWEN_CODE_NO_RELAUNCH=true)",
           store="JSONL ~/.qwen/projects/<cwd>/chats/<uuid>.jsonl"),
     Agent("pi", "npm", "@mariozechner/pi-coding-agent", "0.73.1", binary=_npm_bin("pi"),
           description="pi coding agent; headless `pi -p --mode json`, one provider per wire",
@@ -119,7 +121,7 @@ def split_version(spec: str) -> tuple[str, str | None]:
     (the pinned one is meant). ValueError for an empty name or version around the ``@``."""
     name, at, version = spec.partition("@")
     if at and not (name and version):
-        raise ValueError(f"{spec!r}: expected NAME@VERSION, e.g. claude-code@2.1.197")
+        raise ValueError(f"{spec!r}: expected NAME@VERSION, e.g. claude-code@2.1.332")
     return name, version if at else None
 
 

@@ -111,6 +111,12 @@ class ClaudeCode(Recipe):
         return sorted((home / ".claude" / "projects").glob("*/*.jsonl"))
 
 
+def _qwen_cli(prog: str) -> list[str]:
+    """Qwen Code's CLI run by node, as its profile runs it: from 0.2x the ``qwen`` program is a
+    wrapper (``cli-entry.js``) that starts ``cli.js`` as a child a signal to it never reaches."""
+    return ["node", "--expose-gc", str(Path(prog).resolve().parent / "cli.js")]
+
+
 class QwenCode(Recipe):
     def prepare(self, home, work, url, key):
         qwen = home / ".qwen"
@@ -121,13 +127,13 @@ class QwenCode(Recipe):
                     "general": {"disableAutoUpdate": True, "disableUpdateNag": True}}
         (qwen / "settings.json").write_text(json.dumps(settings, indent=1), encoding="utf-8")
         return {"OPENAI_API_KEY": key, "OPENAI_BASE_URL": f"{url}/v1", "OPENAI_MODEL": "fake-model",
-                "QWEN_CODE_NO_RELAUNCH": "true"}
+                "QWEN_CODE_NO_RELAUNCH": "true", "QWEN_CODE_SUPPRESS_YOLO_WARNING": "1"}
 
     def first(self, prog, prompt, sid):
-        return [prog, "--yolo", prompt]
+        return [*_qwen_cli(prog), "--yolo", prompt]
 
     def resume(self, prog, prompt, sid):
-        return [prog, "--yolo", "--resume", sid, prompt]
+        return [*_qwen_cli(prog), "--yolo", "--resume", sid, prompt]
 
     def session_id(self, home, stderr):
         files = self.store_files(home)

@@ -177,6 +177,10 @@ def _judge(a: Answer, conventions: Conventions, found: Findings) -> bool:
             found.ok(half, a.item("keeps the result it had before the kill"))
         return True
     if known in (Known.HISTORY, Known.FINISHED):
+        if known is Known.FINISHED and a.call.result is not None and squeeze(a.text) == squeeze(a.call.result):
+            # What the disk held is sent again, even a repair an earlier restart wrote there.
+            found.ok(half, a.item("keeps the result it had before the kill"))
+            return True
         if s in (Says.OUTCOME_UNKNOWN, Says.NOT_STARTED):
             found.fail(half, f"tool call {a.call.call_id} finished before the kill ({a.call.how}), but is answered "
                        f"with a repair: {clip(a.text, 80)!r}", a.item())

@@ -1,7 +1,11 @@
 """Reader for Claude Code sessions: ``~/.claude/projects/<cwd with dashes>/<session uuid>.jsonl``.
 
 Written for the stores of Claude Code 2.1.x (the ``version`` field of its records), from
-recordings of 2.1.197 (``tests/fixtures/agents/claude-code-2.1.197``). There is no header
+recordings of 2.1.197 and 2.1.332 (``tests/fixtures/agents/claude-code-<version>``). 2.1.332
+adds records this reader does not map (``attachment``, ``api-request``, ``api-request-shape``,
+``api-request-blob``, ``atis-latch``, ``cost-state``, ``tools-used``), keeps the partial text of a
+stream cut by Stop as an assistant record, and on resume answers a call left unanswered with a
+``tool_result`` marked ``toolDenialKind: "interrupted"`` instead of parenting past it. There is no header
 line: the header is gathered from the first records (``sessionId``, ``cwd``, ``timestamp``,
 the first assistant ``model``). Records form a tree through ``uuid`` / ``parentUuid``; the
 conversation the agent reloads is the chain from the last record back to the root, so an
@@ -21,10 +25,12 @@ grouped by ``message.id``)                       ``tool_use`` blocks as calls, `
                                                  ``<synthetic>`` messages (e.g. "No response requested.")
 ``tool_use`` block                               ``tool_call`` (the model's request: no start is recorded)
 ``user`` with ``tool_result`` blocks             ``tool_result`` (``aborted`` from
-                                                 ``toolUseResult.interrupted``; ``rejected: true`` when
-                                                 ``toolUseResult`` is "User rejected tool use")
+                                                 ``toolUseResult.interrupted``, or 2.1.3xx's
+                                                 ``toolDenialKind: "interrupted"``; ``rejected: true``
+                                                 when ``toolUseResult`` is "User rejected tool use")
 ``queue-operation``, ``last-prompt``, ``mode``,  not mapped
-``system``, ``summary``, snapshots
+``system``, ``summary``, snapshots, and the
+records 2.1.332 added
 ==============================================  =================================================
 
 Not recorded, so never emitted: turn ends (no record says a turn settled, or why), model
@@ -222,7 +228,8 @@ def _result(block: dict[str, Any], rec: dict[str, Any]) -> dict[str, Any]:
     native = rec.get("toolUseResult")
     out: dict[str, Any] = {"call_id": block.get("tool_use_id"), "output": text_of(block.get("content")),
                            "is_error": bool(block.get("is_error")), "exit_code": None,
-                           "aborted": isinstance(native, dict) and native.get("interrupted") is True}
+                           "aborted": (isinstance(native, dict) and native.get("interrupted") is True)
+                           or rec.get("toolDenialKind") == "interrupted"}
     if isinstance(native, str) and "rejected" in native.lower():
         out["rejected"] = True
     if isinstance(native, (dict, str)):

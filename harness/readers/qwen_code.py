@@ -1,7 +1,10 @@
 """Reader for Qwen Code chats: ``~/.qwen/projects/<cwd with dashes>/chats/<session uuid>.jsonl``.
 
-Written for the stores of Qwen Code 0.15.x (the ``version`` field of its records), from
-recordings of 0.15.10 (``tests/fixtures/agents/qwen-code-0.15.10``). No header line: the
+Written for the stores of Qwen Code 0.15.x and 0.24.x (the ``version`` field of its records),
+from recordings of 0.15.10 and 0.24.4 (``tests/fixtures/agents/qwen-code-<version>``). 0.24
+writes the same records with one more field, ``provenance`` (``real_user``, ``assistant_output``,
+``tool_result``, ``system``), and ``toolCallResult.executionStatus`` beside ``status``; neither
+changes what an event means. No header line: the
 header comes from the first record (``sessionId``, ``cwd``, ``timestamp``) and the first
 assistant ``model``. Records are chained by ``uuid`` / ``parentUuid``; messages are in
 Gemini's shape (``role`` ``user`` / ``model``, ``parts`` of ``text``, ``functionCall``,
@@ -35,7 +38,7 @@ from harness.model import Capability, FormatProblem, SessionHeader, SessionLog, 
 from harness.readers.base import LogDamaged, UnknownVersion, chain_problems, newest, unanswered_results
 from harness.readers.jsonl import Events, JsonlStore, Line, project_folder
 
-SUPPORTED_VERSIONS = ("0.15.",)
+SUPPORTED_VERSIONS = ("0.15.", "0.24.")
 KNOWN_TYPES = frozenset({"user", "assistant", "tool_result", "system"})
 MESSAGE_TYPES = frozenset({"user", "assistant", "tool_result"})
 
@@ -45,7 +48,7 @@ class QwenCodeReader(JsonlStore):
     name = "qwen-code"
     capabilities = frozenset({Capability.TOOL_ABORTS, Capability.APPEND_ONLY, Capability.FORMAT_RULES,
                               Capability.MONO_TIMES})
-    agent_versions = "Qwen Code 0.15.x"
+    agent_versions = "Qwen Code 0.15.x, 0.24.x"
     torn_fragment = b'{"uuid":"00000000-0000-4000-8000-000000000000","parentUuid":null,"type":"assis'
 
     def find(self, home: str, session_id: str | None = None, cwd: str | None = None) -> str | None:

@@ -21,7 +21,7 @@ from harness.provenance import run_header
 
 PROGRAM = "node_modules/.bin/claude"  # claude-code's program in its install folder
 PIN = get_agent("claude-code").version
-OTHER = "2.1.332"
+OTHER = "2.1.197"  # a release other than the pin
 
 
 @pytest.fixture

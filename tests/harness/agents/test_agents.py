@@ -29,8 +29,8 @@ from harness.agents.install import (
 install = importlib.import_module("harness.agents.install")  # the module (the package exports a function of that name)
 
 PINS = {"opencode": ("npm", "opencode-ai", "1.18.33"), "codex": ("npm", "@openai/codex", "0.171.0"),
-        "claude-code": ("npm", "@anthropic-ai/claude-code", "2.1.197"),
-        "qwen-code": ("npm", "@qwen-code/qwen-code", "0.15.10"), "kimi-cli": ("pypi", "kimi-cli", "1.51.0"),
+        "claude-code": ("npm", "@anthropic-ai/claude-code", "2.1.332"),
+        "qwen-code": ("npm", "@qwen-code/qwen-code", "0.24.4"), "kimi-cli": ("pypi", "kimi-cli", "1.51.0"),
         "mini-swe-agent": ("pypi", "mini-swe-agent", "2.4.6"), "aider": ("pypi", "aider-chat", "0.86.2"),
         "llm": ("pypi", "llm", "0.36"), "pi": ("npm", "@mariozechner/pi-coding-agent", "0.73.1"),
         "copilot": ("npm", "@github/copilot", "1.0.102"), "kilo": ("npm", "@kilocode/cli", "7.7.7"),
@@ -191,16 +191,16 @@ def test_install_renames_into_place(cache, registry):
         fake_npm("node_modules/.bin/qwen")(argv, log, env)
 
     folder = install.install("qwen-code", registry=registry, runner=runner)
-    assert folder == install_dir("qwen-code") and leftovers(cache) == ["qwen-code-0.15.10"]
+    assert folder == install_dir("qwen-code") and leftovers(cache) == ["qwen-code-0.24.4"]
     argv = seen[0]
-    assert argv[:2] == ["npm", "install"] and "@qwen-code/qwen-code@0.15.10" in argv
+    assert argv[:2] == ["npm", "install"] and "@qwen-code/qwen-code@0.24.4" in argv
     assert argv[argv.index("--registry") + 1] == registry and "--no-fund" in argv and "--no-audit" in argv
     assert binary("qwen-code") == folder / "node_modules/.bin/qwen"
-    assert install.read_marker(folder)["version"] == "0.15.10"
+    assert install.read_marker(folder)["version"] == "0.24.4"
     # installed: a second install does nothing; --force reinstalls in place
     assert install.install("qwen-code", registry=registry, runner=fake_npm(None, fail=True)) == folder
     install.install("qwen-code", registry=registry, force=True, runner=runner)
-    assert leftovers(cache) == ["qwen-code-0.15.10"] and len(seen) == 2
+    assert leftovers(cache) == ["qwen-code-0.24.4"] and len(seen) == 2
 
 
 def test_warm_up_keeps_what_the_first_run_unpacks(cache, registry):

@@ -1,7 +1,7 @@
 """Claude Code's built-in [interactive] section: parsed, its commands and HOME file rendered,
-and its screen patterns read by the terminal driver off screens recorded from Claude Code
-2.1.197's full-screen UI (tests/fixtures/agents/claude-code-2.1.197/screens/: the rendered
-200×40 screen at each moment, paths and port scrubbed; the key never shows on screen)."""
+and its screen patterns read by the terminal driver off screens recorded from Claude Code's
+full-screen UI, releases 2.1.197 and 2.1.332 (tests/fixtures/agents/claude-code-<version>/screens/:
+the rendered 200×40 screen at each moment, paths and port scrubbed; the key never shows on screen)."""
 
 from __future__ import annotations
 
@@ -20,13 +20,13 @@ from harness.planning import not_applicable
 from harness.profiles import fill, load_profile
 from harness.tasks import TASKS_DIR, load_task
 
-SCREENS = Path(__file__).resolve().parents[2] / "fixtures" / "agents" / "claude-code-2.1.197" / "screens"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "agents"
 PROFILE = load_profile("claude-code")
 VALUES = {"agent_bin": "/cache/claude", "model": "stopbench-1", "session_uuid": str(uuid.uuid4()),
           "cwd": "/tmp/stopbench-x/work", "home": "/tmp/stopbench-x/home", "api_key": "sk-stopbench-REDACTED"}
 
-# screen: (the turn's input, at the prompt, busy, how the turn has ended (None: not yet), queued items)
-CASES = {
+# release: {screen: (the turn's input, at the prompt, busy, how the turn has ended (None: not yet), queued items)}
+CASES = {"2.1.197": {
     "idle": (None, True, False, None, 0),
     "typed": ("Run the long job.", False, False, None, 0),  # in the box, not yet submitted
     "tool-running": ("Run the long job.", False, True, None, 0),
@@ -38,17 +38,28 @@ CASES = {
     "queued": ("Run the checks.", False, True, None, 2),
     # Stop delivers the queued items at once, as a turn of their own.
     "queue-delivered-on-stop": ("Run the checks.", True, False, "aborted", 0),
-}
+}, "2.1.332": {
+    "idle": (None, True, False, None, 0),
+    "typed": ("Run the checks.", False, False, None, 0),
+    "tool-running": ("Run the checks.", False, True, None, 0),
+    "queue-typing": ("Run the checks.", False, True, None, 0),
+    # Queued items are flush left like a sent input, with one "⎿  Queued" line under the last.
+    "queued": ("Run the checks.", False, True, None, 1),
+    "queued-two": ("Run the checks.", False, True, None, 2),
+    # Stop delivers both items as a turn of their own, which completed below the Stop's line.
+    "queue-delivered-on-stop": ("Run the checks.", True, False, "aborted", 0),
+}}
+SCREENS = [(release, name) for release, cases in CASES.items() for name in sorted(cases)]
 
 
-def driver_on(name: str, turn_input: str | None) -> TerminalDriver:
+def driver_on(name: str, turn_input: str | None, release: str = "2.1.197") -> TerminalDriver:
     """A terminal driver for Claude Code whose screen shows the recorded one, in a turn begun
     with ``turn_input`` (no process: the screen is fed as the terminal would have drawn it)."""
     ctx = AgentContext(profile=PROFILE, adapter="http", values=dict(VALUES), env={},
                        sessions_dir=Path("/nonexistent"), cwd=Path(VALUES["cwd"]))
     driver = TerminalDriver(ctx, History())
     driver._view = Screen(COLUMNS, LINES)
-    text = (SCREENS / f"{name}.txt").read_text()
+    text = (FIXTURES / f"claude-code-{release}" / "screens" / f"{name}.txt").read_text()
     driver._view.feed(text.rstrip("\n").replace("\n", "\r\n").encode())
     if turn_input is not None:
         driver._input_mark = turn_input
@@ -77,10 +88,10 @@ def test_the_key_travels_as_a_token_in_the_environment_and_home_starts_at_the_pr
     assert "{api_key}" not in claude_json["content"]
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
-async def test_the_screen_patterns_read_each_recorded_screen(name):
-    turn_input, at_prompt, busy, ended, queued = CASES[name]
-    driver = driver_on(name, turn_input)
+@pytest.mark.parametrize(("release", "name"), SCREENS, ids=[f"{r}-{n}" for r, n in SCREENS])
+async def test_the_screen_patterns_read_each_recorded_screen(release, name):
+    turn_input, at_prompt, busy, ended, queued = CASES[release][name]
+    driver = driver_on(name, turn_input, release)
     spec = PROFILE.interactive
     assert spec is not None
     assert driver._at_prompt() is at_prompt

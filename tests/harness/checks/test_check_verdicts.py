@@ -192,6 +192,9 @@ CASES = [
     ("C14", kill_in_tool, ("c1-finished-but-marked",), {}, "fail", "log", "finished before the kill"),
     ("C14", kill_in_tool, ("no-repair",), {}, "unknown", None, "C4 judges it"),
     ("C14", kill_in_tool, ("second-kill",), {}, "pass", "both", "4 tool call(s) known at 2 kill(s) answered"),
+    # A repair the first restart wrote to disk, sent again after a second kill (Claude Code 2.1.332).
+    ("C14", kill_in_tool, ("repair-writes-disk", "second-kill"), {}, "pass", "both",
+     "4 tool call(s) known at 2 kill(s) answered"),
     ("C14", kill_in_tool, ("second-kill-rewrites-repair",), {}, "fail", "black-box",
      "tool call c2 was answered 'TOOL_NOT_STARTED: never ran.' before the kill (carried in request 3), but is now"),
     ("C14", kill_at_request, (), {}, "skipped", None, "no tool call"),

@@ -66,20 +66,39 @@ EXPECTED = {
     ("opencode", "stop-tool", "stopped"): "T1 A1 C1 S1",
     ("opencode", "stop-tool", "resumed"): "T1 A1 C1 S1 T2 A2 P2 E2",
 }
+# Later releases recorded the same way: (reader, fixture folder, case, phase) -> events.
+# Claude Code 2.1.332 answers the call a kill left open on resume (R1) instead of dropping it.
+NEWER = {
+    ("claude-code", "claude-code-2.1.332", "completed", "final"): "T1 A1 C1 R1 A1",
+    ("claude-code", "claude-code-2.1.332", "kill-stream", "killed"): "T1",
+    ("claude-code", "claude-code-2.1.332", "kill-stream", "resumed"): "T1 A1 T2 A2",
+    ("claude-code", "claude-code-2.1.332", "kill-tool", "killed"): "T1 A1 C1",
+    ("claude-code", "claude-code-2.1.332", "kill-tool", "resumed"): "T1 A1 C1 R1 A1 T2 A2",
+    ("claude-code", "claude-code-2.1.332", "stop-tool", "stopped"): "T1 A1 C1 R1 Q1",
+    ("claude-code", "claude-code-2.1.332", "stop-tool", "resumed"): "T1 A1 C1 R1 Q1 A1 T2 A2",
+    ("qwen-code", "qwen-code-0.24.4", "completed", "final"): "T1 A1 C1 R1 A1",
+    ("qwen-code", "qwen-code-0.24.4", "kill-stream", "killed"): "T1",
+    ("qwen-code", "qwen-code-0.24.4", "kill-stream", "resumed"): "T1 T2 A2",
+    ("qwen-code", "qwen-code-0.24.4", "kill-tool", "killed"): "T1 A1 C1",
+    ("qwen-code", "qwen-code-0.24.4", "kill-tool", "resumed"): "T1 A1 C1 T2 A2",
+    ("qwen-code", "qwen-code-0.24.4", "stop-tool", "stopped"): "T1 A1 C1 R1",
+    ("qwen-code", "qwen-code-0.24.4", "stop-tool", "resumed"): "T1 A1 C1 R1 T2 A2",
+}
 PROMPT = "Run the check command in the shell and tell me what it printed."
 FOLLOW_UP = "follow-up: the last turn was cut off. What happened?"
 
 
-def fixture_store(reader: str, case: str, phase: str) -> Path:
-    folder = FIXTURES / AGENTS[reader] / case / phase
+def fixture_store(reader: str, case: str, phase: str, release: str | None = None) -> Path:
+    folder = FIXTURES / (release or AGENTS[reader]) / case / phase
     found = [p for p in folder.rglob("*") if p.is_file() and p.name.endswith((".jsonl", ".db.sql"))]
     assert len(found) == 1, f"expected one store under {folder}, found {found}"
     return found[0]
 
 
-def store_copy(reader: str, case: str, phase: str, tmp_path: Path) -> str:
-    """A writable copy of the recorded store (opencode: the database rebuilt from its dump)."""
-    source = fixture_store(reader, case, phase)
+def store_copy(reader: str, case: str, phase: str, tmp_path: Path, release: str | None = None) -> str:
+    """A writable copy of the recorded store (opencode: the database rebuilt from its dump);
+    ``release``: the fixture folder of another release than the reader's first recording."""
+    source = fixture_store(reader, case, phase, release)
     tmp_path.mkdir(parents=True, exist_ok=True)
     if source.name.endswith(".db.sql"):
         db = tmp_path / "opencode.db"
@@ -114,8 +133,8 @@ def signature(log) -> str:
     return " ".join(f"{ABBR[e.type]}{e.turn}" for e in log.events)
 
 
-def case_json(reader: str, case: str) -> dict:
-    return json.loads((FIXTURES / AGENTS[reader] / case / "case.json").read_text(encoding="utf-8"))
+def case_json(reader: str, case: str, release: str | None = None) -> dict:
+    return json.loads((FIXTURES / (release or AGENTS[reader]) / case / "case.json").read_text(encoding="utf-8"))
 
 
 # --- registry and declarations --------------------------------------------------------
@@ -144,15 +163,15 @@ def test_registered_with_honest_declarations():
 # --- exact events ---------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("key", sorted(EXPECTED), ids=lambda k: "-".join(k))
+@pytest.mark.parametrize("key", sorted(EXPECTED) + sorted(NEWER), ids=lambda k: "-".join(k))
 def test_events_of_every_recording(key, tmp_path):
-    reader, case, phase = key
-    log = parse(reader, store_copy(reader, case, phase, tmp_path))
-    assert signature(log) == EXPECTED[key]
+    reader, release, case, phase = key if len(key) == 4 else (key[0], None, *key[1:])
+    log = parse(reader, store_copy(reader, case, phase, tmp_path, release))
+    assert signature(log) == (NEWER[key] if release else EXPECTED[key])
     assert [e.seq for e in log.events] == list(range(1, len(log.events) + 1))
     assert log.torn_tail is None
     assert get_reader(reader).format_problems(log) == []
-    sid = case_json(reader, case).get("session_id")
+    sid = case_json(reader, case, release).get("session_id")
     assert log.header.session_id == sid
     assert log.header.cwd and log.header.cwd.endswith("/work")
     first = log.events[0]
@@ -209,8 +228,31 @@ def test_claude_code_stop_rejects_and_resume_drops_the_call(tmp_path):
     assert message.get("synthetic") is True and message.get("text") == "No response requested."
 
 
+def test_claude_code_2_1_332_answers_the_killed_call_as_interrupted(tmp_path):
+    release = "claude-code-2.1.332"
+    resumed = parse("claude-code", store_copy("claude-code", "kill-tool", "resumed", tmp_path / "a", release))
+    call, result = resumed.of_type("tool_call")[0], resumed.of_type("tool_result")[0]
+    assert result.get("call_id") == call.get("call_id") and result.get("aborted") is True
+    assert result.get("output").startswith("[Tool call interrupted: the session ended before this call's result")
+    assert not any(e.get("off_chain") for e in resumed.events)  # the call stays in the conversation
+    assert resumed.of_type("assistant_message")[1].get("synthetic") is True
+    stopped = parse("claude-code", store_copy("claude-code", "stop-tool", "stopped", tmp_path / "b", release))
+    rejected = stopped.of_type("tool_result")[0]  # a Stop still reads as the user's rejection
+    assert rejected.get("aborted") is False and rejected.get("rejected") is True
+
+
 def test_qwen_code_cancelled_result(tmp_path):
     log = parse("qwen-code", store_copy("qwen-code", "stop-tool", "stopped", tmp_path))
+    result = log.of_type("tool_result")[0]
+    assert result.get("aborted") is True and result.get("status") == "cancelled"
+    assert result.get("output").startswith("[Operation Cancelled]")
+
+
+def test_qwen_code_0_24_records_are_read_like_0_15s(tmp_path):
+    path = store_copy("qwen-code", "stop-tool", "stopped", tmp_path, "qwen-code-0.24.4")
+    assert b'"provenance":"real_user"' in Path(path).read_bytes()  # the field 0.24 added
+    log = parse("qwen-code", path)
+    assert log.header.raw["version"] == "0.24.4"
     result = log.of_type("tool_result")[0]
     assert result.get("aborted") is True and result.get("status") == "cancelled"
     assert result.get("output").startswith("[Operation Cancelled]")
