@@ -232,3 +232,41 @@ def test_a_negative_baseline_median_is_compared_by_difference():
     nudged = [-4_800_000 + int(rng.gauss(0, 50_000)) for _ in range(20)]  # 0.2 ms later: under 10 % of 5 ms
     (small,) = compare(latency_run(steady, latency="L4"), latency_run(nudged, latency="L4")).latencies
     assert small.verdict == "slower, within tolerance" and not small.failing
+
+
+def _one_task(outcomes: dict[str, Outcome], because: dict[str, str] | None = None) -> RunResult:
+    """One interrupt-cancel run with these check outcomes; ``because`` names, per check, the
+    earlier check whose fact its failure rests on."""
+    because = because or {}
+    checks = tuple(CheckResult(c, o, Evidence(f"{c} {o.value}"), consequence_of=because.get(c))
+                   for c, o in outcomes.items())
+    return RunResult({"agent": "ref"}, (TaskResult("interrupt-cancel", "ref", "http", 0, checks),), ())
+
+
+def test_a_consequence_that_goes_pass_to_fail_is_shown_under_its_cause_and_not_counted():
+    P, F = Outcome.PASS, Outcome.FAIL
+    baseline = _one_task({"C3": P, "C4": P, "C5": P, "C8": P})
+    current = _one_task({"C3": F, "C4": P, "C5": F, "C8": F}, because={"C8": "C3"})
+    result = compare(baseline, current)
+    failing = [r.key[3] for r in result.checks if r.failing]
+    assert failing == ["C3", "C5"]
+    c8 = next(r for r in result.checks if r.key[3] == "C8")
+    assert (c8.consequence_of, c8.failing) == ("C3", False)
+    assert c8.verdict == "pass -> fail, a consequence of C3 (counted there)"
+    changed = [r.key[3] for r in result.checks if r.verdict != "unchanged"]
+    assert changed == ["C3", "C8", "C5"]  # the consequence right under its cause
+    text = format_gate(result)
+    lines = [line for line in text.splitlines() if "interrupt-cancel" in line and "fail" in line]
+    assert [line.split()[3:5] for line in lines] == [["C3", "mandatory"], ["↳", "C8"], ["C5", "mandatory"]]
+    assert text.rstrip().splitlines()[-1] == ("gate: FAIL (2 check regression(s), 0 latency regression(s); "
+                                              "1 consequence(s) of another check's failure, not counted)")
+
+
+def test_a_check_failing_on_its_own_in_any_repeat_is_a_regression_even_if_another_repeat_is_a_consequence():
+    P, F = Outcome.PASS, Outcome.FAIL
+    baseline = _one_task({"C3": P, "C8": P})
+    second = _one_task({"C3": P, "C8": F}).tasks[0]
+    current = _one_task({"C3": F, "C8": F}, because={"C8": "C3"})
+    current = dataclasses.replace(current, tasks=current.tasks + (dataclasses.replace(second, repeat=1),))
+    c8 = next(r for r in compare(baseline, current).checks if r.key[3] == "C8")
+    assert (c8.verdict, c8.failing, c8.consequence_of) == ("REGRESSION: pass -> fail", True, None)
