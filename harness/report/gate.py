@@ -294,7 +294,8 @@ def _median(values: Sequence[int]) -> float | None:
 
 def _tables(result: GateResult) -> list[tuple[str, list[str], list[list[str]]]]:
     """(caption, header, rows) of the check changes and of every latency comparison."""
-    shown = [r for r in result.checks if r.verdict != "unchanged"]
+    causes = {(*r.key[:3], r.consequence_of) for r in result.checks if r.consequence_of is not None}
+    shown = [r for r in result.checks if r.verdict != "unchanged" or r.key in causes]  # a consequence's cause too
     checks = (f"checks: {len(result.checks)} compared, {len(result.checks) - len(shown)} unchanged",
               ["agent", "adapter", "task", "check", "tier", "baseline", "current", "verdict"],
               [[*r.key[:3], f"  ↳ {r.key[3]}" if r.consequence_of else r.key[3], r.tier, r.before or "-",

@@ -270,3 +270,14 @@ def test_a_check_failing_on_its_own_in_any_repeat_is_a_regression_even_if_anothe
     current = dataclasses.replace(current, tasks=current.tasks + (dataclasses.replace(second, repeat=1),))
     c8 = next(r for r in compare(baseline, current).checks if r.key[3] == "C8")
     assert (c8.verdict, c8.failing, c8.consequence_of) == ("REGRESSION: pass -> fail", True, None)
+
+
+def test_a_consequence_whose_cause_failed_before_too_is_shown_under_it_and_passes_the_gate():
+    P, F = Outcome.PASS, Outcome.FAIL
+    baseline = _one_task({"C3": F, "C8": P})
+    current = _one_task({"C3": F, "C8": F}, because={"C8": "C3"})
+    result = compare(baseline, current)
+    assert not result.failed
+    table = [line.split()[3:] for line in format_gate(result).splitlines() if "interrupt-cancel" in line]
+    assert [row[:2] for row in table] == [["C3", "mandatory"], ["↳", "C8"]]
+    assert table[0][-1] == "unchanged"
