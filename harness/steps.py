@@ -133,9 +133,10 @@ async def _send(run: TaskRun, step: Step) -> None:
     if timeout_s is not None:
         timeout_s = max(float(timeout_s) * run.timeout_factor, run.profile.budgets.min_run_timeout)
     own_timeout = timeout_s is not None and bool(run.headless_timeout_options)
+    asked_ns = time.monotonic_ns()  # a headless agent counts its --timeout from its spawn, inside send
     await run.driver.send(step.get("text"), timeout_s=timeout_s if own_timeout else None,
                           expect=step.get("expect", "completed"))
-    run.turn_started()
+    run.turn_started(asked_ns)
     if timeout_s is not None:
         run.arm_timeout(float(timeout_s), watchdog=not own_timeout)
 

@@ -61,9 +61,12 @@ class TaskRun:
         return self.profile.headless.timeout_options if self.profile.headless else ()
 
     # -- the turn and its deadline -----------------------------------------------------------
-    def turn_started(self) -> None:
-        """A new turn: earlier beacons are stale, and an earlier turn's timeout no longer applies."""
-        self._turn_started_ns = time.monotonic_ns()
+    def turn_started(self, asked_ns: int) -> None:
+        """A new turn, asked for at ``asked_ns``: earlier beacons are stale, and an earlier turn's
+        timeout no longer applies. The turn's timeout counts from ``asked_ns``, not from when the
+        driver had started the agent: a headless agent's own ``--timeout`` counts from its spawn,
+        and a slow spawn must not move the moment it falls due."""
+        self._turn_started_ns = asked_ns
         self.last_beacon = None
         self._timeout_due_ns = None
         self.timeout_by_agent = False

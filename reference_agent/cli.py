@@ -214,9 +214,18 @@ def _seconds_since_start() -> float:
     a caller measuring the run sees it end shortly after T, whatever start-up cost."""
     with open("/proc/self/stat", "rb") as f:
         stat = f.read()
+    return _elapsed_since_start(stat, time.clock_gettime(time.CLOCK_BOOTTIME), os.sysconf("SC_CLK_TCK"))
+
+
+def _elapsed_since_start(stat: bytes, now_s: float, ticks_per_s: int) -> float:
+    """Seconds since the start ``stat`` (``/proc/<pid>/stat``) records, at boot time ``now_s``.
+
+    The kernel gives the start in whole clock ticks, rounded down. Counted from the end of
+    that tick, the time never exceeds what really passed, so the timeout never falls before T
+    (at most a tick after it); counted from its beginning, it fell up to a tick early.
+    """
     start_ticks = int(stat[stat.rindex(b")") + 2 :].split()[19])  # field 22: starttime, since boot
-    started = start_ticks / os.sysconf("SC_CLK_TCK")
-    return max(0.0, time.clock_gettime(time.CLOCK_BOOTTIME) - started)
+    return max(0.0, now_s - (start_ticks + 1) / ticks_per_s)
 
 
 def _print_text(event: dict) -> None:

@@ -84,7 +84,8 @@ def _judge_stop(obs: Observation, stop: StopDelivery, log: SessionLog | NoLog, f
     else:
         _tree(window, stop, found)
     _, call_id = window_call(obs, window.window)
-    logged = isinstance(log, SessionLog) and _aborted_results(obs, log, stop.mono_ns, window.window, stop.how, found)
+    logged = isinstance(log, SessionLog) and _aborted_results(obs, log, _acted_at(log, stop), window.window,
+                                                              stop.how, found)
     boxed = _result_sent(obs, stop, window.window, call_id, found)
     if not (logged or boxed or found.failed):
         why = "no model request followed the Stop" if first_request_after(obs, stop.mono_ns) is None \
@@ -92,6 +93,23 @@ def _judge_stop(obs: Observation, stop: StopDelivery, log: SessionLog | NoLog, f
         found.cannot(f"whether the stopped call got a result is not known: {why}"
                      + (f", and {log.note}" if isinstance(log, NoLog) else ""),
                      needs_reader=wants_reader(log), window=window.window)
+
+
+def _acted_at(log: SessionLog, stop: StopDelivery) -> int:
+    """The moment the log half judges a Stop at: which calls were still running then.
+
+    A Stop the harness delivered happened when it was delivered. The agent's own ``--timeout``
+    the harness only knows fell due at start + T by its clock, read just before the spawn; the
+    agent counts T from its own start (the kernel's, in clock ticks) and may act a few
+    milliseconds either side of that, so the calls it stopped may have their results before the
+    harness's moment. Its ``stop_requested`` with source ``timeout`` says when it acted.
+    """
+    if stop.by != "agent-timeout":
+        return stop.mono_ns
+    turn = turn_at(log, stop.mono_ns)
+    acted = [e.mono_ns for e in log.of_type("stop_requested")
+             if e.get("source") == "timeout" and e.turn == turn and e.mono_ns is not None]
+    return acted[0] if acted else stop.mono_ns
 
 
 def _stopped_window(obs: Observation, stop: StopDelivery) -> WindowObservation | None:

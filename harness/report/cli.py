@@ -92,7 +92,8 @@ def gate_main(argv: Sequence[str]) -> int:
     parser = Parser(
         prog=prog,
         description="Compare a run with a stored baseline. Exit 1 on a check that went from pass to fail "
-                    "or a statistically real latency regression, 0 otherwise, 2 on unusable input.",
+                    "(not as another's consequence) or a statistically real latency regression, 0 otherwise, "
+                    "2 on unusable input.",
     )
     parser.add_argument("--baseline", type=Path, required=True, help="baseline results.json")
     parser.add_argument("--current", type=Path, default=Path("reports/results.json"),

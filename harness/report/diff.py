@@ -35,9 +35,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.contract import check_order
-from harness.model import CheckResult, Outcome, RunResult, RunStatus, TaskResult
+from harness.model import Outcome, RunResult, RunStatus, TaskResult
 from harness.report.aggregate import fold, latency_order
-from harness.report.gate import NOT_COMPARABLE, TASK_ROW, TOO_FEW, agent_key, columns, compare
+from harness.report.gate import NOT_COMPARABLE, TASK_ROW, TOO_FEW, agent_key, columns, compare, consequences
 from harness.report.latency import format_ns, percentile
 from harness.report.text import md_cell
 
@@ -124,23 +124,14 @@ class Diff:
                 "latencies": [r.to_json() for r in self.latencies]}
 
 
-def consequence_of(check: CheckResult) -> str | None:
-    """The earlier check whose fact this failure rests on: the result's own field when it
-    has one, else an evidence item that names it (results written before the field)."""
-    own = getattr(check, "consequence_of", None)
-    if own:
-        return str(own)
-    return next((str(item["consequence_of"]) for item in check.evidence.items if item.get("consequence_of")), None)
-
-
 def diff(base: RunResult, new: RunResult) -> Diff:
     """Every check row of either file, what became of it, and the latencies side by side."""
     key_of = agent_key(base, new)
     before, after = _side_rows(base, key_of), _side_rows(new, key_of)
     _not_ran(before, after)
     _not_ran(after, before)
-    consequences = _consequences(new, key_of)
-    checks = [_change(key, before.get(key), after.get(key), consequences.get(key))
+    follows = consequences(new, lambda t, c: (key_of(t.agent), t.task, t.driver, t.adapter, c.check))
+    checks = [_change(key, before.get(key), after.get(key), follows.get(key))
               for key in sorted(before.keys() | after.keys(), key=_row_order)]
     return Diff(base, new, tuple(checks), _latencies(base, new, key_of))
 
@@ -181,18 +172,6 @@ def _worst_status(seen: Sequence[RunStatus]) -> str:
 
 def _plain_tasks(run: RunResult) -> list[TaskResult]:
     return [t for t in run.tasks if t.mutant is None]  # a failpoint's run is expected to fail
-
-
-def _consequences(run: RunResult, key_of: Callable[[str], str]) -> dict[Key, str]:
-    """Per row, the earlier check every failure of it rests on, when they all rest on one."""
-    earlier: dict[Key, set[str | None]] = {}
-    for t in _plain_tasks(run):
-        if t.status is RunStatus.RAN:
-            for c in t.checks:
-                if c.outcome is Outcome.FAIL:
-                    key = (key_of(t.agent), t.task, t.driver, t.adapter, c.check)
-                    earlier.setdefault(key, set()).add(consequence_of(c))
-    return {key: check for key, found in earlier.items() if len(found) == 1 and (check := next(iter(found)))}
 
 
 def _change(key: Key, base: str | None, new: str | None, consequence: str | None) -> CheckChange:

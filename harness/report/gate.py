@@ -5,6 +5,9 @@ Two kinds of evidence, two rules:
 * Checks are deterministic verdicts: a mandatory check that passed in every baseline repeat
   and fails in any current repeat fails the gate, always. So does a check
   that vanished from a task that still ran, and a task the harness could no longer run.
+  A failure that rests on the same fact as an earlier check's (``consequence_of``: one
+  defect, one failure) is no regression of its own: its row is shown under its cause's,
+  linked to it, and not counted.
 * Latencies are noisy samples. A latency regresses only when both hold:
   the current sample is significantly larger (one-sided Mann-Whitney U, p < alpha), and
   the median grew by more than the tolerance (``median_cur - median_base >
@@ -37,7 +40,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from harness.contract import check_order
-from harness.model import Outcome, RunResult, RunStatus
+from harness.model import CheckResult, Outcome, RunResult, RunStatus, TaskResult
 from harness.report.aggregate import fold, latency_order
 from harness.report.latency import format_ns
 from harness.report.load import finite_number
@@ -116,6 +119,7 @@ class CheckRow:
     after: str | None
     verdict: str
     failing: bool
+    consequence_of: str | None = None  # every current failure rests on this earlier check's fact
 
 
 @dataclass(frozen=True)
@@ -147,6 +151,27 @@ class GateResult:
     @property
     def failed(self) -> bool:
         return any(r.failing for r in self.checks) or any(r.failing for r in self.latencies)
+
+
+def consequence_of(check: CheckResult) -> str | None:
+    """The earlier check whose fact this failure rests on: the result's own field when it
+    has one, else an evidence item that names it (results written before the field)."""
+    own = getattr(check, "consequence_of", None)
+    if own:
+        return str(own)
+    return next((str(item["consequence_of"]) for item in check.evidence.items if item.get("consequence_of")), None)
+
+
+def consequences(run: RunResult, row_key: Callable[[TaskResult, CheckResult], tuple]) -> dict[tuple, str]:
+    """Per row (``row_key``), the earlier check every failure of it rests on, when they all
+    rest on one; failpoint tasks and task runs that did not run are left out."""
+    earlier: dict[tuple, set[str | None]] = {}
+    for t in run.tasks:
+        if t.mutant is None and t.status is RunStatus.RAN:
+            for c in t.checks:
+                if c.outcome is Outcome.FAIL:
+                    earlier.setdefault(row_key(t, c), set()).add(consequence_of(c))
+    return {key: check for key, found in earlier.items() if len(found) == 1 and (check := next(iter(found)))}
 
 
 def _check_statuses(run: RunResult, key_of) -> tuple[dict, dict, set]:
@@ -181,10 +206,10 @@ def compare(baseline: RunResult, current: RunResult, tolerance: float = 0.10, al
     agent_key_of = agent_key(baseline, current)
     before, tiers_b, _ = _check_statuses(baseline, agent_key_of)
     after, tiers_c, checked_now = _check_statuses(current, agent_key_of)
-    checks = []
-    for key in sorted(before.keys() | after.keys(), key=_row_order):
-        checks.append(_check_row(key, tiers_c.get(key) or tiers_b[key], before.get(key), after.get(key),
-                                 key[:3] in checked_now))
+    follows = consequences(current, lambda t, c: (agent_key_of(t.agent), t.adapter, t.task, c.check))
+    checks = [_check_row(key, tiers_c.get(key) or tiers_b[key], before.get(key), after.get(key),
+                         key[:3] in checked_now, follows.get(key))
+              for key in sorted(before.keys() | after.keys(), key=_row_order)]
     if not advisory:
         checks = [_not_gated(row) for row in checks]
     samples_b, samples_c = _samples(baseline, agent_key_of), _samples(current, agent_key_of)
@@ -197,7 +222,24 @@ def compare(baseline: RunResult, current: RunResult, tolerance: float = 0.10, al
             per_repeat_b.get(key, 0.0), per_repeat_c.get(key, 0.0), alpha)
         for key in sorted(samples_b.keys() | samples_c.keys(), key=_latency_row_order)
     ]
-    return GateResult(tuple(checks), tuple(latencies), tolerance, alpha, machine_b, machine_c, differs)
+    return GateResult(_under_causes(checks), tuple(latencies), tolerance, alpha, machine_b, machine_c, differs)
+
+
+def _under_causes(rows: Sequence[CheckRow]) -> tuple[CheckRow, ...]:
+    """The rows in order, each consequence moved right under its cause's row (same agent,
+    adapter and task)."""
+    placed = [r for r in rows if r.consequence_of is None]
+    for row in (r for r in rows if r.consequence_of is not None):
+        cause = (*row.key[:3], row.consequence_of)
+        at = next((i for i, r in enumerate(placed) if r.key == cause), None)
+        if at is None:
+            placed.append(row)
+            continue
+        while at + 1 < len(placed) and placed[at + 1].consequence_of == cause[3] \
+                and placed[at + 1].key[:3] == cause[:3]:
+            at += 1
+        placed.insert(at + 1, row)
+    return tuple(placed)
 
 
 def _row_order(key: tuple[str, str, str, str]) -> tuple:
@@ -211,8 +253,12 @@ def _latency_row_order(key: tuple[str, str, str, str]) -> tuple:
     return (agent, adapter, task, latency_order(latency))
 
 
-def _check_row(key, tier: str, before: str | None, after: str | None, task_checked: bool) -> CheckRow:
+def _check_row(key, tier: str, before: str | None, after: str | None, task_checked: bool,
+               cause: str | None = None) -> CheckRow:
     if before == "pass" and after == "fail":
+        if cause is not None:
+            return CheckRow(key, tier, before, after, f"pass -> fail, a consequence of {cause} (counted there)",
+                            False, cause)
         return CheckRow(key, tier, before, after, "REGRESSION: pass -> fail", True)
     if before is not None and after is None:
         if task_checked:
@@ -304,13 +350,16 @@ def _median(values: Sequence[int]) -> float | None:
 
 def _tables(result: GateResult) -> list[tuple[str, list[str], list[list[str]]]]:
     """(caption, header, rows) of the check changes and of every latency comparison."""
-    shown = [r for r in result.checks if r.verdict not in ("unchanged", NOT_CHECKED)]
-    unchecked = sum(r.verdict == NOT_CHECKED for r in result.checks)
-    checks = (f"checks: {len(result.checks)} compared, {sum(r.verdict == 'unchanged' for r in result.checks)} "
-              "unchanged" + (f", {unchecked} {NOT_CHECKED} (their task did not run in the current run)"
-                             if unchecked else ""),
+    causes = {(*r.key[:3], r.consequence_of) for r in result.checks if r.consequence_of is not None}
+    shown = [r for r in result.checks  # a consequence's cause is shown too, so it has a visible parent
+             if r.verdict not in ("unchanged", NOT_CHECKED) or r.key in causes]
+    unchecked = sum(r.verdict == NOT_CHECKED and r.key not in causes for r in result.checks)
+    unchanged = len(result.checks) - len(shown) - unchecked
+    checks = (f"checks: {len(result.checks)} compared, {unchanged} unchanged"
+              + (f", {unchecked} {NOT_CHECKED} (their task did not run in the current run)" if unchecked else ""),
               ["agent", "adapter", "task", "check", "tier", "baseline", "current", "verdict"],
-              [[*r.key, r.tier, r.before or "-", r.after or "-", r.verdict] for r in shown])
+              [[*r.key[:3], f"  ↳ {r.key[3]}" if r.consequence_of else r.key[3], r.tier, r.before or "-",
+                r.after or "-", r.verdict] for r in shown])
     loads = f"{_load(result.machine_before)}/{_load(result.machine_after)}"
     latencies = (f"latencies: {len(result.latencies)} compared",
                  ["agent", "adapter", "task", "latency", "n base/cur", "median base", "median cur", "ratio",
@@ -347,11 +396,13 @@ def _load(m: MachineLoad | None) -> str:
 
 def decision(result: GateResult) -> str:
     ungated = sum(NOT_GATED in r.verdict for r in result.checks)
-    advisory = f"; {ungated} advisory check(s) got worse, not gated: --advisory gates them" if ungated else ""
-    held = f"no {'gated ' if ungated else ''}check went from pass to fail{advisory}"
+    follows = sum(r.consequence_of is not None for r in result.checks)
+    also = (f"; {follows} consequence(s) of another check's failure, not counted" if follows else "") + (
+        f"; {ungated} advisory check(s) got worse, not gated: --advisory gates them" if ungated else "")
+    held = f"no {'gated ' if ungated else ''}check went from pass to fail{also}"
     if result.failed:
         return (f"gate: FAIL ({sum(r.failing for r in result.checks)} check regression(s), "
-                f"{sum(r.failing for r in result.latencies)} latency regression(s){advisory})")
+                f"{sum(r.failing for r in result.latencies)} latency regression(s){also})")
     if result.machine_differs:
         return (f"gate: pass ({held}; {len(result.latencies)} latencies not "
                 f"comparable: machine differs, {result.machine_differs})")

@@ -4,11 +4,20 @@ a turn timeout must fall while the agent works, and a slowed-down agent may not 
 import asyncio
 import re
 import shutil
+import time
+from types import SimpleNamespace
 
-from harness.model import RunStatus
+import pytest
+
+from fake_server.records import Records
+from harness.history import History
+from harness.model import ProcessExit, RunStatus
 from harness.planning import WorkItem
+from harness.profile_model import Budgets
 from harness.profiles import load_profile
 from harness.runner import RETRY_TIMEOUT_FACTOR, run_item
+from harness.steps import NotExercised, Step, play
+from harness.taskrun import TaskRun
 from harness.tasks import TASKS_DIR, load_task
 
 
@@ -27,3 +36,46 @@ def test_each_retry_of_a_lost_timeout_race_triples_the_timeout(tmp_path):
     reasons = [a.reason for a in result.attempts] + [result.reason or ""]
     due_ms = [int(m.group(1)) for r in reasons for m in [re.search(r"fell due at \+(\d+) ms, before window", r)] if m]
     assert due_ms == [round(RETRY_TIMEOUT_FACTOR ** n) for n in range(3)], reasons
+
+
+class _SlowSpawn:
+    """A headless driver whose spawn takes ``SPAWN_S`` after it stamped the process's start,
+    and whose agent then timed out by its own ``--timeout``: it exited half a spawn after
+    start + T, before any window — the race was lost, on a machine slow to spawn."""
+
+    SPAWN_S = 0.05
+
+    def __init__(self) -> None:
+        self.started_ns = 0
+        self.timeout_s: float | None = None
+
+    async def send(self, text, *, timeout_s=None, expect="completed"):
+        self.started_ns, self.timeout_s = time.monotonic_ns(), timeout_s
+        await asyncio.sleep(self.SPAWN_S)  # at least this long: the spawn is slow, however loaded
+
+    async def idle(self) -> None:
+        return None
+
+    async def exited(self) -> ProcessExit:
+        assert self.timeout_s is not None
+        ended = self.started_ns + int((self.timeout_s + self.SPAWN_S / 2) * 1e9)
+        return ProcessExit(pid=4242, role="run", started_ns=self.started_ns, ended_ns=ended, returncode=3,
+                           signal=None, expect="timeout", timeout_s=self.timeout_s)
+
+    def processes(self):
+        return []
+
+    def transcript(self) -> str:
+        return ""
+
+
+async def test_a_timeout_lost_to_a_slow_spawn_is_not_exercised_not_the_agents_failure():
+    """The agent's own --timeout counts from its spawn: the harness's moment for it must too,
+    not from when the slow spawn returned (then the agent's exit looked early: its failure)."""
+    driver = _SlowSpawn()
+    run = TaskRun(profile=load_profile("reference"), driver=driver, server=SimpleNamespace(records=Records()),
+                  history=History(), reader=None)
+    steps = (Step(do="send", args={"text": "Run the long job.", "timeout": 2, "expect": "timeout"}, index=1),
+             Step(do="wait", args={"for": "window", "window": "w1"}, index=2))
+    with pytest.raises(NotExercised, match=r"the turn's timeout fell due at \+2000 ms, before window w1"):
+        await play(run, steps, Budgets())

@@ -229,3 +229,21 @@ async def test_continue_resumes_the_latest_session(agents, server_for):
     assert await wait_exit(second) == 0
     inputs = [e["input"] for e in read_events(log_path) if e["type"] == "turn_started"]
     assert inputs == ["one", "two"]
+
+
+def _stat(start_ticks: int) -> bytes:
+    """A ``/proc/<pid>/stat`` line whose field 22 (starttime) is ``start_ticks``; the command
+    name holds a space and a parenthesis, as a process name may."""
+    fields = ["S"] + ["0"] * 18 + [str(start_ticks)] + ["0"] * 30
+    return b"4242 (ref agent) x) " + " ".join(fields).encode()
+
+
+@pytest.mark.parametrize("into_tick", [0.004, 0.0099])
+def test_the_time_since_start_never_exceeds_what_passed_so_the_timeout_never_falls_before_t(into_tick):
+    """The kernel rounds the start down to a clock tick: a process started ``into_tick`` seconds
+    into tick 12345 (100 ticks a second) and asked at that very moment has run for no time."""
+    from reference_agent.cli import _elapsed_since_start
+
+    started = 12345 / 100 + into_tick
+    assert _elapsed_since_start(_stat(12345), started, 100) == 0.0
+    assert 2.0 - 0.01 <= _elapsed_since_start(_stat(12345), started + 2.0, 100) <= 2.0

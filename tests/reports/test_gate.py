@@ -282,3 +282,52 @@ def test_an_advisory_check_that_got_worse_is_shown_and_gated_only_when_asked(tmp
     assert gate_main(["--baseline", base, "--current", worse]) == 0
     assert gate_main(["--baseline", base, "--current", worse, "--advisory"]) == 1
     capsys.readouterr()
+
+
+def _one_task(outcomes: dict[str, Outcome], because: dict[str, str] | None = None) -> RunResult:
+    """One interrupt-cancel run with these check outcomes; ``because`` names, per check, the
+    earlier check whose fact its failure rests on."""
+    because = because or {}
+    checks = tuple(CheckResult(c, o, Evidence(f"{c} {o.value}"), consequence_of=because.get(c))
+                   for c, o in outcomes.items())
+    return RunResult({"agent": "ref"}, (TaskResult("interrupt-cancel", "ref", "http", 0, checks),), ())
+
+
+def test_a_consequence_that_goes_pass_to_fail_is_shown_under_its_cause_and_not_counted():
+    P, F = Outcome.PASS, Outcome.FAIL
+    baseline = _one_task({"C3": P, "C4": P, "C5": P, "C8": P})
+    current = _one_task({"C3": F, "C4": P, "C5": F, "C8": F}, because={"C8": "C3"})
+    result = compare(baseline, current)
+    failing = [r.key[3] for r in result.checks if r.failing]
+    assert failing == ["C3", "C5"]
+    c8 = next(r for r in result.checks if r.key[3] == "C8")
+    assert (c8.consequence_of, c8.failing) == ("C3", False)
+    assert c8.verdict == "pass -> fail, a consequence of C3 (counted there)"
+    changed = [r.key[3] for r in result.checks if r.verdict != "unchanged"]
+    assert changed == ["C3", "C8", "C5"]  # the consequence right under its cause
+    text = format_gate(result)
+    lines = [line for line in text.splitlines() if "interrupt-cancel" in line and "fail" in line]
+    assert [line.split()[3:5] for line in lines] == [["C3", "mandatory"], ["↳", "C8"], ["C5", "mandatory"]]
+    assert text.rstrip().splitlines()[-1] == ("gate: FAIL (2 check regression(s), 0 latency regression(s); "
+                                              "1 consequence(s) of another check's failure, not counted)")
+
+
+def test_a_check_failing_on_its_own_in_any_repeat_is_a_regression_even_if_another_repeat_is_a_consequence():
+    P, F = Outcome.PASS, Outcome.FAIL
+    baseline = _one_task({"C3": P, "C8": P})
+    second = _one_task({"C3": P, "C8": F}).tasks[0]
+    current = _one_task({"C3": F, "C8": F}, because={"C8": "C3"})
+    current = dataclasses.replace(current, tasks=current.tasks + (dataclasses.replace(second, repeat=1),))
+    c8 = next(r for r in compare(baseline, current).checks if r.key[3] == "C8")
+    assert (c8.verdict, c8.failing, c8.consequence_of) == ("REGRESSION: pass -> fail", True, None)
+
+
+def test_a_consequence_whose_cause_failed_before_too_is_shown_under_it_and_passes_the_gate():
+    P, F = Outcome.PASS, Outcome.FAIL
+    baseline = _one_task({"C3": F, "C8": P})
+    current = _one_task({"C3": F, "C8": F}, because={"C8": "C3"})
+    result = compare(baseline, current)
+    assert not result.failed
+    table = [line.split()[3:] for line in format_gate(result).splitlines() if "interrupt-cancel" in line]
+    assert [row[:2] for row in table] == [["C3", "mandatory"], ["↳", "C8"]]
+    assert table[0][-1] == "unchanged"
