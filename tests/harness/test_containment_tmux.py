@@ -8,6 +8,7 @@ import secrets
 import shutil
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -51,6 +52,22 @@ def contained(request: pytest.FixtureRequest, run_root: Path):
     c.close()
 
 
+PANE_BUDGET_S = 30.0  # failsafe: a pane's command starts within moments
+
+
+async def _pane_running_sleep(server: psutil.Process) -> list[psutil.Process]:
+    """The server's pane processes once one of them runs the pane's ``sleep``: tmux forks the
+    pane before its command is exec'd, so right after the session exists the child may still be
+    a copy of tmux. Waits on the process table, with a failsafe budget."""
+    deadline = time.monotonic() + PANE_BUDGET_S
+    while True:
+        panes = server.children(recursive=True)
+        if any("sleep" in " ".join(p.cmdline()) for p in panes):
+            return panes
+        assert time.monotonic() < deadline, f"no pane of tmux server {server.pid} ran sleep: {panes}"
+        await asyncio.sleep(0.01)
+
+
 async def test_a_tmux_server_and_its_panes_are_ended_with_the_run(contained: Containment, run_root: Path):
     home = run_root / "home"
     name = f"sbtest-{secrets.token_hex(4)}"
@@ -66,10 +83,10 @@ async def test_a_tmux_server_and_its_panes_are_ended_with_the_run(contained: Con
         line = await asyncio.wait_for(agent.stdout.readline(), 30)
         assert line.startswith(b"server "), line
         server = psutil.Process(int(line.split()[1]))
-        panes = server.children(recursive=True)
-        refs += [ProcRef.of(server.pid), *(ProcRef.of(p.pid) for p in panes)]
+        refs.append(ProcRef.of(server.pid))
+        panes = await _pane_running_sleep(server)
+        refs += [ProcRef.of(p.pid) for p in panes]
         assert server.ppid() != agent.pid and os.getsid(server.pid) != os.getsid(agent.pid)  # it left the agent
-        assert any("sleep" in " ".join(p.cmdline()) for p in panes)
         assert (home / f"tmux-{os.getuid()}" / name).is_socket()  # its socket is in the run's HOME
         members = {m.pid for m in contained.members()}
         assert {server.pid, *(p.pid for p in panes)} <= members
