@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from harness.checks.base import Findings, check, failure_item, result
 from harness.checks.calls import known_at
+from harness.checks.facts import dropped_call_fact
 from harness.checks.views import balance_problems, first_request_after, refused_records, request_item, tool_answer
 from harness.model import AgentFailure, CheckResult, DecidedBy, Observation, Outcome
 
@@ -47,7 +48,8 @@ def next_request_is_balanced(obs: Observation) -> CheckResult:
             half = BOX if known.box else LOG
             if made is None:
                 found.fail(half, f"request {req.number}: tool call {call_id}, known at kill {n} ({known.how}), is "
-                           "missing from the history (dropped)", request_item(req), call_id=call_id)
+                           "missing from the history (dropped)", request_item(req), call_id=call_id,
+                           fact=dropped_call_fact(req.number, call_id))
             elif answer is None:
                 found.fail(half, f"request {req.number}: tool call {call_id} has no tool result", request_item(req),
                            call_id=call_id)

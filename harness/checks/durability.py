@@ -7,7 +7,7 @@ import os
 from collections.abc import Callable, Sequence
 
 from harness.checks.base import Findings, Item, captures, check, event_item, result
-from harness.checks.facts import refusal_fact
+from harness.checks.facts import dropped_call_fact, refusal_fact
 from harness.checks.views import (
     Message,
     Request,
@@ -281,7 +281,8 @@ def checkpoint_carried(obs: Observation, kill: AgentKill, resumed: Request) -> l
         window, call_id = killed_window(obs, kill)
         if call_id and tool_answer(resumed.messages, call_id)[0] is None:
             return [request_item(resumed, note=f"request {resumed.number} after the restart lacks tool call {call_id}, "
-                                 f"durable since window {window} opened")]
+                                 f"durable since window {window} opened")
+                    | {"fact": dropped_call_fact(resumed.number, call_id)}]
         return []
     if kill.at == "next-request":
         killed = killed_request(obs, kill)
@@ -293,8 +294,9 @@ def checkpoint_carried(obs: Observation, kill: AgentKill, resumed: Request) -> l
             made, answer = tool_answer(resumed.messages, call.id)
             _, was = tool_answer(killed.messages if killed else (), call.id)
             if made is None or answer is None:
+                dropped = {"fact": dropped_call_fact(resumed.number, call.id)} if made is None else {}
                 out.append(request_item(resumed, note=f"request {resumed.number} after the restart lacks tool call "
-                                        f"{call.id} or its result, durable since the step settled"))
+                                        f"{call.id} or its result, durable since the step settled") | dropped)
             elif was is not None and not same_text(answer.text, was.text):
                 out.append(request_item(resumed, note=f"request {resumed.number} answers tool call {call.id} "
                                         f"{clip(answer.text, 60)!r}, not its settled result {clip(was.text, 60)!r}"))

@@ -31,6 +31,12 @@ def refusal_fact(reader_error: str | None) -> str:
     return f"the reader refused the store: {reader_error}" if reader_error else "the reader refused the store"
 
 
+def dropped_call_fact(request: int, call_id: str) -> str:
+    """The fact of a tool call missing from a request after a kill: what C4 judges as a dropped
+    call, and what C7 and C11 meet when that call was durable at the kill."""
+    return f"request {request} does not carry tool call {call_id}"
+
+
 def link_consequences(results: Sequence[CheckResult]) -> tuple[CheckResult, ...]:
     """The results, in their order, each failure that rests only on facts an earlier failure
     (in the contract's order) named marked as that failure's consequence."""
@@ -50,4 +56,4 @@ def link_consequences(results: Sequence[CheckResult]) -> tuple[CheckResult, ...]
     return tuple(linked.get(i, r) for i, r in enumerate(results))
 
 
-__all__ = ["exit_fact", "link_consequences", "refusal_fact"]
+__all__ = ["dropped_call_fact", "exit_fact", "link_consequences", "refusal_fact"]

@@ -87,3 +87,17 @@ def test_an_agent_that_says_it_failed_to_resume_is_judged_on_telling_an_error():
     assert results["C7"].counts_as_failure
     contract = by_check(run_checks(kill_in_tool("unresumable").observation()))["C8"]
     assert "should exit 2 (the agent failed the run), not exit 1" in contract.evidence.summary
+
+
+def test_a_call_dropped_after_a_kill_is_c4s_and_c7_c11_follow_from_it():
+    """Claude Code resumed after a kill in w1 sends request 2 without the killed call: C4 fails on
+    the dropped call; C7 and C11, which find the same call missing from the same request, follow."""
+    run = kill_in_tool("drop-dangling-call")
+    results = by_check(run_checks(run.observation()))
+    assert results["C4"].counts_as_failure, results["C4"].evidence
+    dropped = [f for f in results["C4"].facts if "does not carry tool call" in f]
+    assert dropped, results["C4"].evidence
+    for check in ("C7", "C11"):
+        if results[check].outcome is Outcome.FAIL:
+            assert results[check].consequence_of == "C4", (check, results[check].evidence)
+    assert any(results[c].outcome is Outcome.FAIL for c in ("C7", "C11"))
