@@ -7,7 +7,7 @@ import os
 from collections.abc import Callable, Sequence
 
 from harness.checks.base import Findings, Item, captures, check, event_item, result
-from harness.checks.facts import dropped_call_fact, refusal_fact
+from harness.checks.facts import dropped_call_fact, no_store_fact, refusal_fact
 from harness.checks.views import (
     Message,
     Request,
@@ -215,7 +215,7 @@ def _kill_log(obs: Observation, number: int, kill: AgentKill,
             return None
         found.fail(LOG, f"killed at {kill.at} (kill {number}), the agent had no session store at "
                    f"{capture.absent_from}: nothing the checkpoint covers was durable", kill=number, at=kill.at,
-                   looked_in=capture.absent_from)
+                   looked_in=capture.absent_from, fact=no_store_fact(number))
         return False
     if capture.version_unknown:
         found.cannot(f"the log left by kill {number} is of a version its reader does not know: {capture.error}",

@@ -37,6 +37,12 @@ def dropped_call_fact(request: int, call_id: str) -> str:
     return f"request {request} does not carry tool call {call_id}"
 
 
+def no_store_fact(kill: int) -> str:
+    """The fact of a kill that found no session store where the profile keeps it: nothing was
+    durable (C11), and a resume of that session has nothing to load (C7)."""
+    return f"no session store existed after kill {kill}"
+
+
 def link_consequences(results: Sequence[CheckResult]) -> tuple[CheckResult, ...]:
     """The results, in their order, each failure that rests only on facts an earlier failure
     (in the contract's order) named marked as that failure's consequence."""
@@ -56,4 +62,4 @@ def link_consequences(results: Sequence[CheckResult]) -> tuple[CheckResult, ...]
     return tuple(linked.get(i, r) for i, r in enumerate(results))
 
 
-__all__ = ["dropped_call_fact", "exit_fact", "link_consequences", "refusal_fact"]
+__all__ = ["dropped_call_fact", "exit_fact", "link_consequences", "no_store_fact", "refusal_fact"]

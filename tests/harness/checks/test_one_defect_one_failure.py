@@ -101,3 +101,24 @@ def test_a_call_dropped_after_a_kill_is_c4s_and_c7_c11_follow_from_it():
         if results[check].outcome is Outcome.FAIL:
             assert results[check].consequence_of == "C4", (check, results[check].evidence)
     assert any(results[c].outcome is Outcome.FAIL for c in ("C7", "C11"))
+
+
+def test_a_resume_refused_for_want_of_a_store_is_one_failure():
+    """Claude Code -p killed as request 1 arrived had written no session: C11 fails on the
+    missing store, and the restart's "No conversation found" (C7, and C8 on its exit 1) rests on
+    that same store as much as on the exit — one defect, counted once."""
+    from .check_runs import kill_at_request
+
+    run = kill_at_request("no-restart")
+    run.kills[0] = dataclasses.replace(run.kills[0], log=run.capture("after kill 1", None))
+    run.restart(before=None, after_load=None)
+    run.user("You were killed. Try again.")
+    gone = run.exit("completed", 1, role="resume",
+                    stderr_tail="No conversation found with session ID: 6f34501c-c966-4a33-9d5e-0bc9dca36952\n")
+    run.fail("request 3", "the agent exited 1 before request 3", after_restart=True, exit=gone)
+    results = by_check(run_checks(run.observation()))
+    assert results["C11"].outcome is Outcome.FAIL, results["C11"].evidence
+    assert results["C7"].outcome is Outcome.FAIL, results["C7"].evidence
+    assert failures(tuple(results.values())) == ["C7"], [(r.check, r.facts) for r in results.values()
+                                                         if r.outcome is Outcome.FAIL]
+    assert results["C11"].consequence_of == "C7"
