@@ -136,7 +136,9 @@ def _refusal(obs: Observation, number: int, restart: Restart, found: Findings) -
     item: Item = {"pid": exit_.pid, "returncode": exit_.returncode, "stderr_tail": clip(exit_.stderr_tail[-300:], 300)}
     refused = True
     if exit_.returncode != expected_exit_code("refused"):
-        found.fail(BOX, f"the agent restarted on a log damaged at {where} exited {exit_.returncode}, not "
+        how = (f"exited {exit_.returncode}" if exit_.returncode is not None
+               else f"never exited on its own (it ran on until ended by signal {exit_.signal})")
+        found.fail(BOX, f"the agent restarted on a log damaged at {where} {how}, not "
                    f"{expected_exit_code('refused')}", item)
         refused = False
     named = [str(restart.damage_line)] if restart.damage_line else [restart.damage_where] if restart.damage_where \

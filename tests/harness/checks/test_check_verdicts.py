@@ -3,6 +3,7 @@ right evidence on each way of breaking it (one per failpoint that targets it), s
 unknown when the task did not exercise it — and, for a check with two halves, which half
 decided."""
 
+import dataclasses
 import json
 
 import pytest
@@ -320,3 +321,14 @@ def test_undeclared_wording_for_one_class_is_unknown_and_not_for_want_of_a_reade
     result = run_check("C14", kill_in_tool("wrong-marker").observation())
     assert result.outcome.value == "unknown" and not result.needs_reader
     assert "'TOOL_FAILED: interrupted'" in result.evidence.summary
+
+
+def test_a_restart_on_a_damaged_log_that_ran_on_is_said_so():
+    """Claude Code's TUI restarted on a log damaged mid-file showed its prompt and ran on until
+    the harness ended it: the failure says so, not "exited None"."""
+    run = mid_file_refusal()
+    run.exits[-1] = dataclasses.replace(run.exits[-1], returncode=None, signal=9)
+    verdict = run_check("C10", run.observation())
+    assert verdict.outcome.value == "fail"
+    assert "None" not in verdict.evidence.summary
+    assert "never exited on its own" in verdict.evidence.summary, verdict.evidence.summary
