@@ -228,7 +228,8 @@ def _kill_log(obs: Observation, number: int, kill: AgentKill,
         return False
     problems = judge(obs, kill, capture.log)
     for problem in problems:
-        found.fail(LOG, problem.pop("note"), problem)
+        empty = {} if capture.log.events else {"fact": no_store_fact(number)}  # a store with no record in it
+        found.fail(LOG, problem.pop("note"), problem | empty)
     if not problems:
         last = capture.log.events[-1] if capture.log.events else None
         found.ok(LOG, kill=number, at=kill.at, events_in_store=len(capture.log.events),

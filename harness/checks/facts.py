@@ -38,9 +38,10 @@ def dropped_call_fact(request: int, call_id: str) -> str:
 
 
 def no_store_fact(kill: int) -> str:
-    """The fact of a kill that found no session store where the profile keeps it: nothing was
-    durable (C11), and a resume of that session has nothing to load (C7)."""
-    return f"no session store existed after kill {kill}"
+    """The fact of a kill that left nothing of the session on disk — no store where the profile
+    keeps it, or one with no record in it: nothing was durable (C11), and a resume of that
+    session has nothing to load (C7)."""
+    return f"nothing of the session was on disk after kill {kill}"
 
 
 def link_consequences(results: Sequence[CheckResult]) -> tuple[CheckResult, ...]:

@@ -55,18 +55,25 @@ def resume_continues_the_session(obs: Observation) -> CheckResult:
 
 
 def _nothing_to_resume(obs: Observation, found: Findings) -> None:
-    """A resume refused after a kill that left no session store, still absent when the agent was
-    started again: the refusal rests on that (C11's fact) as much as on the exit."""
+    """A resume refused after a kill that left nothing of the session on disk (no store, or one
+    with no record), still so when the agent was started again: the refusal rests on that (C11's
+    fact) as much as on the exit."""
     restart = obs.restarts[-1] if obs.restarts else None
     kills = [(n, k) for n, k in enumerate(obs.kills, start=1) if restart and k.mono_ns < restart.mono_ns]
     if restart is None or not kills:
         return
     number, kill = kills[-1]
-    looked_in = kill.log.absent_from if kill.log is not None and kill.log.snapshot is None else None
-    still_absent = restart.before is None or restart.before.snapshot is None
-    if looked_in is not None and still_absent:
-        found.fail(LOG, f"kill {number} had left no session store at {looked_in}: there was no session to resume",
+    if kill.log is not None and _holds_nothing(kill.log) and (restart.before is None or _holds_nothing(restart.before)):
+        where = kill.log.snapshot.path if kill.log.snapshot else kill.log.absent_from
+        found.fail(LOG, f"kill {number} had left nothing of the session at {where}: there was no session to resume",
                    kill=number, fact=no_store_fact(number))
+
+
+def _holds_nothing(capture: LogCapture) -> bool:
+    """No store where the profile keeps it, or a store the reader read with no record in it."""
+    if capture.snapshot is None:
+        return capture.absent_from is not None
+    return capture.log is not None and not capture.log.events
 
 
 def _carries_history(obs: Observation, number: int, restart: Restart, req: Request, found: Findings) -> None:

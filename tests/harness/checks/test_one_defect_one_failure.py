@@ -122,3 +122,29 @@ def test_a_resume_refused_for_want_of_a_store_is_one_failure():
     assert failures(tuple(results.values())) == ["C7"], [(r.check, r.facts) for r in results.values()
                                                          if r.outcome is Outcome.FAIL]
     assert results["C11"].consequence_of == "C7"
+
+
+def test_a_resume_refused_on_an_empty_store_is_one_failure():
+    """Qwen Code killed as request 1 arrived had created its chat file and written nothing in it
+    (0 bytes); the restart's "No saved session found" rests on that empty store, which C11 fails."""
+    from harness.checks.testing import RunBuilder, msg
+    from harness.readers import READERS
+
+    class Empty:
+        def to_bytes(self) -> bytes:
+            return b""
+
+    run = RunBuilder(reader=READERS["qwen-code"], store=Empty(), log_path="chats/1c16bc39.jsonl")
+    run.user("Build the project.")
+    n1 = run.records.request([msg("user", "Build the project.")])
+    run.kill("request-received", request=n1)
+    run.restart()
+    run.user("You were killed. Try again.")
+    gone = run.exit("completed", 1, role="resume",
+                    stderr_tail="No saved session found with ID 1c16bc39-3bab-434c-9d9e-122c9c0e7b87.\n")
+    run.fail("request 3", "the agent exited 1 before request 3", after_restart=True, exit=gone)
+    results = by_check(run_checks(run.observation()))
+    assert results["C11"].outcome is Outcome.FAIL, results["C11"].evidence
+    assert results["C7"].outcome is Outcome.FAIL, results["C7"].evidence
+    assert results["C11"].consequence_of == "C7", [(r.check, r.facts) for r in results.values()
+                                                   if r.outcome is Outcome.FAIL]
