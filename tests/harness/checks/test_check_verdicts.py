@@ -10,6 +10,7 @@ import pytest
 
 from harness.checks import REGISTRY, run_check
 from harness.contract import Observes
+from harness.model import Capability
 
 from .check_runs import (
     headless_runs,
@@ -332,3 +333,26 @@ def test_a_restart_on_a_damaged_log_that_ran_on_is_said_so():
     assert verdict.outcome.value == "fail"
     assert "None" not in verdict.evidence.summary
     assert "never exited on its own" in verdict.evidence.summary, verdict.evidence.summary
+
+
+class _Untimed:
+    """A reader as it is, but for a store that records no monotonic times (opencode's)."""
+
+    def __init__(self, reader):
+        self._reader = reader
+        self.capabilities = reader.capabilities - {Capability.MONO_TIMES}
+
+    def __getattr__(self, name):
+        return getattr(self._reader, name)
+
+
+def test_a_turn_open_in_the_store_the_kill_left_was_killed_while_open_without_mono_times():
+    """opencode's store has no monotonic times; a turn the capture right after the SIGKILL shows
+    started and not ended was open when the agent died: C1 passes on that, not unknown."""
+    obs = kill_in_tool().observation()
+    untimed = dataclasses.replace(obs, log_format=_Untimed(obs.log_format))
+    verdict = run_check("C1", untimed)
+    assert verdict.outcome.value == "pass", verdict.evidence
+    never_killed = stop_in_tool("no-settle").observation()
+    untimed_never_killed = dataclasses.replace(never_killed, log_format=_Untimed(never_killed.log_format))
+    assert run_check("C1", untimed_never_killed).outcome.value == "fail"
