@@ -356,3 +356,17 @@ def test_a_turn_open_in_the_store_the_kill_left_was_killed_while_open_without_mo
     never_killed = stop_in_tool("no-settle").observation()
     untimed_never_killed = dataclasses.replace(never_killed, log_format=_Untimed(never_killed.log_format))
     assert run_check("C1", untimed_never_killed).outcome.value == "fail"
+
+
+def test_opencode_exit_codes_under_its_profile_tell_the_outcomes_apart():
+    """opencode 1.18.33 exits 0 when completed, 1 on a provider error and dies of SIGINT on a
+    Stop: its error exit is its own truthful code (C8 non-strict), not a failure for want of a
+    declared Stop code."""
+    from harness.model import Conventions
+    from harness.profiles import load_profile
+
+    run = headless_runs("declared-1-for-both", "died-by-sigint")
+    run.conventions = Conventions(exit_codes=dict(load_profile("opencode").exit_codes))
+    verdict = run_check("C8", run.observation())
+    assert verdict.outcome.value == "pass", verdict.evidence
+    assert verdict.non_strict
