@@ -110,3 +110,29 @@ def test_one_declared_wording_for_both_classes_is_an_aborted_answer_after_a_stop
     both = with_conventions(stopped_in_tool("aborted: TOOL_NOT_STARTED").observation(),
                             repair_outcome_unknown="aborted", repair_not_started="aborted")
     assert run_check("C14", both).outcome is Outcome.FAIL
+
+
+def test_opencode_repair_of_a_call_killed_while_it_ran_is_judged_under_its_profile():
+    """opencode 1.18.33 resumed after a SIGKILL in window w1 answers the call
+    '[Tool execution was interrupted]': its profile declares that as its outcome-unknown
+    wording, so C14 decides (pass) instead of leaving the run undecided."""
+    from harness.model import Conventions
+    from harness.profiles import load_profile
+
+    run = RunBuilder()
+    c1 = call("call_7ab6b9000001", "python -m fake_server.window --id w1")
+    run.user("Run the migration.")
+    n1 = run.records.request([msg("user", "Run the migration.")])
+    run.records.response(n1, text="Running the migration.", tool_calls=[c1])
+    run.records.window("w1", [27042, 27046])
+    run.kill("window-opened")
+    run.restart()
+    run.user("The agent crashed. What happened to the migration?")
+    run.records.request([msg("user", "Run the migration."), msg("assistant", "Running the migration.", [c1]),
+                         msg("tool", "[Tool execution was interrupted]", tool_call_id=c1["id"]),
+                         msg("user", "The agent crashed. What happened to the migration?")])
+    profile = load_profile("opencode")
+    run.conventions = Conventions(repair_outcome_unknown=profile.repair_outcome_unknown,
+                                  repair_not_started=profile.repair_not_started)
+    verdict = run_check("C14", run.observation(black_box=True))
+    assert verdict.outcome is Outcome.PASS, verdict.evidence
