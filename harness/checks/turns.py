@@ -70,7 +70,7 @@ def turn_ends_exactly_once(obs: Observation) -> CheckResult:
     def killed_while_open(start: SessionEvent, next_start: SessionEvent | None) -> bool | None:
         if not kill_times:
             return False
-        if _open_in_a_kill_capture(obs, start):
+        if _open_in_a_kill_capture(obs, start) or _last_turn_of_a_process_that_died(obs, start):
             return True
         if not timed or start.mono_ns is None:
             return None  # a kill happened, but when relative to this turn is not known
@@ -123,6 +123,20 @@ def _open_in_a_kill_capture(obs: Observation, start: SessionEvent) -> bool:
             continue
         started = any(e.type == "turn_started" and e.turn == start.turn for e in captured.events)
         if started and not any(e.type == "turn_ended" and e.turn == start.turn for e in captured.events):
+            return True
+    return False
+
+
+def _last_turn_of_a_process_that_died(obs: Observation, start: SessionEvent) -> bool:
+    """The turn was started by the last input a process received, and that process died of a
+    signal (a SIGKILL, or a Stop it left to the signal's default action): a turn never ended
+    was open when it died, whatever times the store records."""
+    said = str(start.get("input") or "")
+    for exit_ in obs.exits:
+        if exit_.signal is None:
+            continue
+        received = [i for i in obs.inputs if not i.queued and exit_.started_ns <= i.mono_ns <= exit_.ended_ns]
+        if received and received[-1].text and received[-1].text in said:
             return True
     return False
 

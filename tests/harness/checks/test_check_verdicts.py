@@ -370,3 +370,17 @@ def test_opencode_exit_codes_under_its_profile_tell_the_outcomes_apart():
     verdict = run_check("C8", run.observation())
     assert verdict.outcome.value == "pass", verdict.evidence
     assert verdict.non_strict
+
+
+def test_a_turn_whose_process_died_of_the_stop_signal_was_open_then_without_mono_times():
+    """opencode dies of SIGINT on a Stop and its store has no monotonic times: the stopped
+    turn, the last its process received, was open when the process died — C1 passes."""
+    obs = headless_runs("died-by-sigint").observation()
+    untimed = dataclasses.replace(obs, log_format=_Untimed(obs.log_format))
+    verdict = run_check("C1", untimed)
+    assert verdict.outcome.value == "pass", verdict.evidence
+    # A turn left open while its process went on to the next input is no crash record.
+    lived_on = stop_in_tool("no-settle")
+    lived_on.exit("completed", None, started_ns=lived_on.inputs[0].mono_ns - 1, signal=9)
+    obs = lived_on.observation()
+    assert run_check("C1", dataclasses.replace(obs, log_format=_Untimed(obs.log_format))).outcome.value != "pass"
