@@ -148,3 +148,28 @@ def test_a_resume_refused_on_an_empty_store_is_one_failure():
     assert results["C7"].outcome is Outcome.FAIL, results["C7"].evidence
     assert results["C11"].consequence_of == "C7", [(r.check, r.facts) for r in results.values()
                                                    if r.outcome is Outcome.FAIL]
+
+
+def test_a_run_that_never_exited_after_the_watchdog_is_c8s_failure_alone():
+    """opencode SIGTERMed by CI's watchdog while its background npm install ran never exited;
+    the harness ended it after the settle budget. The open turn is the record of that end, not a
+    turn left open by a process never killed: C8 fails ("never exited"), C1 does not."""
+    from harness.checks.testing import RunBuilder, call, msg
+
+    run = RunBuilder()
+    started = run.clock.tick()
+    run.user("Run the long job.")
+    run.log.event("turn_started", turn=1, input="Run the long job.", inbox=[])
+    n1 = run.records.request([msg("user", "Run the long job.")])
+    c1 = call("c1", "python -m fake_server.window --id w1")
+    run.records.response(n1, tool_calls=[c1])
+    run.log.event("assistant_message", turn=1, step=1, text="", tool_calls=[c1], finish_reason="tool_calls",
+                  interrupted=False)
+    run.records.window("w1", [801, 802])
+    run.stop("tool", window="w1", source="timeout", how="watchdog:SIGTERM")
+    run.fail("the turn's settlement", "the agent did not get there within the 60 s budget of 'settle' steps",
+             kind="settle", step="step 3 (settle)")
+    run.exit("killed", None, signal=9, started_ns=started)
+    results = by_check(run_checks(run.observation(driver="subprocess")))
+    assert results["C8"].counts_as_failure, results["C8"].evidence
+    assert results["C1"].outcome is not Outcome.FAIL, results["C1"].evidence
