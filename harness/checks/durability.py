@@ -3,11 +3,13 @@ checkpoints a SIGKILL must not lose (C11)."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable, Sequence
 
 from harness.checks.base import Findings, Item, captures, check, event_item, result
 from harness.checks.facts import dropped_call_fact, no_store_fact, refusal_fact
+from harness.checks.process import convention_problem
 from harness.checks.views import (
     Message,
     Request,
@@ -51,7 +53,15 @@ def log_format_holds(obs: Observation) -> CheckResult:
     durable record of each earlier one (the reader's ``lost`` on the snapshots: what the store
     holds as written, never a comparison of events a reader derives from the records around
     them). A store damaged mid-file on purpose is refused: the restart exits 2 naming the file
-    and the place, and the store is left untouched (the reader's ``changed``)."""
+    and the place, and the store is left untouched (the reader's ``changed``). Non-strict: the
+    agent's declared error code instead of 2, under a convention that tells the outcomes apart
+    (as C8 takes it)."""
+    verdict = _log_format(obs)
+    own_code = any(i.get("non_strict") for i in verdict.evidence.items)
+    return dataclasses.replace(verdict, non_strict=True) if own_code and verdict.outcome is Outcome.PASS else verdict
+
+
+def _log_format(obs: Observation) -> CheckResult:
     if obs.log_format is None:
         return result("C10", Outcome.UNKNOWN, "no log reader for this agent, so the log format cannot be checked",
                       needs_reader=True)
@@ -135,7 +145,11 @@ def _refusal(obs: Observation, number: int, restart: Restart, found: Findings) -
         return
     item: Item = {"pid": exit_.pid, "returncode": exit_.returncode, "stderr_tail": clip(exit_.stderr_tail[-300:], 300)}
     refused = True
-    if exit_.returncode != expected_exit_code("refused"):
+    declared = obs.conventions.exit_codes
+    if exit_.returncode is not None and exit_.returncode == declared.get("error") \
+            and convention_problem(declared) is None:
+        item["non_strict"] = f"exit {exit_.returncode}, the agent's declared code for error"
+    elif exit_.returncode != expected_exit_code("refused"):
         how = (f"exited {exit_.returncode}" if exit_.returncode is not None
                else f"never exited on its own (it ran on until ended by signal {exit_.signal})")
         found.fail(BOX, f"the agent restarted on a log damaged at {where} {how}, not "

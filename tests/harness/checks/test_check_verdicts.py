@@ -384,3 +384,17 @@ def test_a_turn_whose_process_died_of_the_stop_signal_was_open_then_without_mono
     lived_on.exit("completed", None, started_ns=lived_on.inputs[0].mono_ns - 1, signal=9)
     obs = lived_on.observation()
     assert run_check("C1", dataclasses.replace(obs, log_format=_Untimed(obs.log_format))).outcome.value != "pass"
+
+
+def test_a_refusal_with_the_agents_own_error_code_passes_c10_non_strictly():
+    """opencode refuses with exit 1, its declared error code (0 / 1 / death by SIGINT): C10 takes
+    it as C8 does, non-strictly, and still fails a convention that cannot tell a Stop apart."""
+    from harness.model import Conventions
+
+    run = mid_file_refusal()
+    run.exits[-1] = dataclasses.replace(run.exits[-1], returncode=1)
+    run.conventions = Conventions(exit_codes={"completed": 0, "error": 1, "aborted": 130, "interrupted": 130})
+    verdict = run_check("C10", run.observation())
+    assert verdict.outcome.value == "pass" and verdict.non_strict, verdict.evidence
+    run.conventions = Conventions(exit_codes={"completed": 0, "error": 1, "aborted": 1, "interrupted": 1})
+    assert run_check("C10", run.observation()).outcome.value == "fail"
