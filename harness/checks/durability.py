@@ -8,7 +8,7 @@ import os
 from collections.abc import Callable, Sequence
 
 from harness.checks.base import Findings, Item, captures, check, event_item, result
-from harness.checks.facts import dropped_call_fact, no_store_fact, refusal_fact
+from harness.checks.facts import dropped_call_fact, no_store_fact, refusal_fact, undurable_call_fact
 from harness.checks.process import convention_problem
 from harness.checks.views import (
     Message,
@@ -367,15 +367,20 @@ def _tool_call_durable(obs: Observation, kill: AgentKill, log: SessionLog) -> li
             answered = {e.get("call_id") for e in log.of_type("tool_result")}
             if any(e.get("call_id") not in answered for e in calls):
                 return []
-        return [{"window": window, "call_id": call_id,
+        return [{"window": window, "call_id": call_id, **_undurable(obs, kill, call_id),
                  "note": f"window {window} was running (call {call_id}) but the log left by the kill holds no "
                          "tool_call for it (not durable before the tool body ran)"}]
     known = {c.id for e in log.of_type("assistant_message") for c in event_calls(e)}
     if call_id is not None and call_id in known:
         return []
-    return [{"window": window, "call_id": call_id,
+    return [{"window": window, "call_id": call_id, **_undurable(obs, kill, call_id),
              "note": f"window {window} was running (call {call_id}) but the log left by the kill does not hold the "
                      "call (not durable before the tool body ran)"}]
+
+
+def _undurable(obs: Observation, kill: AgentKill, call_id: str | None) -> Item:
+    """The fact a call missing from the store left by a kill rests on (none for an unknown call)."""
+    return {"fact": undurable_call_fact(obs.kills.index(kill) + 1, call_id)} if call_id else {}
 
 
 def _step_durable(obs: Observation, kill: AgentKill, log: SessionLog) -> list[Item]:

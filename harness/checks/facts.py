@@ -37,6 +37,12 @@ def dropped_call_fact(request: int, call_id: str) -> str:
     return f"request {request} does not carry tool call {call_id}"
 
 
+def undurable_call_fact(kill: int, call_id: str) -> str:
+    """The fact of a running call the store left by a kill holds no record of: it was not made
+    durable before its tool ran (C11), and a resume from that store cannot carry it (C4, C7)."""
+    return f"the store left by kill {kill} holds no record of tool call {call_id}"
+
+
 def no_store_fact(kill: int) -> str:
     """The fact of a kill that left nothing of the session on disk — no store where the profile
     keeps it, or one with no record in it: nothing was durable (C11), and a resume of that
@@ -63,4 +69,5 @@ def link_consequences(results: Sequence[CheckResult]) -> tuple[CheckResult, ...]
     return tuple(linked.get(i, r) for i, r in enumerate(results))
 
 
-__all__ = ["dropped_call_fact", "exit_fact", "link_consequences", "no_store_fact", "refusal_fact"]
+__all__ = ["dropped_call_fact", "exit_fact", "link_consequences", "no_store_fact", "refusal_fact",
+           "undurable_call_fact"]

@@ -193,3 +193,38 @@ def test_a_call_codex_finished_beside_the_killed_one_is_known_finished():
     assert "one wording for both" not in c14.evidence.summary
     failed = {i.get("call_id") for i in c14.evidence.items if i.get("note")}
     assert failed == {"call_98a727000002"}, c14.evidence.items  # w1's "aborted" is its outcome unknown
+
+
+def gemini_killed_in_a_tool_it_never_recorded() -> RunBuilder:
+    """Gemini CLI 0.61.0 killed while window w1 ran, recorded: the store holds the model's text
+    and no call (it writes a call once its tool has finished); the resumed request has the text
+    and not the call."""
+    folder = FIXTURES / "gemini-cli-0.61.0" / "kill-tool"
+    killed, resumed = recorded(folder / "killed"), recorded(folder / "resumed")
+    store = Bytes(killed)
+    run = RunBuilder(reader=READERS["gemini-cli"], store=store, log_path="session.jsonl")
+    c1 = call("call_bcd37b000001", "python3 -m fake_server.window --id w1")
+    prompt = "Run the check command in the shell and tell me what it printed."
+    run.user(prompt)
+    run.records.request([msg("user", prompt)])
+    run.records.response(1, "Starting the long check.", [c1])
+    run.records.window("w1", [4101, 4102])
+    run.kill("window-opened")
+    run.restart()
+    run.user(FOLLOW_UP)
+    store.data = resumed
+    run.records.request([msg("user", prompt), msg("assistant", "Starting the long check."), msg("user", FOLLOW_UP)])
+    return run
+
+
+def test_a_call_the_store_never_held_is_one_defect_for_c4_c7_and_c11():
+    """The call dropped from the resumed request (C4) is the call the store left by the kill never
+    held (C11's log half): one fact, one counted failure; C7 and C11 follow from C4's."""
+    from harness.checks import run_checks
+
+    results = {r.check: r for r in run_checks(gemini_killed_in_a_tool_it_never_recorded().observation())}
+    assert results["C4"].counts_as_failure, results["C4"].evidence
+    assert results["C11"].outcome is Outcome.FAIL, results["C11"].evidence
+    assert results["C11"].consequence_of == "C4", [(c, r.facts) for c, r in results.items()
+                                                   if r.outcome is Outcome.FAIL]
+    assert results["C7"].outcome is not Outcome.FAIL or results["C7"].consequence_of == "C4"
