@@ -4,8 +4,16 @@ from __future__ import annotations
 
 from harness.checks.base import Findings, check, failure_item, result
 from harness.checks.calls import known_at
-from harness.checks.views import balance_problems, first_request_after, refused_records, request_item, tool_answer
-from harness.model import AgentFailure, CheckResult, DecidedBy, Observation, Outcome
+from harness.checks.facts import dropped_call_fact, undurable_call_fact
+from harness.checks.views import (
+    balance_problems,
+    event_calls,
+    first_request_after,
+    refused_records,
+    request_item,
+    tool_answer,
+)
+from harness.model import AgentFailure, CheckResult, DecidedBy, Observation, Outcome, SessionLog
 
 BOX, LOG = DecidedBy.BLACK_BOX, DecidedBy.LOG
 
@@ -47,7 +55,11 @@ def next_request_is_balanced(obs: Observation) -> CheckResult:
             half = BOX if known.box else LOG
             if made is None:
                 found.fail(half, f"request {req.number}: tool call {call_id}, known at kill {n} ({known.how}), is "
-                           "missing from the history (dropped)", request_item(req), call_id=call_id)
+                           "missing from the history (dropped)", request_item(req), call_id=call_id,
+                           fact=dropped_call_fact(req.number, call_id))
+                if at_kill.log is not None and call_id not in _recorded_calls(at_kill.log):
+                    found.fail(half, f"the dropped tool call {call_id} had no record in the store left by kill {n}",
+                               kill=n, call_id=call_id, fact=undurable_call_fact(n, call_id))
             elif answer is None:
                 found.fail(half, f"request {req.number}: tool call {call_id} has no tool result", request_item(req),
                            call_id=call_id)
@@ -61,6 +73,12 @@ def next_request_is_balanced(obs: Observation) -> CheckResult:
                 found.note(kill=n, note=at_kill.log_note)
     return found.result(f"the first request after each of {len(obs.kills)} kill(s) was balanced and kept every "
                         "earlier tool call")
+
+
+def _recorded_calls(log: SessionLog) -> set[str]:
+    """The calls a store records: its tool_call events and the calls of its assistant messages."""
+    return ({str(e.get("call_id")) for e in log.of_type("tool_call")}
+            | {c.id for e in log.of_type("assistant_message") for c in event_calls(e) if c.id})
 
 
 def _refused_unbalanced(failure: AgentFailure) -> bool:

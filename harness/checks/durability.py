@@ -3,11 +3,13 @@ checkpoints a SIGKILL must not lose (C11)."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable, Sequence
 
 from harness.checks.base import Findings, Item, captures, check, event_item, result
-from harness.checks.facts import refusal_fact
+from harness.checks.facts import dropped_call_fact, no_store_fact, refusal_fact, undurable_call_fact
+from harness.checks.process import convention_problem
 from harness.checks.views import (
     Message,
     Request,
@@ -51,7 +53,15 @@ def log_format_holds(obs: Observation) -> CheckResult:
     durable record of each earlier one (the reader's ``lost`` on the snapshots: what the store
     holds as written, never a comparison of events a reader derives from the records around
     them). A store damaged mid-file on purpose is refused: the restart exits 2 naming the file
-    and the place, and the store is left untouched (the reader's ``changed``)."""
+    and the place, and the store is left untouched (the reader's ``changed``). Non-strict: the
+    agent's declared error code instead of 2, under a convention that tells the outcomes apart
+    (as C8 takes it)."""
+    verdict = _log_format(obs)
+    own_code = any(i.get("non_strict") for i in verdict.evidence.items)
+    return dataclasses.replace(verdict, non_strict=True) if own_code and verdict.outcome is Outcome.PASS else verdict
+
+
+def _log_format(obs: Observation) -> CheckResult:
     if obs.log_format is None:
         return result("C10", Outcome.UNKNOWN, "no log reader for this agent, so the log format cannot be checked",
                       needs_reader=True)
@@ -135,8 +145,14 @@ def _refusal(obs: Observation, number: int, restart: Restart, found: Findings) -
         return
     item: Item = {"pid": exit_.pid, "returncode": exit_.returncode, "stderr_tail": clip(exit_.stderr_tail[-300:], 300)}
     refused = True
-    if exit_.returncode != expected_exit_code("refused"):
-        found.fail(BOX, f"the agent restarted on a log damaged at {where} exited {exit_.returncode}, not "
+    declared = obs.conventions.exit_codes
+    if exit_.returncode is not None and exit_.returncode == declared.get("error") \
+            and convention_problem(declared) is None:
+        item["non_strict"] = f"exit {exit_.returncode}, the agent's declared code for error"
+    elif exit_.returncode != expected_exit_code("refused"):
+        how = (f"exited {exit_.returncode}" if exit_.returncode is not None
+               else f"never exited on its own (it ran on until ended by signal {exit_.signal})")
+        found.fail(BOX, f"the agent restarted on a log damaged at {where} {how}, not "
                    f"{expected_exit_code('refused')}", item)
         refused = False
     named = [str(restart.damage_line)] if restart.damage_line else [restart.damage_where] if restart.damage_where \
@@ -215,7 +231,7 @@ def _kill_log(obs: Observation, number: int, kill: AgentKill,
             return None
         found.fail(LOG, f"killed at {kill.at} (kill {number}), the agent had no session store at "
                    f"{capture.absent_from}: nothing the checkpoint covers was durable", kill=number, at=kill.at,
-                   looked_in=capture.absent_from)
+                   looked_in=capture.absent_from, fact=no_store_fact(number))
         return False
     if capture.version_unknown:
         found.cannot(f"the log left by kill {number} is of a version its reader does not know: {capture.error}",
@@ -226,7 +242,8 @@ def _kill_log(obs: Observation, number: int, kill: AgentKill,
         return False
     problems = judge(obs, kill, capture.log)
     for problem in problems:
-        found.fail(LOG, problem.pop("note"), problem)
+        empty = {} if capture.log.events else {"fact": no_store_fact(number)}  # a store with no record in it
+        found.fail(LOG, problem.pop("note"), problem | empty)
     if not problems:
         last = capture.log.events[-1] if capture.log.events else None
         found.ok(LOG, kill=number, at=kill.at, events_in_store=len(capture.log.events),
@@ -281,7 +298,8 @@ def checkpoint_carried(obs: Observation, kill: AgentKill, resumed: Request) -> l
         window, call_id = killed_window(obs, kill)
         if call_id and tool_answer(resumed.messages, call_id)[0] is None:
             return [request_item(resumed, note=f"request {resumed.number} after the restart lacks tool call {call_id}, "
-                                 f"durable since window {window} opened")]
+                                 f"durable since window {window} opened")
+                    | {"fact": dropped_call_fact(resumed.number, call_id)}]
         return []
     if kill.at == "next-request":
         killed = killed_request(obs, kill)
@@ -293,8 +311,9 @@ def checkpoint_carried(obs: Observation, kill: AgentKill, resumed: Request) -> l
             made, answer = tool_answer(resumed.messages, call.id)
             _, was = tool_answer(killed.messages if killed else (), call.id)
             if made is None or answer is None:
+                dropped = {"fact": dropped_call_fact(resumed.number, call.id)} if made is None else {}
                 out.append(request_item(resumed, note=f"request {resumed.number} after the restart lacks tool call "
-                                        f"{call.id} or its result, durable since the step settled"))
+                                        f"{call.id} or its result, durable since the step settled") | dropped)
             elif was is not None and not same_text(answer.text, was.text):
                 out.append(request_item(resumed, note=f"request {resumed.number} answers tool call {call.id} "
                                         f"{clip(answer.text, 60)!r}, not its settled result {clip(was.text, 60)!r}"))
@@ -348,15 +367,20 @@ def _tool_call_durable(obs: Observation, kill: AgentKill, log: SessionLog) -> li
             answered = {e.get("call_id") for e in log.of_type("tool_result")}
             if any(e.get("call_id") not in answered for e in calls):
                 return []
-        return [{"window": window, "call_id": call_id,
+        return [{"window": window, "call_id": call_id, **_undurable(obs, kill, call_id),
                  "note": f"window {window} was running (call {call_id}) but the log left by the kill holds no "
                          "tool_call for it (not durable before the tool body ran)"}]
     known = {c.id for e in log.of_type("assistant_message") for c in event_calls(e)}
     if call_id is not None and call_id in known:
         return []
-    return [{"window": window, "call_id": call_id,
+    return [{"window": window, "call_id": call_id, **_undurable(obs, kill, call_id),
              "note": f"window {window} was running (call {call_id}) but the log left by the kill does not hold the "
                      "call (not durable before the tool body ran)"}]
+
+
+def _undurable(obs: Observation, kill: AgentKill, call_id: str | None) -> Item:
+    """The fact a call missing from the store left by a kill rests on (none for an unknown call)."""
+    return {"fact": undurable_call_fact(obs.kills.index(kill) + 1, call_id)} if call_id else {}
 
 
 def _step_durable(obs: Observation, kill: AgentKill, log: SessionLog) -> list[Item]:

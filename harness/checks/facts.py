@@ -31,6 +31,25 @@ def refusal_fact(reader_error: str | None) -> str:
     return f"the reader refused the store: {reader_error}" if reader_error else "the reader refused the store"
 
 
+def dropped_call_fact(request: int, call_id: str) -> str:
+    """The fact of a tool call missing from a request after a kill: what C4 judges as a dropped
+    call, and what C7 and C11 meet when that call was durable at the kill."""
+    return f"request {request} does not carry tool call {call_id}"
+
+
+def undurable_call_fact(kill: int, call_id: str) -> str:
+    """The fact of a running call the store left by a kill holds no record of: it was not made
+    durable before its tool ran (C11), and a resume from that store cannot carry it (C4, C7)."""
+    return f"the store left by kill {kill} holds no record of tool call {call_id}"
+
+
+def no_store_fact(kill: int) -> str:
+    """The fact of a kill that left nothing of the session on disk — no store where the profile
+    keeps it, or one with no record in it: nothing was durable (C11), and a resume of that
+    session has nothing to load (C7)."""
+    return f"nothing of the session was on disk after kill {kill}"
+
+
 def link_consequences(results: Sequence[CheckResult]) -> tuple[CheckResult, ...]:
     """The results, in their order, each failure that rests only on facts an earlier failure
     (in the contract's order) named marked as that failure's consequence."""
@@ -50,4 +69,5 @@ def link_consequences(results: Sequence[CheckResult]) -> tuple[CheckResult, ...]
     return tuple(linked.get(i, r) for i, r in enumerate(results))
 
 
-__all__ = ["exit_fact", "link_consequences", "refusal_fact"]
+__all__ = ["dropped_call_fact", "exit_fact", "link_consequences", "no_store_fact", "refusal_fact",
+           "undurable_call_fact"]

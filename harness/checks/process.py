@@ -94,7 +94,7 @@ def _true_reason(obs: Observation, exit_: ProcessExit, settled: str | None) -> s
     return REASON_FOR_EXPECTATION[exit_.expect]
 
 
-def _convention_problem(declared: Mapping[str, int]) -> str | None:
+def convention_problem(declared: Mapping[str, int]) -> str | None:
     """Why a declared exit-code convention cannot tell completed, error and stopped apart, if
     it cannot (an undeclared class counts as not told)."""
     completed = declared.get("completed")
@@ -121,7 +121,7 @@ def _how_told(obs: Observation, exit_: ProcessExit, reason: str) -> str | None:
                 return told
     declared = obs.conventions.exit_codes
     code = declared.get(reason)
-    if code is not None and exit_.returncode == code and _convention_problem(declared) is None:
+    if code is not None and exit_.returncode == code and convention_problem(declared) is None:
         return f"exit {code}, the agent's declared code for {reason}"
     return None
 
@@ -151,7 +151,7 @@ def _untruth(exit_: ProcessExit, reason: str, settled: str | None, declared: Map
     note = f"the {exit_.role} process (pid {exit_.pid}) should exit {expected} ({words}), not {how}"
     if exit_.returncode == declared.get("completed", 0) and reason != "completed":
         return note + ", which says it completed"
-    if declared and (problem := _convention_problem(declared)) is not None:
+    if declared and (problem := convention_problem(declared)) is not None:
         return note + f"; its declared exit codes cannot count instead: {problem}"
     if declared and declared.get(reason) is not None:
         return note + f", nor its declared {declared[reason]}"

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from harness.checks.base import Findings, check, event_item, result, stops_seen
-from harness.checks.calls import Known, KnownCall, Says, is_repair, known_at, says, wording
+from harness.checks.calls import NEVER_RAN, Known, KnownCall, Says, is_repair, known_at, says, wording
 from harness.checks.views import (
     Request,
     clip,
@@ -18,6 +18,7 @@ from harness.checks.views import (
     window_call,
     windows_open_at,
 )
+from harness.contract import TOOL_NOT_STARTED
 from harness.model import Capability, CheckResult, Conventions, DecidedBy, Observation, Outcome, StopDelivery
 
 BOX, LOG = DecidedBy.BLACK_BOX, DecidedBy.LOG
@@ -118,7 +119,7 @@ def _judge_ended(obs: Observation, stop: StopDelivery, window: str, call_id: str
     answer = tool_answer(req.messages, call_id)[1] if req is not None and req.parsed else None
     if req is not None and answer is not None:
         judged = True
-        said = says(answer.text, obs.conventions)
+        said = _said_after_stop(answer.text, obs.conventions)
         item = request_item(req, note=f"answers tool call {call_id} {clip(answer.text, 80)!r}")
         if said in NEVER_RAN_CLASSES:
             found.fail(BOX, f"tool call {call_id} was running in window {window} when {what} ended it, but request "
@@ -128,7 +129,7 @@ def _judge_ended(obs: Observation, stop: StopDelivery, window: str, call_id: str
     logged = [e for e in obs.log.of_type("tool_result") if e.get("call_id") == call_id] if obs.log else []
     for event in logged[:1]:
         judged = True
-        said = says(str(event.get("output", "")), obs.conventions)
+        said = _said_after_stop(str(event.get("output", "")), obs.conventions)
         if event.get("rejected") is True or said in NEVER_RAN_CLASSES:
             claim = "the user's refusal" if event.get("rejected") is True else said.value
             found.fail(LOG, f"tool call {call_id} was running in window {window} when {what} ended it, but its "
@@ -139,6 +140,18 @@ def _judge_ended(obs: Observation, stop: StopDelivery, window: str, call_id: str
         found.cannot(f"tool call {call_id} was running in window {window} when {what} ended it, but no request "
                      "after it answers the call and no log shows its result", needs_reader=obs.log_format is None,
                      call_id=call_id, window=window)
+
+
+def _said_after_stop(text: str, conventions: Conventions) -> Says:
+    """What an answer to a call a Stop ended says. A profile that declares one wording for both
+    repairs makes that wording match both: alone, it is the agent's one word for a cut-off call,
+    which after a Stop is an aborted answer (only a kill leaves two classes to tell apart)."""
+    said = says(text, conventions)
+    declared = conventions.repair_outcome_unknown
+    one_word = bool(declared) and declared == conventions.repair_not_started
+    if said is Says.BOTH and one_word and TOOL_NOT_STARTED not in text:
+        return Says.NEVER_RAN if NEVER_RAN.search(text) else Says.OUTCOME_UNKNOWN
+    return said
 
 
 def _answers(kill: int, req: Request, calls: Iterable[KnownCall], conventions: Conventions,

@@ -14,6 +14,7 @@ from harness.checks.base import (
     log_half,
 )
 from harness.checks.durability import AT_THE_END, checkpoint_carried
+from harness.checks.facts import no_store_fact
 from harness.checks.views import Request, clip, first_request_after, last_request_before, request_item, squeeze
 from harness.model import CheckResult, DecidedBy, LogCapture, Observation, Restart, SessionLog
 
@@ -35,6 +36,7 @@ def resume_continues_the_session(obs: Observation) -> CheckResult:
     found = Findings("C7")
     if obs.failure is not None and obs.failure.after_restart:
         found.fail(BOX, f"the agent did not resume the session: {obs.failure.what}", failure_item(obs.failure))
+        _nothing_to_resume(obs, found)
     restarts = [(n, r) for n, r in enumerate(obs.restarts, start=1) if r.damage != "mid-file"]
     if not restarts:
         return found.result("", nothing="the agent was never restarted on a readable session")
@@ -50,6 +52,28 @@ def resume_continues_the_session(obs: Observation) -> CheckResult:
         if isinstance(log, SessionLog):
             _log_continues(obs, log, restart, number, found)
     return found.result(f"{len(restarts)} restart(s) continued the same session with its history")
+
+
+def _nothing_to_resume(obs: Observation, found: Findings) -> None:
+    """A resume refused after a kill that left nothing of the session on disk (no store, or one
+    with no record), still so when the agent was started again: the refusal rests on that (C11's
+    fact) as much as on the exit."""
+    restart = obs.restarts[-1] if obs.restarts else None
+    kills = [(n, k) for n, k in enumerate(obs.kills, start=1) if restart and k.mono_ns < restart.mono_ns]
+    if restart is None or not kills:
+        return
+    number, kill = kills[-1]
+    if kill.log is not None and _holds_nothing(kill.log) and (restart.before is None or _holds_nothing(restart.before)):
+        where = kill.log.snapshot.path if kill.log.snapshot else kill.log.absent_from
+        found.fail(LOG, f"kill {number} had left nothing of the session at {where}: there was no session to resume",
+                   kill=number, fact=no_store_fact(number))
+
+
+def _holds_nothing(capture: LogCapture) -> bool:
+    """No store where the profile keeps it, or a store the reader read with no record in it."""
+    if capture.snapshot is None:
+        return capture.absent_from is not None
+    return capture.log is not None and not capture.log.events
 
 
 def _carries_history(obs: Observation, number: int, restart: Restart, req: Request, found: Findings) -> None:

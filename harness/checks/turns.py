@@ -70,6 +70,8 @@ def turn_ends_exactly_once(obs: Observation) -> CheckResult:
     def killed_while_open(start: SessionEvent, next_start: SessionEvent | None) -> bool | None:
         if not kill_times:
             return False
+        if _open_in_a_kill_capture(obs, start) or _last_turn_of_a_process_that_died(obs, start):
+            return True
         if not timed or start.mono_ns is None:
             return None  # a kill happened, but when relative to this turn is not known
         end = next_start.mono_ns if next_start is not None else None
@@ -110,6 +112,33 @@ def turn_ends_exactly_once(obs: Observation) -> CheckResult:
                       [event_item(e) for e in untimed], needs_reader=True)
     return result("C1", Outcome.PASS, f"{len(starts)} turn(s); each ended once with a valid reason, or was open when "
                   "the agent was killed", [event_item(e) for e in log.of_type("turn_ended")])
+
+
+def _open_in_a_kill_capture(obs: Observation, start: SessionEvent) -> bool:
+    """The store captured right after a SIGKILL holds this turn's start and no end of it: the
+    kill fell inside the turn, whatever times the store records."""
+    for kill in obs.kills:
+        captured = kill.log.log if kill.log is not None else None
+        if captured is None:
+            continue
+        started = any(e.type == "turn_started" and e.turn == start.turn for e in captured.events)
+        if started and not any(e.type == "turn_ended" and e.turn == start.turn for e in captured.events):
+            return True
+    return False
+
+
+def _last_turn_of_a_process_that_died(obs: Observation, start: SessionEvent) -> bool:
+    """The turn was started by the last input a process received, and that process died of a
+    signal (a SIGKILL, or a Stop it left to the signal's default action): a turn never ended
+    was open when it died, whatever times the store records."""
+    said = str(start.get("input") or "")
+    for exit_ in obs.exits:
+        if exit_.signal is None:
+            continue
+        received = [i for i in obs.inputs if not i.queued and exit_.started_ns <= i.mono_ns <= exit_.ended_ns]
+        if received and received[-1].text and received[-1].text in said:
+            return True
+    return False
 
 
 def _reason_problems(event: SessionEvent) -> list[str]:

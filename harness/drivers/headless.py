@@ -213,12 +213,19 @@ class HeadlessDriver(DriverBase):
     async def close(self) -> None:
         if self._exit_stamp is not None:
             self._exit_stamp.close()
+        hung = self._proc is not None and self._proc.returncode is None
         for ref in self._refs:
             await asyncio.to_thread(kill_tree, ref)
         if self._proc is not None and self._proc.returncode is None:
             await self._proc.wait()
         for task in self._pumps:
             await task
+        if hung and self._proc is not None and self._proc.returncode is not None:
+            # A run still alive when the steps ended (it never exited within a step's budget) is
+            # ended here: its end is part of what was observed (its turn was open when it died).
+            self.history.record(exit_of(self._role, self._proc.pid, self._started_ns, time.monotonic_ns(),
+                                        self._proc.returncode, "killed", self._timeout_s, self._stderr.text,
+                                        argv=self._argv, stdout=self._stdout.text))
 
 
 def _seconds(timeout_s: float | None) -> str | None:

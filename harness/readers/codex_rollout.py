@@ -13,6 +13,10 @@ rollout line                                    canonical event
 ``custom_tool_call`` / ``local_shell_call``     separate start of the call)
 ``response_item`` ``function_call_output`` /    ``tool_result``; ``aborted`` when the output is Codex's
 ``custom_tool_call_output``                     own wording for a stopped call (``aborted``, ``aborted by user``)
+``event_msg`` ``item_completed`` of a           ``tool_result`` (its ``aggregated_output``, ``exit_code``),
+``CommandExecution``, completed, for a call     when no output line answers the call: a call run
+no output line answers                          beside another, finished before a kill that came
+                                                before Codex wrote the response's outputs
 ``event_msg`` ``task_complete``                 ``turn_ended`` ``completed``
 ``event_msg`` ``turn_aborted``                  ``turn_ended`` ``aborted`` (``interrupted`` → source ``user``,
                                                 ``replaced`` → ``disposed``); the native reason is kept
@@ -147,6 +151,8 @@ class _Mapper:
         self.model: str | None = None
 
     def run(self, lines: list[Line]) -> list:
+        answered = {line.record["payload"]["call_id"] for line in lines
+                    if line.record["type"] == "response_item" and line.record["payload"].get("type") in OUTPUT_TYPES}
         for index, line in enumerate(lines):
             rec, payload = line.record, line.record["payload"]
             kind, sub = rec["type"], payload.get("type")
@@ -172,6 +178,11 @@ class _Mapper:
                 self.events.add("tool_result", line.number, call_id=payload["call_id"], output=text,
                                 aborted=bool(ABORTED_OUTPUT.match(text)), exit_code=_exit_code(text),
                                 timestamp=stamp)
+            elif kind == "event_msg" and sub == "item_completed" and _finished_command(payload, answered):
+                self._flush()
+                item = payload["item"]
+                self.events.add("tool_result", line.number, call_id=item["id"], output=str(item["aggregated_output"]),
+                                aborted=False, exit_code=item["exit_code"], timestamp=stamp)
             elif kind == "event_msg" and sub == "task_complete" and self.open_turn is not None:
                 self._flush()
                 self.events.add("turn_ended", line.number, reason="completed", timestamp=stamp,
@@ -216,6 +227,16 @@ class _Mapper:
                             timestamp=line.record.get("timestamp"))
             self.open_turn = None
         self.last_error = None
+
+
+def _finished_command(payload: dict[str, Any], answered: set[str]) -> bool:
+    """A shell command Codex recorded as run to its end, whose output line it never wrote: the
+    durable record that the call finished. Seen when Codex ran a response's second call beside a
+    first still running and was killed: the finished call had this line and no output line."""
+    item = payload.get("item")
+    return (isinstance(item, dict) and item.get("type") == "CommandExecution" and item.get("status") == "completed"
+            and isinstance(item.get("id"), str) and item["id"] not in answered
+            and isinstance(item.get("exit_code"), int) and isinstance(item.get("aggregated_output"), str))
 
 
 def _turn_input(rest: list[Line]) -> str:

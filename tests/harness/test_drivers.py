@@ -63,6 +63,22 @@ async def test_headless_stop_is_the_profile_signal_and_is_recorded_before_delive
     assert exit_.returncode == 3 and exit_.expect == "stopped"
 
 
+async def test_a_headless_run_still_alive_at_the_end_is_recorded_as_ended_by_the_harness(
+        make_driver, fake_server, fake_profile):
+    """opencode, SIGTERMed while its background npm install ran, never exited: the run ended
+    with the process alive and the harness ended it, unrecorded — C1 then read its open turn as
+    left open by a process never killed. Its end is recorded now."""
+    history = History()
+    driver = make_driver("subprocess", fake_server, profile=fake_profile, history=history)
+    try:
+        await driver.send("please hang")
+        await within(driver._stdout.wait_for("working", what="working"))
+    finally:
+        await driver.close()
+    (exit_,) = history.of(ProcessExit)
+    assert exit_.expect == "killed" and exit_.returncode is None and exit_.signal is not None
+
+
 async def test_stop_after_the_turn_ended_is_not_exercised(make_driver, fake_server, fake_profile):
     history = History()
     driver = make_driver("subprocess", fake_server, profile=fake_profile, history=history)

@@ -3,12 +3,14 @@ right evidence on each way of breaking it (one per failpoint that targets it), s
 unknown when the task did not exercise it — and, for a check with two halves, which half
 decided."""
 
+import dataclasses
 import json
 
 import pytest
 
 from harness.checks import REGISTRY, run_check
 from harness.contract import Observes
+from harness.model import Capability
 
 from .check_runs import (
     headless_runs,
@@ -323,3 +325,79 @@ def test_undeclared_wording_for_one_class_is_unknown_and_not_for_want_of_a_reade
     result = run_check("C14", kill_in_tool("wrong-marker").observation())
     assert result.outcome.value == "unknown" and not result.needs_reader
     assert "'TOOL_FAILED: interrupted'" in result.evidence.summary
+
+
+def test_a_restart_on_a_damaged_log_that_ran_on_is_said_so():
+    """Claude Code's TUI restarted on a log damaged mid-file showed its prompt and ran on until
+    the harness ended it: the failure says so, not "exited None"."""
+    run = mid_file_refusal()
+    run.exits[-1] = dataclasses.replace(run.exits[-1], returncode=None, signal=9)
+    verdict = run_check("C10", run.observation())
+    assert verdict.outcome.value == "fail"
+    assert "None" not in verdict.evidence.summary
+    assert "never exited on its own" in verdict.evidence.summary, verdict.evidence.summary
+
+
+class _Untimed:
+    """A reader as it is, but for a store that records no monotonic times (opencode's)."""
+
+    def __init__(self, reader):
+        self._reader = reader
+        self.capabilities = reader.capabilities - {Capability.MONO_TIMES}
+
+    def __getattr__(self, name):
+        return getattr(self._reader, name)
+
+
+def test_a_turn_open_in_the_store_the_kill_left_was_killed_while_open_without_mono_times():
+    """opencode's store has no monotonic times; a turn the capture right after the SIGKILL shows
+    started and not ended was open when the agent died: C1 passes on that, not unknown."""
+    obs = kill_in_tool().observation()
+    untimed = dataclasses.replace(obs, log_format=_Untimed(obs.log_format))
+    verdict = run_check("C1", untimed)
+    assert verdict.outcome.value == "pass", verdict.evidence
+    never_killed = stop_in_tool("no-settle").observation()
+    untimed_never_killed = dataclasses.replace(never_killed, log_format=_Untimed(never_killed.log_format))
+    assert run_check("C1", untimed_never_killed).outcome.value == "fail"
+
+
+def test_opencode_exit_codes_under_its_profile_tell_the_outcomes_apart():
+    """opencode 1.18.33 exits 0 when completed, 1 on a provider error and dies of SIGINT on a
+    Stop: its error exit is its own truthful code (C8 non-strict), not a failure for want of a
+    declared Stop code."""
+    from harness.model import Conventions
+    from harness.profiles import load_profile
+
+    run = headless_runs("declared-1-for-both", "died-by-sigint")
+    run.conventions = Conventions(exit_codes=dict(load_profile("opencode").exit_codes))
+    verdict = run_check("C8", run.observation())
+    assert verdict.outcome.value == "pass", verdict.evidence
+    assert verdict.non_strict
+
+
+def test_a_turn_whose_process_died_of_the_stop_signal_was_open_then_without_mono_times():
+    """opencode dies of SIGINT on a Stop and its store has no monotonic times: the stopped
+    turn, the last its process received, was open when the process died — C1 passes."""
+    obs = headless_runs("died-by-sigint").observation()
+    untimed = dataclasses.replace(obs, log_format=_Untimed(obs.log_format))
+    verdict = run_check("C1", untimed)
+    assert verdict.outcome.value == "pass", verdict.evidence
+    # A turn left open while its process went on to the next input is no crash record.
+    lived_on = stop_in_tool("no-settle")
+    lived_on.exit("completed", None, started_ns=lived_on.inputs[0].mono_ns - 1, signal=9)
+    obs = lived_on.observation()
+    assert run_check("C1", dataclasses.replace(obs, log_format=_Untimed(obs.log_format))).outcome.value != "pass"
+
+
+def test_a_refusal_with_the_agents_own_error_code_passes_c10_non_strictly():
+    """opencode refuses with exit 1, its declared error code (0 / 1 / death by SIGINT): C10 takes
+    it as C8 does, non-strictly, and still fails a convention that cannot tell a Stop apart."""
+    from harness.model import Conventions
+
+    run = mid_file_refusal()
+    run.exits[-1] = dataclasses.replace(run.exits[-1], returncode=1)
+    run.conventions = Conventions(exit_codes={"completed": 0, "error": 1, "aborted": 130, "interrupted": 130})
+    verdict = run_check("C10", run.observation())
+    assert verdict.outcome.value == "pass" and verdict.non_strict, verdict.evidence
+    run.conventions = Conventions(exit_codes={"completed": 0, "error": 1, "aborted": 1, "interrupted": 1})
+    assert run_check("C10", run.observation()).outcome.value == "fail"

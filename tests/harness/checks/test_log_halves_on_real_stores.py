@@ -7,7 +7,7 @@ import dataclasses
 from pathlib import Path
 
 from harness.checks import run_check
-from harness.checks.testing import RunBuilder, msg
+from harness.checks.testing import RunBuilder, call, msg
 from harness.model import LogCapture, Outcome
 from harness.readers import READERS
 
@@ -139,3 +139,92 @@ def test_a_message_written_again_with_its_calls_rewrites_no_line():
     assert obs.kills[0].log.log.events[1].get("tool_calls") != obs.log.events[1].get("tool_calls")
     c10 = run_check("C10", obs)
     assert c10.outcome is Outcome.PASS, c10.evidence
+
+
+CODEX_PARALLEL = FIXTURES / "codex-0.171.0" / "kill-tool-parallel"
+MIGRATION = "Run the migration."
+
+
+def codex_killed_beside_a_finished_call() -> RunBuilder:
+    """Codex 0.171.0 on interrupt-restart, recorded: the response asks for the window w1 and
+    ``echo verify-migration``; Codex ran both at once, the echo finished (its ``item_completed``
+    line, exit 0) and the kill came in w1 before Codex wrote any output line. The resumed request
+    answers both calls ``aborted``."""
+    from harness.profiles import load_profile
+
+    profile = load_profile("codex")
+    killed, resumed = recorded(CODEX_PARALLEL / "killed"), recorded(CODEX_PARALLEL / "resumed")
+    assert resumed.startswith(killed)
+    store = Bytes(killed)
+    run = RunBuilder(reader=READERS["codex-rollout"], store=store, log_path="rollout.jsonl")
+    run.conventions = dataclasses.replace(run.conventions, repair_outcome_unknown=profile.repair_outcome_unknown,
+                                          repair_not_started=profile.repair_not_started)
+    window_call = call("call_98a727000001", "python3 -m fake_server.window --id w1")
+    echo_call = call("call_98a727000002", "echo verify-migration")
+    run.user(MIGRATION)
+    run.records.request([msg("user", MIGRATION)])
+    run.records.response(1, "Running the migration.", [window_call, echo_call])
+    run.records.window("w1", [32148, 32150])
+    run.kill("window-opened")
+    run.restart()
+    run.user("The agent crashed. What happened to the migration?")
+    store.data = resumed
+    run.records.request([msg("user", MIGRATION), msg("assistant", "Running the migration.", [window_call, echo_call]),
+                         msg("tool", "aborted", tool_call_id="call_98a727000001"),
+                         msg("tool", "aborted", tool_call_id="call_98a727000002"),
+                         msg("user", "The agent crashed. What happened to the migration?")])
+    return run
+
+
+def test_a_call_codex_finished_beside_the_killed_one_is_known_finished():
+    """The echo's ``item_completed`` line is the durable record that it ran to its end: C14 fails
+    the ``aborted`` answer as a finished call answered with a repair, and does not rest on a
+    not-started wording no run showed."""
+    obs = codex_killed_beside_a_finished_call().observation()
+    (kill,) = obs.kills
+    assert kill.log is not None and kill.log.log is not None
+    results = {e.get("call_id"): e for e in kill.log.log.of_type("tool_result")}
+    assert results["call_98a727000002"].get("output") == "verify-migration\n"
+    assert results["call_98a727000002"].get("exit_code") == 0
+    assert "call_98a727000001" not in results
+    c14 = run_check("C14", obs)
+    assert c14.outcome is Outcome.FAIL, c14.evidence
+    assert "call_98a727000002 finished before the kill" in c14.evidence.summary, c14.evidence.summary
+    assert "one wording for both" not in c14.evidence.summary
+    failed = {i.get("call_id") for i in c14.evidence.items if i.get("note")}
+    assert failed == {"call_98a727000002"}, c14.evidence.items  # w1's "aborted" is its outcome unknown
+
+
+def gemini_killed_in_a_tool_it_never_recorded() -> RunBuilder:
+    """Gemini CLI 0.61.0 killed while window w1 ran, recorded: the store holds the model's text
+    and no call (it writes a call once its tool has finished); the resumed request has the text
+    and not the call."""
+    folder = FIXTURES / "gemini-cli-0.61.0" / "kill-tool"
+    killed, resumed = recorded(folder / "killed"), recorded(folder / "resumed")
+    store = Bytes(killed)
+    run = RunBuilder(reader=READERS["gemini-cli"], store=store, log_path="session.jsonl")
+    c1 = call("call_bcd37b000001", "python3 -m fake_server.window --id w1")
+    prompt = "Run the check command in the shell and tell me what it printed."
+    run.user(prompt)
+    run.records.request([msg("user", prompt)])
+    run.records.response(1, "Starting the long check.", [c1])
+    run.records.window("w1", [4101, 4102])
+    run.kill("window-opened")
+    run.restart()
+    run.user(FOLLOW_UP)
+    store.data = resumed
+    run.records.request([msg("user", prompt), msg("assistant", "Starting the long check."), msg("user", FOLLOW_UP)])
+    return run
+
+
+def test_a_call_the_store_never_held_is_one_defect_for_c4_c7_and_c11():
+    """The call dropped from the resumed request (C4) is the call the store left by the kill never
+    held (C11's log half): one fact, one counted failure; C7 and C11 follow from C4's."""
+    from harness.checks import run_checks
+
+    results = {r.check: r for r in run_checks(gemini_killed_in_a_tool_it_never_recorded().observation())}
+    assert results["C4"].counts_as_failure, results["C4"].evidence
+    assert results["C11"].outcome is Outcome.FAIL, results["C11"].evidence
+    assert results["C11"].consequence_of == "C4", [(c, r.facts) for c, r in results.items()
+                                                   if r.outcome is Outcome.FAIL]
+    assert results["C7"].outcome is not Outcome.FAIL or results["C7"].consequence_of == "C4"

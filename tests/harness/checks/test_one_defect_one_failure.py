@@ -87,3 +87,89 @@ def test_an_agent_that_says_it_failed_to_resume_is_judged_on_telling_an_error():
     assert results["C7"].counts_as_failure
     contract = by_check(run_checks(kill_in_tool("unresumable").observation()))["C8"]
     assert "should exit 2 (the agent failed the run), not exit 1" in contract.evidence.summary
+
+
+def test_a_call_dropped_after_a_kill_is_c4s_and_c7_c11_follow_from_it():
+    """Claude Code resumed after a kill in w1 sends request 2 without the killed call: C4 fails on
+    the dropped call; C7 and C11, which find the same call missing from the same request, follow."""
+    run = kill_in_tool("drop-dangling-call")
+    results = by_check(run_checks(run.observation()))
+    assert results["C4"].counts_as_failure, results["C4"].evidence
+    dropped = [f for f in results["C4"].facts if "does not carry tool call" in f]
+    assert dropped, results["C4"].evidence
+    for check in ("C7", "C11"):
+        if results[check].outcome is Outcome.FAIL:
+            assert results[check].consequence_of == "C4", (check, results[check].evidence)
+    assert any(results[c].outcome is Outcome.FAIL for c in ("C7", "C11"))
+
+
+def test_a_resume_refused_for_want_of_a_store_is_one_failure():
+    """Claude Code -p killed as request 1 arrived had written no session: C11 fails on the
+    missing store, and the restart's "No conversation found" (C7, and C8 on its exit 1) rests on
+    that same store as much as on the exit — one defect, counted once."""
+    from .check_runs import kill_at_request
+
+    run = kill_at_request("no-restart")
+    run.kills[0] = dataclasses.replace(run.kills[0], log=run.capture("after kill 1", None))
+    run.restart(before=None, after_load=None)
+    run.user("You were killed. Try again.")
+    gone = run.exit("completed", 1, role="resume",
+                    stderr_tail="No conversation found with session ID: 6f34501c-c966-4a33-9d5e-0bc9dca36952\n")
+    run.fail("request 3", "the agent exited 1 before request 3", after_restart=True, exit=gone)
+    results = by_check(run_checks(run.observation()))
+    assert results["C11"].outcome is Outcome.FAIL, results["C11"].evidence
+    assert results["C7"].outcome is Outcome.FAIL, results["C7"].evidence
+    assert failures(tuple(results.values())) == ["C7"], [(r.check, r.facts) for r in results.values()
+                                                         if r.outcome is Outcome.FAIL]
+    assert results["C11"].consequence_of == "C7"
+
+
+def test_a_resume_refused_on_an_empty_store_is_one_failure():
+    """Qwen Code killed as request 1 arrived had created its chat file and written nothing in it
+    (0 bytes); the restart's "No saved session found" rests on that empty store, which C11 fails."""
+    from harness.checks.testing import RunBuilder, msg
+    from harness.readers import READERS
+
+    class Empty:
+        def to_bytes(self) -> bytes:
+            return b""
+
+    run = RunBuilder(reader=READERS["qwen-code"], store=Empty(), log_path="chats/1c16bc39.jsonl")
+    run.user("Build the project.")
+    n1 = run.records.request([msg("user", "Build the project.")])
+    run.kill("request-received", request=n1)
+    run.restart()
+    run.user("You were killed. Try again.")
+    gone = run.exit("completed", 1, role="resume",
+                    stderr_tail="No saved session found with ID 1c16bc39-3bab-434c-9d9e-122c9c0e7b87.\n")
+    run.fail("request 3", "the agent exited 1 before request 3", after_restart=True, exit=gone)
+    results = by_check(run_checks(run.observation()))
+    assert results["C11"].outcome is Outcome.FAIL, results["C11"].evidence
+    assert results["C7"].outcome is Outcome.FAIL, results["C7"].evidence
+    assert results["C11"].consequence_of == "C7", [(r.check, r.facts) for r in results.values()
+                                                   if r.outcome is Outcome.FAIL]
+
+
+def test_a_run_that_never_exited_after_the_watchdog_is_c8s_failure_alone():
+    """opencode SIGTERMed by CI's watchdog while its background npm install ran never exited;
+    the harness ended it after the settle budget. The open turn is the record of that end, not a
+    turn left open by a process never killed: C8 fails ("never exited"), C1 does not."""
+    from harness.checks.testing import RunBuilder, call, msg
+
+    run = RunBuilder()
+    started = run.clock.tick()
+    run.user("Run the long job.")
+    run.log.event("turn_started", turn=1, input="Run the long job.", inbox=[])
+    n1 = run.records.request([msg("user", "Run the long job.")])
+    c1 = call("c1", "python -m fake_server.window --id w1")
+    run.records.response(n1, tool_calls=[c1])
+    run.log.event("assistant_message", turn=1, step=1, text="", tool_calls=[c1], finish_reason="tool_calls",
+                  interrupted=False)
+    run.records.window("w1", [801, 802])
+    run.stop("tool", window="w1", source="timeout", how="watchdog:SIGTERM")
+    run.fail("the turn's settlement", "the agent did not get there within the 60 s budget of 'settle' steps",
+             kind="settle", step="step 3 (settle)")
+    run.exit("killed", None, signal=9, started_ns=started)
+    results = by_check(run_checks(run.observation(driver="subprocess")))
+    assert results["C8"].counts_as_failure, results["C8"].evidence
+    assert results["C1"].outcome is not Outcome.FAIL, results["C1"].evidence

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from harness.checks import run_check
-from harness.checks.testing import RunBuilder, call, msg
+from harness.checks.testing import RunBuilder, call, msg, with_conventions
 from harness.model import Outcome, WindowObservation
 
 from .check_runs import _answered_turn, _first_request
@@ -80,3 +80,59 @@ def test_with_nothing_to_read_a_stopped_call_is_unknown_never_a_pass():
     verdict = run_check("C14", stopped_in_tool(ABORTED, follow_up=False).observation(black_box=True))
     assert verdict.outcome is Outcome.UNKNOWN, verdict.evidence
     assert verdict.needs_reader
+
+
+# What Codex 0.171.0 answers and writes for a call a Stop (SIGINT) ended in window w1.
+CODEX_STOPPED = "Wall time: 0.1 seconds\naborted by user"
+
+
+def test_codex_answer_to_a_stopped_call_passes_under_its_profile():
+    """Its profile declares "aborted" as its outcome-unknown wording: an aborted answer to a
+    call that ran is what the contract asks after a Stop."""
+    from harness.profiles import load_profile
+
+    profile = load_profile("codex")
+    obs = with_conventions(stopped_in_tool(CODEX_STOPPED).observation(),
+                           repair_outcome_unknown=profile.repair_outcome_unknown,
+                           repair_not_started=profile.repair_not_started)
+    verdict = run_check("C14", obs)
+    assert verdict.outcome is Outcome.PASS, verdict.evidence
+
+
+def test_one_declared_wording_for_both_classes_is_an_aborted_answer_after_a_stop():
+    """A profile that declares one wording for both repairs makes every such answer match both;
+    after a Stop it still only says the call was cut off, which passes (the one wording fails
+    C14 where a kill leaves both classes to tell apart)."""
+    obs = with_conventions(stopped_in_tool("aborted").observation(), repair_outcome_unknown="aborted",
+                           repair_not_started="aborted")
+    verdict = run_check("C14", obs)
+    assert verdict.outcome is Outcome.PASS, verdict.evidence
+    both = with_conventions(stopped_in_tool("aborted: TOOL_NOT_STARTED").observation(),
+                            repair_outcome_unknown="aborted", repair_not_started="aborted")
+    assert run_check("C14", both).outcome is Outcome.FAIL
+
+
+def test_opencode_repair_of_a_call_killed_while_it_ran_is_judged_under_its_profile():
+    """opencode 1.18.33 resumed after a SIGKILL in window w1 answers the call
+    '[Tool execution was interrupted]': its profile declares that as its outcome-unknown
+    wording, so C14 decides (pass) instead of leaving the run undecided."""
+    from harness.model import Conventions
+    from harness.profiles import load_profile
+
+    run = RunBuilder()
+    c1 = call("call_7ab6b9000001", "python -m fake_server.window --id w1")
+    run.user("Run the migration.")
+    n1 = run.records.request([msg("user", "Run the migration.")])
+    run.records.response(n1, text="Running the migration.", tool_calls=[c1])
+    run.records.window("w1", [27042, 27046])
+    run.kill("window-opened")
+    run.restart()
+    run.user("The agent crashed. What happened to the migration?")
+    run.records.request([msg("user", "Run the migration."), msg("assistant", "Running the migration.", [c1]),
+                         msg("tool", "[Tool execution was interrupted]", tool_call_id=c1["id"]),
+                         msg("user", "The agent crashed. What happened to the migration?")])
+    profile = load_profile("opencode")
+    run.conventions = Conventions(repair_outcome_unknown=profile.repair_outcome_unknown,
+                                  repair_not_started=profile.repair_not_started)
+    verdict = run_check("C14", run.observation(black_box=True))
+    assert verdict.outcome is Outcome.PASS, verdict.evidence
