@@ -100,3 +100,25 @@ def test_a_queued_acknowledgement_the_profile_does_not_recognise_is_the_profiles
     assert "  > Also look at the logs." in queued["screen"]
     prompt = next(e for e in fit["expectations"] if e["what"] == "the prompt")
     assert prompt["matched"] is True and prompt["seen"] == "on the rendered screen"
+
+
+HEADLESS_TASK = TASK.replace('drivers = ["terminal"]', 'drivers = ["subprocess"]').replace(
+    'text = "hello"', """text = '{"type": "session", "id": "s1", "version": 99}'""")
+
+
+def test_a_store_of_a_version_the_reader_does_not_know_is_a_profile_misfit(tmp_path):
+    """The agent writes its store in a format version its reader was not written for (here
+    the stand-in's session file, read as pi's, begins with a version-99 header): the run's
+    profile fit says the reader does not know it, with the reader's refusal."""
+    folder = tmp_path / "one-turn"
+    folder.mkdir()
+    (folder / "task.toml").write_text(HEADLESS_TASK)
+    (folder / "scenario.toml").write_text(SCENARIO)
+    fake = dataclasses.replace(load_profile(Path(__file__).with_name("fake_agent.toml")), log_reader="pi")
+    result = asyncio.run(run_item(fake, WorkItem(load_task(folder), "subprocess", "http", 1))).result
+    assert result.status is RunStatus.RAN, (result.status, result.reason)
+    fit = result.evidence["profile_fit"]
+    assert fit["fits"] == "no" and fit["misfits"] == ["the reader knows the store's version"], fit
+    store = next(e for e in fit["expectations"] if e["what"] == "the reader knows the store's version")
+    assert store["matched"] is False and store["pattern"] == "pi"
+    assert "session format version 99; this reader was written for" in store["seen"]
