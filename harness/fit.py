@@ -14,6 +14,7 @@ holds the record, and reports show its one-word answer (``fits``).
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -91,11 +92,16 @@ def note_store(fit: FitLog, reader: str, final: LogCapture | None) -> None:
         fit.undecided(what, reader, expected, f"the store could not be read: {final.error}")
 
 
-def fit_word(evidence: dict[str, Any] | Any) -> str:
-    """What a report shows for a run's fit: yes, no (what did not fit), or unknown."""
-    record = evidence.get("profile_fit") if hasattr(evidence, "get") else None
-    if not record:
-        return "unknown"
-    if record.get("fits") == "no":
-        return f"no ({', '.join(record.get('misfits') or [])})"
-    return str(record.get("fits", "unknown"))
+def fit_word(evidence: Mapping[str, Any]) -> str:
+    """What a report shows for one run's fit: yes, no (what did not fit), or unknown."""
+    return fits_over([evidence])
+
+
+def fits_over(evidences: Iterable[Mapping[str, Any]]) -> str:
+    """One answer over many runs (an agent's scoreboard): no, naming every misfit, as soon as
+    one run showed one; yes when every run that recorded its fit fit; unknown otherwise."""
+    records = [e["profile_fit"] for e in evidences if e.get("profile_fit")]
+    misfits = list(dict.fromkeys(m for r in records for m in r.get("misfits") or []))
+    if misfits:
+        return f"no ({', '.join(misfits)})"
+    return "yes" if records and all(r.get("fits") == "yes" for r in records) else "unknown"

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from typing import TextIO
 
 from harness.contract import LATENCIES, Verdict, check_info, check_order
+from harness.fit import fit_word
 from harness.model import (
     CheckResult,
     LatencySample,
@@ -90,7 +91,8 @@ class Progress:
         tries = len(result.attempts)
         retried = f", {tries} retr{'ies' if tries > 1 else 'y'}" if tries else ""
         self.finished += 1
-        text = f"{self._bar(self.finished)} {n}/{self.total} {label}: {word} ({result.duration_s:.1f} s{retried})"
+        text = (f"{self._bar(self.finished)} {n}/{self.total} {label}: {word} ({result.duration_s:.1f} s{retried})"
+                f" · profile fits: {fit_word(result.evidence)}")
         why = _why(result, verdict)
         if self.live:
             self._line(text)
