@@ -151,10 +151,10 @@ class DriverBase:
         rules = [f"session.{key}" for key in ("stderr_regex", "stdout_regex", "path_regex") if getattr(session, key)]
         if rules and not session.chosen:
             what, expected = "the session id", "once the agent has started a session"
-            if self.session_id is not None:
-                self.fit.matched(what, " / ".join(rules), expected, self.session_found_by or "")
-            else:
+            if self.session_id is None:
                 self.fit.undecided(what, " / ".join(rules), expected, "no rule matched what the agent showed")
+            elif self.session_found_by:  # not when the agent's own API told it (in process): no rule was relied on
+                self.fit.matched(what, " / ".join(rules), expected, self.session_found_by)
         return self.fit.to_json()
 
     def freeze(self) -> int | None:
