@@ -34,11 +34,17 @@ text = "Hello."
 '''
 
 
-def test_a_turn_end_pattern_that_never_matches_a_live_answering_agent_is_the_profiles_problem(tmp_path):
-    folder = tmp_path / "one-turn"
+def task_folder(tmp_path: Path, task: str) -> Path:
+    """A task folder holding ``task`` (named after its name) and the one-turn scenario."""
+    folder = tmp_path / task.split('"')[1]
     folder.mkdir()
-    (folder / "task.toml").write_text(TASK)
+    (folder / "task.toml").write_text(task)
     (folder / "scenario.toml").write_text(SCENARIO)
+    return folder
+
+
+def test_a_turn_end_pattern_that_never_matches_a_live_answering_agent_is_the_profiles_problem(tmp_path):
+    folder = task_folder(tmp_path, TASK)
     tui = load_profile(Path(__file__).with_name("fake_tui.toml"))
     assert tui.interactive is not None
     wrong = dataclasses.replace(
@@ -77,10 +83,7 @@ def test_a_queued_acknowledgement_the_profile_does_not_recognise_is_the_profiles
     screen, the profile's pattern never matches it. The run is the profile's problem, naming
     the pattern, with the screen; C6 is not judged on a queue step that never saw its
     acknowledgement, and the run's profile fit says what did not fit."""
-    folder = tmp_path / "queue-one"
-    folder.mkdir()
-    (folder / "task.toml").write_text(QUEUE_TASK)
-    (folder / "scenario.toml").write_text(SCENARIO)
+    folder = task_folder(tmp_path, QUEUE_TASK)
     tui = load_profile(Path(__file__).with_name("fake_tui.toml"))
     assert tui.interactive is not None
     changed = dataclasses.replace(
@@ -110,10 +113,7 @@ def test_a_store_of_a_version_the_reader_does_not_know_is_a_profile_misfit(tmp_p
     """The agent writes its store in a format version its reader was not written for (here
     the stand-in's session file, read as pi's, begins with a version-99 header): the run's
     profile fit says the reader does not know it, with the reader's refusal."""
-    folder = tmp_path / "one-turn"
-    folder.mkdir()
-    (folder / "task.toml").write_text(HEADLESS_TASK)
-    (folder / "scenario.toml").write_text(SCENARIO)
+    folder = task_folder(tmp_path, HEADLESS_TASK)
     fake = dataclasses.replace(load_profile(Path(__file__).with_name("fake_agent.toml")), log_reader="pi")
     result = asyncio.run(run_item(fake, WorkItem(load_task(folder), "subprocess", "http", 1))).result
     assert result.status is RunStatus.RAN, (result.status, result.reason)
