@@ -14,11 +14,11 @@ holds the record, and reports show its one-word answer (``fits``).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.model import LogCapture
+from harness.model import LogCapture, RunStatus, TaskResult
 
 FITS = ("yes", "no", "unknown")  # the record's answer, as reports show it
 
@@ -92,15 +92,17 @@ def note_store(fit: FitLog, reader: str, final: LogCapture | None) -> None:
         fit.undecided(what, reader, expected, f"the store could not be read: {final.error}")
 
 
-def fit_word(evidence: Mapping[str, Any]) -> str:
+def fit_word(result: TaskResult) -> str:
     """What a report shows for one run's fit: yes, no (what did not fit), or unknown."""
-    return fits_over([evidence])
+    return fits_over([result])
 
 
-def fits_over(evidences: Iterable[Mapping[str, Any]]) -> str:
+def fits_over(results: Iterable[TaskResult]) -> str:
     """One answer over many runs (an agent's scoreboard): no, naming every misfit, as soon as
-    one run showed one; yes when every run that recorded its fit fit; unknown otherwise."""
-    records = [e["profile_fit"] for e in evidences if e.get("profile_fit")]
+    one run showed one; yes when every run that recorded its fit fit; unknown otherwise. A
+    run that was not run (no driver for it) holds no evidence of fit either way."""
+    records = [t.evidence["profile_fit"] for t in results
+               if t.status is not RunStatus.NOT_RUN and t.evidence.get("profile_fit")]
     misfits = list(dict.fromkeys(m for r in records for m in r.get("misfits") or []))
     if misfits:
         return f"no ({', '.join(misfits)})"

@@ -107,8 +107,9 @@ def test_latencies_are_named_and_single_samples_are_listed_on_one_line():
     assert [line.split()[0] for line in lines if "40.00 ms" in line or "210.00 ms" in line] == ["ref"]  # one line
 
 
-def test_each_finished_run_says_whether_the_profile_fit():
-    """The progress line of a finished run carries its profile fit: what did not fit, named."""
+def test_each_finished_run_and_each_agent_says_whether_the_profile_fit():
+    """The progress line of a finished run carries its profile fit, and so does the agent's
+    scoreboard at the end: what did not fit, named."""
     misfit = {"fits": "no", "misfits": ["the queued acknowledgement"], "expectations": []}
     result = TaskResult("inbox", "claude-code", "http", 0, (), status=RunStatus.PROFILE_PROBLEM,
                         reason="the profile does not fit", evidence={"profile_fit": misfit})
@@ -119,3 +120,5 @@ def test_each_finished_run_says_whether_the_profile_fit():
     first, _, second, _ = out.getvalue().splitlines()
     assert first.endswith("profile problem (0.0 s) · profile fits: no (the queued acknowledgement)"), first
     assert second.endswith("· profile fits: unknown"), second
+    header = scoreboard([result]).splitlines()[0]
+    assert header.endswith("; profile fits: no (the queued acknowledgement)"), header

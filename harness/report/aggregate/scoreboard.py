@@ -73,9 +73,8 @@ class Scoreboard:
 
     @property
     def profile_fits(self) -> str:
-        """Whether the profile fit the agent over the board's runs that were run (harness.fit):
-        yes, no (what), unknown."""
-        return fits_over(t.evidence for t in self.tasks if t.status is not RunStatus.NOT_RUN)
+        """Whether the profile fit the agent over the board's runs (harness.fit): yes, no (what), unknown."""
+        return fits_over(self.tasks)
 
     def count(self, status: RunStatus) -> int:
         return sum(t.status is status for t in self.tasks)

@@ -56,7 +56,7 @@ def _run_section(page: Page, t: TaskResult) -> str:
         extra.append(attempts_text(t))
     if t.mutant:
         extra.append(f"failpoint {t.mutant}")
-    extra.append(f"profile fits: {fit_word(t.evidence)}")
+    extra.append(f"profile fits: {fit_word(t)}")
     is_open = " open" if _run_failed(t) or t.status in (RunStatus.ERRORED, RunStatus.PROFILE_PROBLEM) else ""
     parts = [f'<details class="run" id="{anchor}"{is_open}><summary>{badge(status, css)} {esc(run_name(t))} · '
              f"{esc(' · '.join(extra))}</summary>"]
@@ -96,7 +96,7 @@ def _profile_fit(t: TaskResult) -> list[str]:
     rows = [[esc(e.get("what")), f"<code>{esc(e.get('pattern') or '')}</code>", esc(e.get("expected")),
              badge(matched[e.get("matched")], {True: "pass", False: "fail", None: "unknown"}[e.get("matched")]),
              esc(e.get("seen") or "")] for e in record["expectations"]]
-    out = [f"<h4>Profile fit: {esc(fit_word(t.evidence))}</h4>",
+    out = [f"<h4>Profile fit: {esc(fit_word(t))}</h4>",
            data_table(["what", "pattern", "expected", "held", "seen"], rows, css="wide",
                       widths=["16em", "16em", "14em", "7em", ""])]
     for e in record["expectations"]:
