@@ -101,6 +101,8 @@ def test_a_session_named_only_at_exit_under_resume_by_id_is_a_profile_problem(pr
     result = run_task(at_exit, "interrupt-restart")
     assert result.status is RunStatus.PROFILE_PROBLEM, (result.status, result.reason)
     assert "cannot resume: the profile gives no way to name the session after a kill" in (result.reason or "")
+    fit = result.evidence["profile_fit"]
+    assert fit["fits"] == "no" and fit["misfits"] == ["the session id"], fit
     assert not [c for c in result.checks if c.outcome is Outcome.FAIL]
     assert task_verdict(result) is Verdict.INCOMPLETE
 
