@@ -31,6 +31,7 @@ from harness.checks import run_checks
 from harness.containment import Containment, EndReport
 from harness.containment.stale import owner_tag
 from harness.drivers import Driver, ProfileMisfit, Unsupported, make_driver
+from harness.fit import note_store
 from harness.history import History
 from harness.measure import timed_latencies
 from harness.model import (
@@ -204,6 +205,7 @@ async def _run_contained(profile: Profile, item: WorkItem, dirs: RunDirs, contai
                     outlived = await asyncio.to_thread(containment.end, CONTAIN_BUDGET_S)
             async with member.working():
                 final = run.capture("final")
+                note_store(driver.fit, profile.log_reader, final)
             records = tuple(r.to_json() for r in server.records)  # the observation's plain, versioned form
         async with member.working():
             obs = observe(item, profile, history=history, records=records, reader=reader, final=final,
@@ -384,15 +386,16 @@ def _evidence(profile: Profile, item: WorkItem, obs: Observation, final: LogCapt
 
 def _seen(result: TaskResult, driver: Driver | None) -> TaskResult:
     """``result`` with what the driver saw on every path a run ends by: the session the
-    profile's rules named (and which rule), and a terminal's rendered screens."""
+    profile's rules named (and which rule), a terminal's rendered screens, and whether the
+    profile fit the agent (``profile_fit``)."""
     if driver is None:
         return result
-    seen: dict[str, object] = {}
+    seen: dict[str, object] = {"profile_fit": driver.fit_record()}
     if driver.session_id is not None:
         seen["session"] = {"id": driver.session_id, "found_by": driver.session_found_by}
     if screens := driver.screens():
         seen["screens"] = screens
-    return dataclasses.replace(result, evidence={**result.evidence, **seen}) if seen else result
+    return dataclasses.replace(result, evidence={**result.evidence, **seen})
 
 
 def _redacted(result: TaskResult, api_key: str) -> TaskResult:

@@ -449,19 +449,28 @@ async def _play_step(run: TaskRun, step: Step, budgets: Budgets) -> None:
 async def _pattern_never_matched(run: TaskRun, step: Step) -> None:
     """Raise ``ProfileMisfit`` when the step ran out waiting for a screen pattern of the profile
     while the agent was alive and had answered: its output since the input is on screen, and
-    no model stream of it is still open. That is the profile not fitting the agent's UI."""
+    no model stream of it is still open. That is the profile not fitting the agent's UI. A
+    queued input's acknowledgement is due while the turn still runs (a stream may well be
+    open): there, an agent alive that took the typed input is enough. The misfit goes into
+    the run's profile fit with the screen."""
     awaiting = getattr(run.driver, "awaiting", None)
-    if awaiting is None or await run.driver.exited() is not None or not run.driver.text_since_input().strip():
+    if awaiting is None or await run.driver.exited() is not None:
         return
-    seen = list(run.server.records)
-    opened = {r.request for r in seen if isinstance(r, records.Request) and r.status == 200}
-    closed = {r.request for r in seen if isinstance(r, (records.StreamEnd, records.Disconnect))}
-    if opened - closed:
-        return
+    if step.do != "queue":
+        if not run.driver.text_since_input().strip():
+            return
+        seen = list(run.server.records)
+        opened = {r.request for r in seen if isinstance(r, records.Request) and r.status == 200}
+        closed = {r.request for r in seen if isinstance(r, (records.StreamEnd, records.Disconnect))}
+        if opened - closed:
+            return
     what, pattern = awaiting
     screen = run.driver.screen() if hasattr(run.driver, "screen") else run.driver.transcript()[-4000:]
+    alive = "had taken the typed input" if step.do == "queue" else "answering"
+    run.driver.fit.missed(what, pattern, f"in step {step.index} ({step.do})",  # when: as the driver noted it
+                          f"never matched while the agent was alive and {alive}", screen=screen.splitlines())
     raise ProfileMisfit(f"the profile does not fit: step {step.index} ({step.do}) waited for {what}, but the "
-                        f"pattern {pattern!r} never matched while the agent was alive and answering (the screen is "
+                        f"pattern {pattern!r} never matched while the agent was alive and {alive} (the screen is "
                         "in the evidence); fix the pattern in the profile's [interactive] section", screen=screen)
 
 

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
+from harness.fit import FitLog
 from harness.history import History
 from harness.model import ProcessExit, Settlement, StopDelivery, UserInput
 from harness.procs import ProcRef, signal_pid
@@ -72,6 +73,7 @@ class Driver(Protocol):
 
     name: ClassVar[str]
     session_found_by: str | None  # which of the profile's rules named the session, and where
+    fit: FitLog  # whether what the profile relies on held, noted where it is matched (harness.fit)
 
     @property
     def session_id(self) -> str | None: ...
@@ -82,6 +84,7 @@ class Driver(Protocol):
     def transcript(self) -> str: ...
     def processes(self) -> list[ProcRef]: ...
     def screens(self) -> list[dict[str, Any]]: ...  # the rendered screens kept (a terminal's), for the evidence
+    def fit_record(self) -> dict[str, Any]: ...  # the run's profile_fit record, as the evidence holds it
     def turn_running(self) -> bool: ...
     def text_since_input(self) -> str: ...
 
@@ -112,6 +115,7 @@ class DriverBase:
         self._session_id: str | None = None
         self._log_path: str | None = None
         self.session_found_by: str | None = None  # which rule of the profile named the session, and where
+        self.fit = FitLog()
 
     @property
     def session_id(self) -> str | None:
@@ -139,6 +143,19 @@ class DriverBase:
     def screens(self) -> list[dict[str, Any]]:
         """The rendered screens the run kept; only a terminal has a screen."""
         return []
+
+    def fit_record(self) -> dict[str, Any]:
+        """The run's ``profile_fit`` record: what the driver noted, and whether the profile's
+        session rules named the session (looked up now, so a line printed at exit counts)."""
+        session = self.ctx.profile.session
+        rules = [f"session.{key}" for key in ("stderr_regex", "stdout_regex", "path_regex") if getattr(session, key)]
+        if rules and not session.chosen:
+            what, expected = "the session id", "once the agent has started a session"
+            if self.session_id is None:
+                self.fit.undecided(what, " / ".join(rules), expected, "no rule matched what the agent showed")
+            elif self.session_found_by:  # not when the agent's own API told it (in process): no rule was relied on
+                self.fit.matched(what, " / ".join(rules), expected, self.session_found_by)
+        return self.fit.to_json()
 
     def freeze(self) -> int | None:
         """Stop the agent's process where it is (SIGSTOP), at once and synchronously, for a

@@ -134,17 +134,28 @@ class HeadlessDriver(DriverBase):
 
     async def _missed_holder(self, sig: signal.Signals) -> str | None:
         """Which process holds the model connection, when the Stop just sent to the agent's
-        process group did not reach it (looked up after delivery, so it delays nothing)."""
+        process group did not reach it (looked up after delivery, so it delays nothing). The
+        answer goes into the run's profile fit either way: the signalled process is the one
+        that talks to the model, or it is not (with the holders: the process tree that shows it)."""
         assert self._proc is not None
         port = urlsplit(str(self.ctx.values.get("base_url", ""))).port
         if port is None:
             return None
         holders = await asyncio.to_thread(connection_holders, self._proc.pid, port)
-        if not holders or any(group == self._proc.pid for _, group, _ in holders):
+        what, rule = "the signalled process holds the model connection", f"{sig.name} to the agent's process group"
+        expected = "at a Stop while the model streams"
+        if not holders:  # let go of at once, as a stream the Stop reached is
+            self.fit.matched(what, rule, expected, "no process held the model connection any more just after the Stop")
+            return None
+        if any(group == self._proc.pid for _, group, _ in holders):
+            self.fit.matched(what, rule, expected, f"process group {self._proc.pid} holds it")
             return None
         pid, group, command = holders[0]
-        return (f"the {sig.name} went to process group {self._proc.pid}, but the process holding the model "
-                f"connection, pid {pid} ({command}), is in group {group} and did not get it")
+        missed = (f"the {sig.name} went to process group {self._proc.pid}, but the process holding the model "
+                  f"connection, pid {pid} ({command}), is in group {group} and did not get it")
+        self.fit.missed(what, rule, expected, missed, signalled_group=self._proc.pid, holders=[
+            {"pid": p, "group": g, "command": c} for p, g, c in holders])
+        return missed
 
     async def settle(self) -> Settlement:
         """Wait for the run process to exit: its exit code is the settlement a headless run shows."""
@@ -203,6 +214,8 @@ class HeadlessDriver(DriverBase):
         """No session id to resume by: the profile's fault when the harness's own SIGKILL ended
         the only process that could have named it (an agent that tells its id at exit)."""
         if self._expect == "killed":
+            self.fit.missed("the session id", "resume_options with {session_id}", "before the resume after a kill",
+                            "the agent had not told its session id when the harness SIGKILLed it")
             raise ProfileMisfit(
                 "cannot resume: the profile gives no way to name the session after a kill (the agent had not told "
                 "its session id when the harness SIGKILLed it, and resume_options resume by {session_id}); fix the "

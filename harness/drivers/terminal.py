@@ -78,17 +78,40 @@ class TerminalDriver(DriverBase):
     async def _watched(self, what: str, waiting: Awaitable[T]) -> T:
         """``waiting``'s outcome, keeping the rendered screen as the wait for ``what`` ended:
         seen, the terminal closed first (an outcome of False), or given up on (the output
-        ended, or the step stopped waiting: its budget ran out, the agent exited)."""
+        ended, or the step stopped waiting: its budget ran out, the agent exited). A wait for
+        one of the profile's patterns goes into the run's profile fit: matched, or not seen
+        (undecided here: whether the pattern or the agent failed is the step's to tell)."""
         try:
             outcome = await waiting
         except DriverError:
             self._screens.take(f"the output ended before {what}", self._view)
+            self._note_fit(what, None, "the agent's output ended first")
             raise
         except asyncio.CancelledError:
             self._screens.take(f"stopped waiting for {what}", self._view)
+            self._note_fit(what, None, "the step stopped waiting before it showed")
             raise
-        self._screens.take(f"the terminal closed before {what}" if outcome is False else f"saw {what}", self._view)
+        closed = outcome is False
+        self._screens.take(f"the terminal closed before {what}" if closed else f"saw {what}", self._view)
+        self._note_fit(what, not closed, "the terminal closed first" if closed else
+                       "on the rendered screen" if self._on_screen else "in the terminal's output")
         return outcome
+
+    def _expectation(self, what: str) -> tuple[str, str] | None:
+        """The profile's pattern for ``what`` the driver waits to see, and when it is expected."""
+        spec = self.spec
+        return {
+            "the prompt": (spec.prompt_regex, "when the agent is ready for input"),
+            "the turn's end": (spec.turn_ended_regex or f"{spec.busy_regex} going away", "when a turn ends"),
+            "the queued acknowledgement": (spec.queued_regex, "when input is typed while a turn runs"),
+        }.get(what)
+
+    def _note_fit(self, what: str, matched: bool | None, seen: str) -> None:
+        expectation = self._expectation(what)
+        if expectation is None:  # e.g. the typed text: the harness's own input, no pattern of the profile
+            return
+        pattern, expected = expectation
+        (self.fit.matched if matched else self.fit.undecided)(what, pattern, expected, seen)
 
     def turn_running(self) -> bool:
         if self._running and self._turn_end() is not None:
@@ -260,13 +283,16 @@ class TerminalDriver(DriverBase):
         self._record_input(text, queued=True)
         await self._submit(text)
         self._queued += 1
+        self.awaiting = ("the queued acknowledgement", self.spec.queued_regex)
         if self._on_screen:  # one more queued item on screen than before
             if not await self._watched("the queued acknowledgement",
                                        self._view.wait(lambda: len(regex.findall(self._view.text())) > before)):
                 raise DriverError("the terminal closed before the queued acknowledgement")
+            self.awaiting = None
             return str(self._queued)
         match = await self._watched("the queued acknowledgement", self._raw.wait_for(
             self.spec.queued_regex, start=start, what="the queued acknowledgement"))
+        self.awaiting = None
         # A UI that shows no item ids: items are named by their position, for {item_id} in the cancel command.
         return match.group("item_id") if "item_id" in match.re.groupindex else str(self._queued)
 

@@ -82,19 +82,21 @@ def _scoreboard(boards: Sequence[Scoreboard]) -> list[str]:
     rows = []
     for rank, b in enumerate(leaderboard(boards) if ranked else boards, 1):
         held = b.standings
-        row = [b.label, b.adapter, b.verdict, *(b.count(s) for s in RUN_STATUSES), b.retries,
+        row = [b.label, b.adapter, b.verdict, b.profile_fits, *(b.count(s) for s in RUN_STATUSES), b.retries,
                held.held, held.defects,
                *(_maybe_ns(b.median(latency)) for latency in latencies)]
         rows.append([rank, *row] if ranked else row)
-    header = ["agent", "adapter", "verdict", *STATUS_COLUMNS, "retries", *TALLY_COLUMNS,
+    header = ["agent", "adapter", "verdict", "profile fits", *STATUS_COLUMNS, "retries", *TALLY_COLUMNS,
               *(f"{latency} p50" for latency in latencies)]
     title = "### Leaderboard" if ranked else "### Scoreboard"
     named = [f"{lat}: {LATENCY_TITLE[lat]}" for lat in latencies if lat in LATENCY_TITLE]
-    align = ("r" if ranked else "") + "lll" + "r" * (len(header) - 3)
+    align = ("r" if ranked else "") + "llll" + "r" * (len(header) - 4)
     return [title, "", *_table(["#", *header] if ranked else header, rows, align),
             "Task runs counted by what became of them: *not run* (no driver for it) never counts as conformant; "
             "*not exercised*: the race never came, after its retries; *errored*: the harness failed; *profile "
-            "problem*: the profile could not drive the agent. *Held*, *defects*: mandatory invariants a run "
+            "problem*: the profile could not drive the agent. *Profile fits*: every pattern and rule the profile "
+            "relies on held in every run (*no*: what did not; *unknown*: not every one was seen). "
+            "*Held*, *defects*: mandatory invariants a run "
             "passed and none failed; broken (each defect once, however many runs or drivers show it)."
             + (f" {'; '.join(named)}." if named else ""), ""]
 

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from typing import TextIO
 
 from harness.contract import LATENCIES, Verdict, check_info, check_order
+from harness.fit import fit_word, fits_over
 from harness.model import (
     CheckResult,
     LatencySample,
@@ -90,7 +91,8 @@ class Progress:
         tries = len(result.attempts)
         retried = f", {tries} retr{'ies' if tries > 1 else 'y'}" if tries else ""
         self.finished += 1
-        text = f"{self._bar(self.finished)} {n}/{self.total} {label}: {word} ({result.duration_s:.1f} s{retried})"
+        text = (f"{self._bar(self.finished)} {n}/{self.total} {label}: {word} ({result.duration_s:.1f} s{retried})"
+                f" · profile fits: {fit_word(result)}")
         why = _why(result, verdict)
         if self.live:
             self._line(text)
@@ -152,7 +154,8 @@ def scoreboard(tasks: Sequence[TaskResult]) -> str:
             ("errored", sum(t.status is RunStatus.ERRORED for t in results)),
             ("profile problem", sum(t.status is RunStatus.PROFILE_PROBLEM for t in results))) if n or what == "ran")
         out.append(f"{agent} · adapter {adapter}: {combine_verdicts(verdicts).value if verdicts else 'nothing ran'} — "
-                   f"{counts}; {sum(v.ok for v in verdicts)} conformant")
+                   f"{counts}; {sum(v.ok for v in verdicts)} conformant; profile fits: "
+                   f"{fits_over(results)}")
         out.append(f"  {'task':<{width}}  " + " ".join(f"{c:>4}" for c in checks) + "  runs")
         checks_shown.update({c.check: c.name for t in results for c in t.checks})
         for variant in variants:

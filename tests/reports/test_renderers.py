@@ -167,12 +167,39 @@ def test_leaderboard_ranks_the_conformant_agent_first_and_overlays_agents(run, r
     assert {pl.get("data-series") for pl in l3.findall("s:polyline", NS)} == {"reference", "other-agent"}
 
 
+def fitted(task, fits: str, misfits=()):
+    """``task`` with a profile_fit record that says ``fits``."""
+    record = {"fits": fits, "misfits": list(misfits), "expectations": [
+        {"what": m, "pattern": "(?m)^x$", "expected": "when a turn ends", "matched": False, "seen": "never matched",
+         "times": 0, "screen": ["> hello", "Finished."]} for m in misfits]}
+    return dataclasses.replace(task, evidence={**task.evidence, "profile_fit": record})
+
+
+def test_the_leaderboard_says_whether_the_profile_fits_and_what_did_not(run, rival):
+    """One misfit among an agent's runs makes its profile not fit, named; every run fitting is
+    yes; a run's view shows its expectations with the misfit's screen."""
+    misfit = "the queued acknowledgement"
+    first = next(t for t in run.tasks if t.mutant is None and t.status is RunStatus.RAN)
+    broken = RunResult(run.run, tuple(fitted(t, "no", [misfit]) if t is first else fitted(t, "yes")
+                                      for t in run.tasks), run.latencies)
+    fine = RunResult(rival.run, tuple(fitted(t, "yes") for t in rival.tasks), rival.latencies)
+    md = render_markdown(as_written(broken, fine))
+    fits = {(cells[1], cells[2]): cells[4] for line in md.splitlines()
+            if (cells := line.split(" | "))[0][2:].isdigit() and cells[2] in ("http", "inproc")}
+    other = "http" if first.adapter == "inproc" else "inproc"
+    assert fits == {("other-agent", "http"): "yes", ("reference", first.adapter): f"no ({misfit})",
+                    ("reference", other): "yes"}
+    html = render_html(as_written(broken, fine))
+    assert f"<td>no ({misfit})</td>" in html and "<td>yes</td>" in html
+    assert f"profile fits: no ({misfit})</summary>" in html and "<pre>&gt; hello\nFinished.</pre>" in html
+
+
 def test_the_scoreboard_counts_run_statuses_retries_and_shows_l7(run):
     html = render_html(as_written(run))
     board = section(html, 'id="scoreboard"', 'id="checks"')
     header = re.findall(r"<th[^>]*>([^<]*)</th>", board)
-    assert header == ["agent", "version", "adapter", "verdict", "ran", "not run", "not exercised", "errored",
-                      "profile problem", "retries", "held", "defects", "L1 p50", "L2 p50", "L3 p50", "L4 p50",
+    assert header == ["agent", "version", "adapter", "verdict", "profile fits", "ran", "not run", "not exercised",
+                      "errored", "profile problem", "retries", "held", "defects", "L1 p50", "L2 p50", "L3 p50", "L4 p50",
                       "L7 p50"]
     rows = re.findall(r"<tr><td>reference</td>(.*?)</tr>", board)
     cells = [re.findall(r'<td class="num">([^<]*)</td>', r) for r in rows]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from pathlib import Path
@@ -10,6 +11,7 @@ import jsonschema
 import pytest
 
 from harness.contract import LATENCY_IDS, Verdict
+from harness.fit import FitLog
 from harness.model import RESULTS_FORMAT, RESULTS_VERSION, DecidedBy, Outcome, RunResult, RunStatus, Tier
 from harness.report.shard import merge
 from harness.report.writer import ResultsCheckpoint, results_text
@@ -29,6 +31,24 @@ def validator():
 def test_written_results_validate(validator, run, rival):
     for r in (run, rival):
         validator.validate(json.loads(results_text(r)))
+
+
+def test_a_profile_fit_record_validates_and_the_schema_holds_it_to_its_shape(validator, run):
+    """The record the drivers keep (harness.fit), every kind of entry, is what the schema describes."""
+    fit = FitLog()
+    fit.matched("the prompt", "(?m)^> $", "when the agent is ready for input", "on the rendered screen")
+    fit.undecided("the turn's end", "Done", "when a turn ends", "the step stopped waiting before it showed")
+    fit.missed("the queued acknowledgement", "queued:", "when input is typed while a turn runs", "never matched",
+               screen=["  > later"])
+    fit.missed("the signalled process holds the model connection", "SIGINT to the agent's process group",
+               "at a Stop while the model streams", "did not get it", signalled_group=10,
+               holders=[{"pid": 11, "group": 11, "command": "agent --inner"}])
+    first = dataclasses.replace(run.tasks[0], evidence={**run.tasks[0].evidence, "profile_fit": fit.to_json()})
+    results = json.loads(results_text(RunResult(run.run, (first, *run.tasks[1:]), run.latencies)))
+    validator.validate(results)
+    results["tasks"][0]["evidence"]["profile_fit"]["fits"] = "maybe"
+    with pytest.raises(jsonschema.ValidationError, match="'maybe' is not one of"):
+        validator.validate(results)
 
 
 def test_merged_results_validate(validator, make_run):

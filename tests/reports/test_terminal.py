@@ -4,11 +4,14 @@ latency table with names, single samples folded."""
 
 from __future__ import annotations
 
+import dataclasses
+import io
+
 from report_builders import build_run
 from test_invariants import check, consequence_run, run, task
 
-from harness.model import CheckResult, Evidence, LatencySample, Outcome, Tier
-from harness.report.progress import latency_table, scoreboard
+from harness.model import CheckResult, Evidence, LatencySample, Outcome, RunStatus, TaskResult, Tier
+from harness.report.progress import Progress, latency_table, scoreboard
 
 
 def shown_and_explained(text: str) -> tuple[set[str], set[str]]:
@@ -102,3 +105,20 @@ def test_latencies_are_named_and_single_samples_are_listed_on_one_line():
     assert "  ref · adapter http: L4 timeout overshoot 40.00 ms · L7 resume, seen from outside 210.00 ms" in lines
     assert "  L2  Stop delivered → the fake server sees the connection closed" in lines
     assert [line.split()[0] for line in lines if "40.00 ms" in line or "210.00 ms" in line] == ["ref"]  # one line
+
+
+def test_each_finished_run_and_each_agent_says_whether_the_profile_fit():
+    """The progress line of a finished run carries its profile fit, and so does the agent's
+    scoreboard at the end: what did not fit, named."""
+    misfit = {"fits": "no", "misfits": ["the queued acknowledgement"], "expectations": []}
+    result = TaskResult("inbox", "claude-code", "http", 0, (), status=RunStatus.PROFILE_PROBLEM,
+                        reason="the profile does not fit", evidence={"profile_fit": misfit})
+    out = io.StringIO()
+    progress = Progress(2, out)
+    progress.done(1, "inbox · driver terminal", result)
+    progress.done(2, "inbox · driver terminal", dataclasses.replace(result, evidence={}))
+    first, _, second, _ = out.getvalue().splitlines()
+    assert first.endswith("profile problem (0.0 s) · profile fits: no (the queued acknowledgement)"), first
+    assert second.endswith("· profile fits: unknown"), second
+    header = scoreboard([result]).splitlines()[0]
+    assert header.endswith("; profile fits: no (the queued acknowledgement)"), header

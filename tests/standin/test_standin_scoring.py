@@ -101,6 +101,8 @@ def test_a_session_named_only_at_exit_under_resume_by_id_is_a_profile_problem(pr
     result = run_task(at_exit, "interrupt-restart")
     assert result.status is RunStatus.PROFILE_PROBLEM, (result.status, result.reason)
     assert "cannot resume: the profile gives no way to name the session after a kill" in (result.reason or "")
+    fit = result.evidence["profile_fit"]
+    assert fit["fits"] == "no" and fit["misfits"] == ["the session id"], fit
     assert not [c for c in result.checks if c.outcome is Outcome.FAIL]
     assert task_verdict(result) is Verdict.INCOMPLETE
 
@@ -115,13 +117,32 @@ def test_a_stop_reaches_an_agent_that_relaunched_itself_as_a_terminal_would(prof
     assert task_verdict(result) is Verdict.CONFORMANT_BLACK_BOX
 
 
-def test_a_stop_that_never_reached_the_process_streaming_says_so(profile):
+def test_a_stop_that_never_reached_the_process_streaming_says_so_and_the_profile_does_not_fit(profile):
+    """The agent relaunched itself in a session of its own: the Stop says it missed the
+    streaming process, and the run's profile fit says the signalled process is not the one
+    holding the model connection, with the holders (pid, group, command)."""
     relaunched = dataclasses.replace(profile, env={**profile.env, "STANDIN_RELAUNCH": "session"},
                                      budgets=dataclasses.replace(profile.budgets, settle=3.0))
     result = run_task(relaunched, "http-stream-cancel")
     stops = [m.label for m in result.timeline if m.kind == "stop"]
     assert any("the process holding the model connection" in label and "did not get it" in label
                for label in stops), stops
+    fit = result.evidence["profile_fit"]
+    assert fit["fits"] == "no" and fit["misfits"] == ["the signalled process holds the model connection"], fit
+    holder = next(e for e in fit["expectations"] if e["what"] == "the signalled process holds the model connection")
+    assert holder["matched"] is False and "did not get it" in holder["seen"]
+    assert holder["holders"] and all(h["group"] != holder["signalled_group"] for h in holder["holders"])
+    assert "standin_agent.py" in holder["holders"][0]["command"]
+
+
+def test_a_stop_that_reached_the_process_streaming_fits(profile):
+    """Relaunched as a child in the same process group: the signalled group holds the model
+    connection, the session rule named the session; the profile fits."""
+    relaunched = dataclasses.replace(profile, env={**profile.env, "STANDIN_RELAUNCH": "child"})
+    fit = run_task(relaunched, "http-stream-cancel").evidence["profile_fit"]
+    assert fit["fits"] == "yes", fit
+    assert {e["what"] for e in fit["expectations"]} == {"the signalled process holds the model connection",
+                                                        "the session id"}
 
 
 def test_dying_of_the_stop_signal_is_truthful_about_being_stopped(profile):

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from harness.contract import LATENCY_IDS, Verdict
+from harness.fit import fits_over
 from harness.model import VERDICT_ORDER, RunResult, RunStatus, TaskResult, combine_verdicts, task_verdict
 from harness.report.aggregate.invariants import Standings
 from harness.report.aggregate.outcomes import Cell, Finding, findings, ordered_checks
@@ -69,6 +70,11 @@ class Scoreboard:
     def tier(self, check: str) -> str:
         tiers = {c.tier.value for t in self.tasks for c in t.checks if c.check == check}
         return "mandatory" if "mandatory" in tiers or not tiers else sorted(tiers)[0]
+
+    @property
+    def profile_fits(self) -> str:
+        """Whether the profile fit the agent over the board's runs (harness.fit): yes, no (what), unknown."""
+        return fits_over(self.tasks)
 
     def count(self, status: RunStatus) -> int:
         return sum(t.status is status for t in self.tasks)

@@ -56,14 +56,15 @@ def scoreboard_section(boards: Sequence[Scoreboard]) -> list[str]:
     for rank, b in enumerate(leaderboard(boards) if ranked else boards, 1):
         held = b.standings
         row = [esc(b.label), esc(b.version), esc(b.adapter), f'<span class="badge {level_class(b.verdict)}">'
-               f"{esc(b.verdict)}</span>",
+               f"{esc(b.verdict)}</span>", esc(b.profile_fits),
                *(str(b.count(s)) for s in RUN_STATUSES), str(b.retries),
                str(held.held), str(held.defects),
                *(esc(format_ns(m)) if (m := b.median(latency)) is not None else "–" for latency in latencies)]
         rows.append([str(rank), *row] if ranked else row)
-    header = ["agent", "version", "adapter", "verdict", *STATUS_COLUMNS, "retries", *TALLY_COLUMNS,
+    header = ["agent", "version", "adapter", "verdict", "profile fits", *STATUS_COLUMNS, "retries", *TALLY_COLUMNS,
               *(f"{latency} p50" for latency in latencies)]
     titles = ["", "", "", "the contract's level for this agent on this adapter",
+              "whether every pattern and rule the profile relies on held in every run (no: what did not)",
               "task runs that ran: their checks are verdicts",
               "task runs that do not apply to the agent (no driver for them): never counted as conformant",
               "task runs whose race never came (the moment to interrupt passed), after their retries",
@@ -77,7 +78,7 @@ def scoreboard_section(boards: Sequence[Scoreboard]) -> list[str]:
     offset = 1 if ranked else 0
     return [f'<h2 id="scoreboard">{"Leaderboard" if ranked else "Scoreboard"}</h2>',
             '<p>Task runs counted by what became of them; hover a column heading for what it counts.</p>',
-            data_table(["#", *header] if ranked else header, rows, range(offset + 4, len(header) + offset),
+            data_table(["#", *header] if ranked else header, rows, range(offset + 5, len(header) + offset),
                        css="wide score", titles=["rank", *titles] if ranked else titles)]
 
 

@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from harness.contract import check_order
+from harness.fit import fit_word
 from harness.model import RunStatus, TaskResult, task_verdict
 from harness.report.aggregate import attempts_text, run_name, run_title
 from harness.report.evidence import Context, fields
@@ -55,6 +56,7 @@ def _run_section(page: Page, t: TaskResult) -> str:
         extra.append(attempts_text(t))
     if t.mutant:
         extra.append(f"failpoint {t.mutant}")
+    extra.append(f"profile fits: {fit_word(t)}")
     is_open = " open" if _run_failed(t) or t.status in (RunStatus.ERRORED, RunStatus.PROFILE_PROBLEM) else ""
     parts = [f'<details class="run" id="{anchor}"{is_open}><summary>{badge(status, css)} {esc(run_name(t))} · '
              f"{esc(' · '.join(extra))}</summary>"]
@@ -67,6 +69,7 @@ def _run_section(page: Page, t: TaskResult) -> str:
     screen = t.evidence.get("screen") if isinstance(t.evidence, Mapping) else None
     if screen:  # a profile problem: what the terminal showed while the pattern never matched
         parts.append(f"<p>The screen:</p><pre>{esc(screen)}</pre>")
+    parts += _profile_fit(t)
     reproduce = t.evidence.get("reproduce") if isinstance(t.evidence, Mapping) else None
     if reproduce:
         parts.append(f"<p>Run it again: <code>{esc(reproduce)}</code></p>")
@@ -81,6 +84,29 @@ def _run_section(page: Page, t: TaskResult) -> str:
     parts += _run_evidence(page, t)
     parts.append("</details>")
     return "".join(parts)
+
+
+def _profile_fit(t: TaskResult) -> list[str]:
+    """Each expectation of the profile the run relied on, whether it held and where it was
+    seen; a misfit's screen or process tree under the table."""
+    record = t.evidence.get("profile_fit") if isinstance(t.evidence, Mapping) else None
+    if not isinstance(record, Mapping) or not record.get("expectations"):
+        return []
+    matched = {True: "matched", False: "did not fit", None: "not decided"}
+    rows = [[esc(e.get("what")), f"<code>{esc(e.get('pattern') or '')}</code>", esc(e.get("expected")),
+             badge(matched[e.get("matched")], {True: "pass", False: "fail", None: "unknown"}[e.get("matched")]),
+             esc(e.get("seen") or "")] for e in record["expectations"]]
+    out = [f"<h4>Profile fit: {esc(fit_word(t))}</h4>",
+           data_table(["what", "pattern", "expected", "held", "seen"], rows, css="wide",
+                      widths=["16em", "16em", "14em", "7em", ""])]
+    for e in record["expectations"]:
+        if e.get("screen") and not t.evidence.get("screen"):  # a profile problem's screen is shown above already
+            out.append(f"<p>The screen ({esc(e.get('what'))}):</p><pre>{esc(chr(10).join(e['screen']))}</pre>")
+        if e.get("holders"):
+            tree = "\n".join(f"pid {h.get('pid')} · group {h.get('group')} · {h.get('command')}" for h in e["holders"])
+            out.append(f"<p>Holding the model connection (signalled: group {esc(e.get('signalled_group'))}):</p>"
+                       f"<pre>{esc(tree)}</pre>")
+    return out
 
 
 def _marks_table(t: TaskResult) -> str:
