@@ -31,7 +31,6 @@ from typing import TYPE_CHECKING, Any
 from fake_server import records
 from harness import starvation
 from harness.contract import TASK_STOP_SOURCES
-from harness.drivers import DriverError
 from harness.model import AgentFailure, AgentKill, ProcessExit, Restart, StopDelivery
 from harness.profiles import Budgets
 
@@ -412,6 +411,8 @@ async def play(run: TaskRun, steps: tuple[Step, ...], budgets: Budgets) -> None:
 
 
 async def _play_step(run: TaskRun, step: Step, budgets: Budgets) -> None:
+    from harness.drivers.base import DriverError  # here: loading a task (`stopbench list`) loads no driver
+
     kind = STEPS[step.do]
     budget = kind.budget(budgets)
     cpu_before = starvation.sample(_agent_pids(run))
