@@ -298,7 +298,6 @@ def _run_items(args: argparse.Namespace, profile: Profile, items: list[WorkItem]
     if args.resume:
         done, earlier = _resumed(args.resume, profile, items, digests(profile, planned))
     started = _now()
-    machine = {**null_agent_costs(), "floor": quick_floor()}  # what this machine costs, and the stopwatch's floor
     todo = [i for i in items if i.key not in {_key(t) for t in done}]
     outcomes: dict[int, ItemOutcome] = {}  # by position in the plan: reports keep its order
     progress = Progress(len(todo))
@@ -308,6 +307,8 @@ def _run_items(args: argparse.Namespace, profile: Profile, items: list[WorkItem]
             raise UsageError(f"--keep {problem}")
         keep.mkdir(parents=True, exist_ok=True)
         make_private(keep)  # made, or kept from an earlier run: the owner's alone before any run writes in it
+    # What this machine costs, and the stopwatch's floor: seconds of measuring, after the options are known good.
+    machine = {**null_agent_costs(), "floor": quick_floor()}
 
     # Provenance once (the version command is a process start); only the end moves.
     fixed = run_header(profile, items, argv=args.argv, repeat=args.repeat, shard=args.shard, started=started,

@@ -5,6 +5,8 @@ import asyncio
 import re
 import shutil
 
+import pytest
+
 from harness.model import RunStatus
 from harness.planning import WorkItem
 from harness.profiles import load_profile
@@ -12,6 +14,7 @@ from harness.runner import RETRY_TIMEOUT_FACTOR, run_item
 from harness.tasks import TASKS_DIR, load_task
 
 
+@pytest.mark.slow(reason="a task run retried until its race happens")
 def test_each_retry_of_a_lost_timeout_race_triples_the_timeout(tmp_path):
     # interrupt-timeout with T = 1 ms: the tries fall due at 1, 3 and 9 ms after the agent is
     # spawned, before any Python interpreter has even started, so every try loses the race and

@@ -142,6 +142,7 @@ async def _overrun(agent: subprocess.Popen) -> None:
         agent.wait()
 
 
+@pytest.mark.slow(reason="waits out a step's 1 s budget")
 async def test_an_agent_that_hangs_at_start_up_fails_the_step_with_its_cpu_figures():
     agent = _spawn("import time; print('asleep', flush=True); time.sleep(60)", stdout=subprocess.PIPE)
     assert agent.stdout is not None and agent.stdout.readline() == b"asleep\n"
@@ -152,6 +153,7 @@ async def test_an_agent_that_hangs_at_start_up_fails_the_step_with_its_cpu_figur
     assert "the agent ran" in info.value.failure.what and "waited" in info.value.failure.what
 
 
+@pytest.mark.slow(reason="waits out a step's 1 s budget beside CPU hogs")
 async def test_an_agent_the_machine_starves_at_start_up_is_not_exercised():
     cpu = sorted(os.sched_getaffinity(0))[0]
     hogs = _hogs(cpu)

@@ -3,10 +3,13 @@ session rules that find nothing — and shows a working one's command, exit and 
 
 from dataclasses import replace
 
+import pytest
+
 from harness.agents.doctor import doctor
 from harness.profiles import SessionSpec, load_profile, parse_profile
 
 
+@pytest.mark.slow(reason="a turn of the stand-in agent")
 def test_a_working_profile_shows_its_command_exit_requests_and_store():
     code, lines = doctor(load_profile("reference"))
     text = "\n".join(lines)
