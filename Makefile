@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.stopbench-installed
 
-.PHONY: eval test lint typecheck bench stress agents clean browser
+.PHONY: eval test test-fast lint typecheck bench stress agents clean browser
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -32,6 +32,11 @@ test: lint typecheck browser $(STAMP)
 	$(PY) -m pytest -q
 	PYTHON=$(PYTHON) bash scripts/wheel_check.sh
 
+# The fast lane, after every edit: every test not marked slow (pytest -m "not slow"), well
+# under a minute; `make test` runs them all, the conformance suite and the wheel check too.
+test-fast: $(STAMP)
+	$(PY) -m pytest -q -m "not slow"
+
 lint: $(STAMP)
 	$(VENV)/bin/ruff check harness fake_server reference_agent tests benchmarks conftest.py
 
@@ -40,6 +45,8 @@ typecheck: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) benchmarks/fake_server_bench.py
+	$(PY) benchmarks/fake_server_bench.py --concurrent
+	$(PY) benchmarks/startup_bench.py
 	$(PY) benchmarks/window_bench.py
 	$(PY) benchmarks/refagent_bench.py
 	$(VENV)/bin/stopbench calibrate

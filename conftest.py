@@ -48,8 +48,10 @@ class TaskFile(pytest.File):
         task = load_task(self.path, known_checks=set(REGISTRY))
         adapters = [a for value in config.getoption("--adapter") for a in value.split(",") if a] or None
         for item in plan(profile, [task], adapters=adapters, repeat=config.getoption("--repeat")):
-            yield TaskItem.from_parent(self, name=f"{item.variant}[{item.adapter}-{item.repeat}]",
-                                       work=item, profile=profile)
+            test = TaskItem.from_parent(self, name=f"{item.variant}[{item.adapter}-{item.repeat}]",
+                                        work=item, profile=profile)
+            test.add_marker(pytest.mark.slow(reason="a task run of the agent, end to end"))
+            yield test
 
 
 class TaskItem(pytest.Item):

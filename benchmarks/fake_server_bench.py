@@ -29,6 +29,15 @@ both, alternating one run on each, and the table says:
   to back: it noticed after the last poll that did not show it was sent and before the first
   that did came back — both bounds are printed.
 - ``/proc/loadavg`` before and after: on a busy machine every figure here is a scheduling figure.
+
+``--concurrent`` measures instead whether the server keeps scripted time under concurrency:
+``--streams`` (1,000) paced streams, ``--at-once`` (200) open at a time, each scripted to last
+``--scripted-s`` (1 s: 50 chunks, one every 20 ms). The client is raw asyncio sockets, so its
+own cost per chunk is a fraction of the server's. It prints streams/s (the script allows
+``at-once / scripted-s``), each stream's duration request → last byte (p50/p90/max, against
+its scripted length) and what the server recorded of its own lateness (``late`` records: how
+many, and the worst). ``--baseline DIR`` runs the same against the fake server of another
+checkout (``DIR/fake_server``) too, in turn, and prints both side by side.
 """
 from __future__ import annotations
 
@@ -392,6 +401,112 @@ async def measure(servers: list[Server], ceiling: Server, chars: int, rounds: in
     await poll.close()
 
 
+# --- scripted time under concurrency ----------------------------------------------------------------
+
+PACED = """
+name = "concurrent"
+[[responses]]
+repeat = true
+[[responses.frames]]
+text = "{text}"
+chunk = 4
+interval_s = {interval}
+"""
+CONCURRENT_CHUNKS = 50
+
+
+@dataclass
+class Concurrency:
+    name: str
+    wall_s: float = 0.0
+    durations: list[float] = field(default_factory=list)  # s, request sent → last byte, each stream
+    late: list[float] = field(default_factory=list)  # ms, each ``late`` record the server kept
+    load: tuple[str, str] = ("", "")
+
+
+async def paced_stream(base: str, sizes: list[int]) -> float:
+    """One streamed answer read to its end over a raw socket: request sent → last byte, in s."""
+    host, _, port = base.removeprefix("http://").partition(":")
+    payload = json.dumps(body("paced")).encode()
+    started = time.perf_counter()
+    reader, writer = await asyncio.open_connection(host, int(port))
+    writer.write(f"POST /v1/chat/completions HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: application/json\r\n"
+                 f"Content-Length: {len(payload)}\r\nConnection: close\r\n\r\n".encode() + payload)
+    received = b""
+    while not received.endswith(b"\r\n0\r\n\r\n"):
+        block = await reader.read(65536)
+        if not block:
+            break
+        received += block
+    ended = time.perf_counter()
+    writer.close()
+    if b"data: [DONE]" not in received:
+        raise SystemExit(f"a paced stream ended without [DONE]: {received[-200:]!r}")
+    sizes.append(len(received))
+    return ended - started
+
+
+async def concurrent_run(base: str, streams: int, at_once: int) -> tuple[float, list[float]]:
+    gate = asyncio.Semaphore(at_once)
+    sizes: list[int] = []
+
+    async def one() -> float:
+        async with gate:
+            return await paced_stream(base, sizes)
+
+    started = time.perf_counter()
+    durations = await asyncio.gather(*(one() for _ in range(streams)))
+    return time.perf_counter() - started, list(durations)
+
+
+async def late_records(base: str) -> list[float]:
+    """The lateness (ms) of every ``late`` record the server kept (none from a server that
+    keeps no such records)."""
+    async with aiohttp.ClientSession() as http:
+        records = await fetch_records(http, base, 0)
+    return [r["late_ns"] / 1e6 for r in records if r["kind"] == "late"]
+
+
+def measure_concurrency(name: str, checkout: Path | None, work: Path, streams: int, at_once: int,
+                        scripted_s: float) -> Concurrency:
+    scenario = work / "paced.toml"
+    scenario.write_text(PACED.format(text="abcd" * CONCURRENT_CHUNKS, interval=scripted_s / CONCURRENT_CHUNKS))
+    result = Concurrency(name)
+    before = loadavg()
+    argv = ["-m", "fake_server", "--scenario", str(scenario)]
+    if checkout is not None:  # the server of another checkout: its folder first on the path
+        argv = ["-c", f"import sys; sys.path.insert(0, {str(checkout)!r}); sys.argv[0] = 'fake_server'; "
+                      "import runpy; runpy.run_module('fake_server', run_name='__main__')", "--scenario", str(scenario)]
+    proc, url = start_python_server(argv, f"fake server ({name})")
+    server = Server(name, url.removesuffix("/v1"), proc)
+    try:
+        result.wall_s, result.durations = asyncio.run(concurrent_run(server.base, streams, at_once))
+        result.late = asyncio.run(late_records(server.base))
+    finally:
+        server.stop()
+    result.load = (before, loadavg())
+    return result
+
+
+def concurrency_table(results: list[Concurrency], streams: int, at_once: int, scripted_s: float) -> str:
+    def s(values: list[float], q: float) -> str:
+        return f"{percentile(values, q):.2f} s"
+
+    rows = [("", *(r.name for r in results))]
+    rows.append((f"streams/s (the script allows {at_once / scripted_s:.0f})",
+                 *(f"{streams / r.wall_s:.1f}" for r in results)))
+    rows.append((f"stream duration p50 / p90 / max (scripted {scripted_s:g} s)",
+                 *(f"{s(r.durations, 50)} / {s(r.durations, 90)} / {max(r.durations):.2f} s" for r in results)))
+    rows.append(("late records: count, worst",
+                 *(f"{len(r.late)}, {max(r.late):.1f} ms" if r.late else "none" for r in results)))
+    rows.append(("loadavg before → after", *(f"{r.load[0]} → {r.load[1]}" for r in results)))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    head = (f"scripted time under concurrency — {streams} streams of {CONCURRENT_CHUNKS} chunks, "
+            f"{at_once} at a time, raw-socket client")
+    return "\n".join([head, *lines]) + "\n"
+
+
 # --- the table ----------------------------------------------------------------------------------
 
 
@@ -441,7 +556,20 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=300, help="disconnect trials on each server (default 300)")
     parser.add_argument("--no-aimock", action="store_true", help="the fake server alone")
     parser.add_argument("--aimock-prefix", help="an npm prefix that has (or is to get) aimock; default a temp folder")
+    parser.add_argument("--concurrent", action="store_true", help="scripted time under concurrency instead")
+    parser.add_argument("--streams", type=int, default=1000, help="with --concurrent: streams in all (default 1000)")
+    parser.add_argument("--at-once", type=int, default=200, help="with --concurrent: open at a time (default 200)")
+    parser.add_argument("--scripted-s", type=float, default=1.0,
+                        help="with --concurrent: scripted length of each stream (default 1 s)")
+    parser.add_argument("--baseline", metavar="DIR", help="with --concurrent: also the fake server of this checkout")
     args = parser.parse_args()
+    if args.concurrent:
+        with tempfile.TemporaryDirectory(prefix="stopbench-bench-") as tmp:
+            runs = [(f"baseline ({args.baseline})", Path(args.baseline).resolve())] if args.baseline else []
+            results = [measure_concurrency(name, checkout, Path(tmp), args.streams, args.at_once, args.scripted_s)
+                       for name, checkout in [*runs, ("this checkout", None)]]
+        print(concurrency_table(results, args.streams, args.at_once, args.scripted_s), end="")
+        return
     load_before = loadavg()
     with tempfile.TemporaryDirectory(prefix="stopbench-bench-") as tmp:
         work = Path(tmp)

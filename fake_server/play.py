@@ -21,7 +21,7 @@ import h11
 
 from .errors import ApiError
 from .playout import chunk_fields, http_error_of, play, prepare
-from .records import Chunk, Disconnect, Error, Record, Request, StreamEnd
+from .records import Chunk, Disconnect, Error, Late, Record, Request, StreamEnd
 from .scenario import Scenario, demo_scenario
 from .script import Ids, ScenarioCursor
 from .wire import wire_for
@@ -133,6 +133,8 @@ class Playback:
         last_chunk = 0
         try:
             async for emit in play(plan, encoder):
+                if emit.late_ns:
+                    await self._report(Late(request=request_no, chunk=emit.first, late_ns=emit.late_ns))
                 for chunk, delta in enumerate(emit.run, emit.first):
                     last_chunk = chunk
                     text, tool_call_id, reasoning = chunk_fields(plan, delta)

@@ -58,39 +58,67 @@ def http_error_of(plan: Plan, api: str) -> ApiError | None:
     return wire_for(api).error(frame.status, frame.message, retry_after=frame.retry_after)
 
 
+# A scripted moment this much later than due is recorded (a ``late`` record); and again, for the
+# same stream, each time it falls this much further behind. Well above the loop's own jitter
+# (a fraction of a millisecond), well below any budget a task gives a step (seconds).
+LATE_NS = 10_000_000
+
+
 @dataclass
 class Emit:
     """What to send next: ``events`` as (name, data) pairs, or a ``run`` of chunks to send back to
     back (no pause between them), numbered from ``first``. The consumer encodes a run's deltas
     itself (``encoder.delta`` for dicts, ``encoder.burst_sse`` for the bytes of a burst of them):
-    a long unpaced stream is one run, sent without a step of this generator per chunk."""
+    a long unpaced stream is one run, sent without a step of this generator per chunk. ``late_ns``
+    (when not 0) is how late the run's scripted moment is, for the consumer to record."""
     events: list[Event] = field(default_factory=list)
     run: list[Delta] = field(default_factory=list)
     first: int = 1
     final: bool = False            # the stream's last write; ``complete`` says how it ended
     complete: bool = True
+    late_ns: int = 0
 
 
 async def play(plan: Plan, encoder: StreamEncoder,
                flowing: Callable[[], Awaitable[object]] | None = None) -> AsyncIterator[Emit]:
     """Yield Emits in scripted time. A stall awaits forever: only cancellation ends it.
-    ``flowing`` is awaited after each scripted pause: while it waits, scripted time stands."""
+    ``flowing`` is awaited after each scripted pause: while it waits, scripted time stands.
+
+    Scripted time is kept against the clock, not pause by pause: each pause ends when the script
+    says (the stream's start plus every pause before it, less the time held), so a loop that
+    wakes a stream late (a busy machine, many streams at once) does not stretch the rest of its
+    script by as much again at every pause. Each pause separates writes while the stream is on
+    time or nearly (less than ``LATE_NS`` behind); a stream further behind sends the chunks
+    already due together, in one write, until it has caught up, and says how late it was in
+    ``Emit.late_ns``, once it is ``LATE_NS`` or more past the worst already told."""
+    loop = asyncio.get_running_loop()
     yield Emit(encoder.start())
+    due = loop.time()              # when the script says the next step is
     chunk = 0
     run: list[Delta] = []
+    run_late = 0.0                 # how late the moment that began ``run`` is, in s
+    told = 0                       # the worst lateness told so far, in ns
     for step in plan.steps:
         if isinstance(step, Sleep):
-            if run:
-                yield Emit(run=run, first=chunk - len(run) + 1)
-                run = []
-            await asyncio.sleep(step.seconds)
+            due += step.seconds
+            if loop.time() - due < LATE_NS / 1e9:   # on time, or nearly: the pause separates writes
+                if run:
+                    late_ns, told = _told(run_late, told)
+                    yield Emit(run=run, first=chunk - len(run) + 1, late_ns=late_ns)
+                    run = []
+                await asyncio.sleep(max(0.0, due - loop.time()))
             if flowing is not None:
+                held_from = loop.time()
                 await flowing()
+                due += loop.time() - held_from  # held: scripted time stood still
+            if not run:
+                run_late = loop.time() - due
             continue
         chunk += 1
         run.append(step)
     if run:
-        yield Emit(run=run, first=chunk - len(run) + 1)
+        late_ns, told = _told(run_late, told)
+        yield Emit(run=run, first=chunk - len(run) + 1, late_ns=late_ns)
     ending = plan.ending
     if ending is None:
         yield Emit(encoder.finish(), final=True)
@@ -100,6 +128,15 @@ async def play(plan: Plan, encoder: StreamEncoder,
         yield Emit([], final=True, complete=False)
     else:
         await asyncio.Future()     # stall: held open until the consumer goes away
+
+
+def _told(late_s: float, told: int) -> tuple[int, int]:
+    """How late a run is, if that is worth telling (``LATE_NS`` past the worst told), else 0; and
+    the worst told since."""
+    late_ns = int(late_s * 1e9)
+    if late_ns >= told + LATE_NS:
+        return late_ns, late_ns
+    return 0, told
 
 
 def chunk_fields(plan: Plan, delta: Delta) -> tuple[str, str | None, str | None]:

@@ -31,7 +31,7 @@ from typing import Any, ClassVar, TypeVar
 from .canonical import Call, Canonical
 
 RECORDS_VERSION = 2          # 1 was the untyped dicts of earlier versions (no version line)
-SUMMARY_KEYS = ("request", "chunk", "after_chunk", "window", "status", "complete", "reason", "problem")
+SUMMARY_KEYS = ("request", "chunk", "after_chunk", "late_ns", "window", "status", "complete", "reason", "problem")
 
 
 class RecordError(ValueError):
@@ -130,6 +130,19 @@ class StreamEnd(Record):
 
 
 @dataclass(frozen=True, kw_only=True)
+class Late(Record):
+    """The script of request ``request`` ran late: the moment it set for chunk ``chunk`` (the
+    end of a scripted pause) came ``late_ns`` after it was due, the server's loop being busy (too
+    many streams for this machine). A stream that keeps falling behind gets a record each time
+    it is later by a further ``fake_server.playout.LATE_NS``. A check that judges time against
+    the script reads these: a stretched script is the machine's doing, not the agent's."""
+    kind: ClassVar[str] = "late"
+    request: int
+    chunk: int
+    late_ns: int
+
+
+@dataclass(frozen=True, kw_only=True)
 class Disconnect(Record):
     """The client went away while request ``request`` was being answered. ``mono_ns`` is when
     the loop first saw it go (``fake_server.hangup``), which can precede a chunk record the
@@ -198,7 +211,7 @@ class Side(Record):
 
 
 KINDS: dict[str, type[Record]] = {cls.kind: cls for cls in (
-    Request, Response, Chunk, StreamEnd, Disconnect, Window, WindowDone, Error, Side)}
+    Request, Response, Chunk, StreamEnd, Late, Disconnect, Window, WindowDone, Error, Side)}
 R = TypeVar("R", bound=Record)
 AtOnce = Callable[[Record], None]  # called as a record is stored (``Records.wait_for``)
 # What a chunk record says of its piece: text, tool_call_id, reasoning.
@@ -314,6 +327,10 @@ class Records:
     def __init__(self) -> None:
         self._items: list[Record | ChunkRow] = []
         self._rows = 0           # how many chunks in ``_items`` are still rows (``append_chunks``)
+        # The records of every kind but chunks, by kind, in order: a request looks up the responses
+        # before it (``of_kind``), and a scan of the whole store for them on every request would
+        # make each one slower than the last.
+        self._by_kind: dict[str, list[Record]] = {}
         self._waiters: list[tuple[Callable[[Record], bool], asyncio.Future[Record], AtOnce | None]] = []
         self._requests = 0
 
@@ -326,6 +343,8 @@ class Records:
             changes["request"] = self.next_request_number()
         stored = dataclasses.replace(record, **changes)
         self._items.append(stored)
+        if stored.kind != "chunk":
+            self._by_kind.setdefault(stored.kind, []).append(stored)
         if self._waiters:
             self._wake(stored)
         return stored
@@ -390,9 +409,7 @@ class Records:
             raise ValueError(f"unknown record kind {kind!r} (known: {', '.join(sorted(KINDS))})")
         if kind == "chunk":
             return [r for r in self._all() if r.kind == kind]
-        # The chunks still kept as rows are none of these: a request after a long stream does not
-        # make its hundred thousand records to find the responses.
-        return [r for r in self._items if isinstance(r, Record) and r.kind == kind]
+        return list(self._by_kind.get(kind, ()))
 
     def after(self, index: int) -> list[Record]:
         return self._all()[max(index, 0):]

@@ -19,7 +19,7 @@ from .bounded import bounded
 from .canonical import estimate_tokens, restore_ids
 from .errors import ApiError, api_error
 from .playout import chunk_fields, http_error_of, play, prepare
-from .records import Disconnect, Error, Record, RecordError, Records, Request, Response, StreamEnd
+from .records import Disconnect, Error, Late, Record, RecordError, Records, Request, Response, StreamEnd
 from .scenario import Disconnect as DisconnectFrame
 from .scenario import Scenario, StreamError, demo_scenario
 from .script import Ids, Plan, ScenarioCursor
@@ -357,6 +357,8 @@ class FakeServer:
                         sent.append(payload)
                     if out.write(payload):
                         await out.wait()
+                if emit.late_ns and request_no is not None:
+                    self.records.append(Late(request=request_no, chunk=emit.first, late_ns=emit.late_ns))
                 run = emit.run
                 for start in range(0, len(run), BURST):     # the hot loop of a long stream
                     burst = run[start:start + BURST]
@@ -393,6 +395,8 @@ class FakeServer:
         watch = hangup.watch(request)
         try:
             async for emit in play(plan, encoder, self._flowing.wait):
+                if emit.late_ns and request_no is not None:
+                    self.records.append(Late(request=request_no, chunk=emit.first, late_ns=emit.late_ns))
                 for delta in emit.run:      # the body is what the stream would have left
                     encoder.delta(delta)
                 complete = emit.complete

@@ -8,7 +8,8 @@ buffers them otherwise, exactly as under ``StreamResponse.write``.
 
 Chunks of a stream that the script sends back to back (no pause between them) are made up to
 ``BURST`` at a time and handed over in one write: every chunk is on its way in the loop pass
-that made it, and a scripted pause always separates writes. This is the flush of Node's HTTP
+that made it, and a scripted pause separates writes (unless the stream has fallen behind its
+script: ``fake_server.playout.play``). This is the flush of Node's HTTP
 server, whose ``res.write`` calls of one tick are corked into one socket write at the end of
 the tick. One write per chunk would cost a ``send`` syscall per chunk — more than everything else
 the server does for a chunk — while telling a client nothing more: a byte stream keeps no

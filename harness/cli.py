@@ -24,48 +24,47 @@ import textwrap
 import traceback
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from harness import signals
-from harness.agents.install import NotInstalled
-from harness.calibrate import quick_floor_async
-from harness.checks import REGISTRY
-from harness.containment import stale
 from harness.contract import DRIVERS
 from harness.machine import null_agent_costs
-from harness.model import LatencySample, RunResult, RunStatus, TaskResult
-from harness.mutants import FailpointsError, list_failpoints, mutation_summary
-from harness.planning import WorkItem, plan
-from harness.profiles import Profile, ProfileError, agent_binary, builtin_names, load_profile
-from harness.provenance import digests, driven_version, run_header
-from harness.report import (
-    diff_main,
-    format_written,
-    gate_main,
-    load_results,
-    merge_main,
-    report_main,
-    write_reports,
-)
-from harness.report.folder_lock import FolderLocked, hold_folder
-from harness.report.load import ResultsError
-from harness.report.progress import Progress, item_label, latency_table, mutation_table, scoreboard
-from harness.report.writer import (
-    LEADERBOARD_FILES,
-    RUN_FILES,
-    ResultsCheckpoint,
-    folder_problem,
-    report_dir_problem,
-    write_leaderboard,
-    write_text,
-)
-from harness.rundir import make_private
-from harness.runner import DEFAULT_RETRIES, HarnessError, ItemOutcome
-from harness.schedule import run_all
-from harness.sharding import ShardError, parse_shard, shard_items
-from harness.signals import Interrupted, run_until_signalled
-from harness.tasks import TASKS_DIR, Task, TaskError, load_all
+from harness.signals import Interrupted
 from harness.usage import Parser
+
+if TYPE_CHECKING:
+    from harness.model import LatencySample, RunResult, TaskResult
+    from harness.planning import WorkItem
+    from harness.profiles import Profile
+    from harness.runner import ItemOutcome
+    from harness.tasks import Task
+
+# What a command needs is imported when it runs, not here: `stopbench --help`, `list`,
+# `report` and `gate` start at once, and the drivers, the fake server (aiohttp) and the
+# process tools (psutil, pexpect, pyte) are loaded by `run` alone
+# (tests/harness/test_cli_imports.py; benchmarks/startup_bench.py prints the start-up times).
+DEFAULT_RETRIES = 2  # harness.runner.DEFAULT_RETRIES, for --help without loading the runner (a test holds them equal)
+
+
+def run_all(*args: Any, **kwargs: Any) -> Any:
+    """``harness.schedule.run_all``, imported on the first call."""
+    from harness.schedule import run_all as schedule_run_all
+
+    return schedule_run_all(*args, **kwargs)
+
+
+def quick_floor_async() -> Any:
+    """``harness.calibrate.quick_floor_async()``, imported on the first call."""
+    from harness.calibrate import quick_floor_async as floor
+
+    return floor()
+
+
+def _harness_error() -> type[Exception]:
+    """``harness.runner.HarnessError``, imported when an error is being handled."""
+    from harness.runner import HarnessError
+
+    return HarnessError
 
 EXIT_OK, EXIT_NOT_CONFORMANT, EXIT_USAGE = 0, 1, 2
 T = TypeVar("T")
@@ -122,10 +121,16 @@ def _main(argv: list[str]) -> int:
 
         return serve_main(argv[1:], parser_class=Parser)
     if argv[:1] == ["report"]:
+        from harness.report.cli import merge_main, report_main
+
         return merge_main(argv[2:]) if argv[1:2] == ["merge"] else report_main(argv[1:])
     if argv[:1] == ["gate"]:
+        from harness.report.cli import gate_main
+
         return gate_main(argv[1:])
     if argv[:1] == ["diff"]:
+        from harness.report.cli import diff_main
+
         return diff_main(argv[1:])
     if argv[:1] == ["calibrate"]:
         from harness.calibrate.cli import main as calibrate_main
@@ -137,7 +142,7 @@ def _main(argv: list[str]) -> int:
     try:
         code: int = args.func(args)
         return code
-    except (UsageError, HarnessError) as exc:
+    except (UsageError, _harness_error()) as exc:
         print(f"stopbench: {exc}", file=sys.stderr)
         return EXIT_USAGE
 
@@ -196,6 +201,10 @@ def build_parser() -> argparse.ArgumentParser:
 def cmd_run(args: argparse.Namespace) -> int:
     """One agent into ``--report-dir``; several (``--agent A --agent B``) in turn, each into
     its own folder below it, and a leaderboard of them all in it."""
+    from harness.containment import stale
+    from harness.report import format_written, load_results
+    from harness.report.writer import LEADERBOARD_FILES, write_leaderboard
+
     names = _split(args.agent)
     if args.agents:
         if names:
@@ -230,9 +239,13 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 @contextlib.contextmanager
-def _report_dir_held(args: argparse.Namespace, report_dir: Path, files: Sequence[str] = RUN_FILES) -> Iterator[None]:
+def _report_dir_held(args: argparse.Namespace, report_dir: Path, files: Sequence[str] | None = None) -> Iterator[None]:
     """The report folder checked (its files can be written) and held against another run,
     before any task runs: a bad path or a busy folder costs nothing and loses nothing."""
+    from harness.report.folder_lock import FolderLocked, hold_folder
+    from harness.report.writer import RUN_FILES, report_dir_problem
+
+    files = RUN_FILES if files is None else files
     problem = report_dir_problem(report_dir, files)
     if problem:
         raise UsageError(f"--report-dir {problem}")
@@ -245,6 +258,9 @@ def _report_dir_held(args: argparse.Namespace, report_dir: Path, files: Sequence
 
 def installed_profiles() -> list[str]:
     """The built-in profiles that drive a real agent of the catalog which is installed."""
+    from harness.agents.install import NotInstalled
+    from harness.profiles import ProfileError, agent_binary, builtin_names, load_profile
+
     out = []
     for name in builtin_names():
         try:
@@ -262,6 +278,9 @@ def _folder_name(agent: str) -> str:
 
 
 def run_agent(args: argparse.Namespace, agent: str, report_dir: Path) -> int:
+    from harness.planning import plan
+    from harness.sharding import ShardError, parse_shard, shard_items
+
     profile, tasks = _load(args, agent)
     if args.repeat < 1:
         raise UsageError(f"--repeat must be at least 1, got {args.repeat}")
@@ -297,13 +316,19 @@ def run_agent(args: argparse.Namespace, agent: str, report_dir: Path) -> int:
 def _run_items(args: argparse.Namespace, profile: Profile, items: list[WorkItem], planned: list[WorkItem],
                failpoints: dict[str, tuple[str, ...]], report_dir: Path) -> int:
     """The planned task runs of one agent into ``report_dir`` (held), then its reports."""
+    from harness.model import RunResult
+    from harness.mutants import mutation_summary
+    from harness.provenance import digests, run_header
+    from harness.report.progress import Progress
+    from harness.report.writer import ResultsCheckpoint, folder_problem, write_text
+    from harness.rundir import make_private
+    from harness.signals import run_until_signalled
+
     done: list[TaskResult] = []
     earlier = RunResult(run={}, tasks=(), latencies=())
     if args.resume:
         done, earlier = _resumed(args.resume, profile, items, digests(profile, planned))
     started = _now()
-    # What this machine costs, and the stopwatch's floor (task runs of its own: cut short like any).
-    machine = {**null_agent_costs(), "floor": run_until_signalled(quick_floor_async())}
     todo = [i for i in items if i.key not in {_key(t) for t in done}]
     outcomes: dict[int, ItemOutcome] = {}  # by position in the plan: reports keep its order
     progress = Progress(len(todo))
@@ -313,6 +338,9 @@ def _run_items(args: argparse.Namespace, profile: Profile, items: list[WorkItem]
             raise UsageError(f"--keep {problem}")
         keep.mkdir(parents=True, exist_ok=True)
         make_private(keep)  # made, or kept from an earlier run: the owner's alone before any run writes in it
+    # What this machine costs, and the stopwatch's floor: seconds of measuring, after the options are
+    # known good (task runs of its own: cut short like any).
+    machine = {**null_agent_costs(), "floor": run_until_signalled(quick_floor_async())}
 
     # Provenance once (the version command is a process start); only the end moves.
     fixed = run_header(profile, items, argv=args.argv, repeat=args.repeat, shard=args.shard, started=started,
@@ -386,6 +414,8 @@ def _write_reports_somewhere(run: RunResult, report_dir: Path) -> tuple[list[Pat
     """The reports in ``report_dir`` or, should that fail now (the folder went away, the disk
     filled up), in a new temporary folder named on stderr: a run's results are never lost to
     its folder. Whether they had to go elsewhere."""
+    from harness.report import write_reports
+
     try:
         return write_reports(run, report_dir), False
     except OSError as exc:
@@ -396,6 +426,9 @@ def _write_reports_somewhere(run: RunResult, report_dir: Path) -> tuple[list[Pat
 
 
 def _summary(run: RunResult, failpoints: dict[str, tuple[str, ...]], written: list[Path]) -> None:
+    from harness.report import format_written
+    from harness.report.progress import latency_table, mutation_table, scoreboard
+
     print()
     print(scoreboard([t for t in run.tasks if t.mutant is None]))
     print(latency_table(run.latencies))
@@ -412,6 +445,8 @@ def _summary(run: RunResult, failpoints: dict[str, tuple[str, ...]], written: li
 
 
 def _failpoints(args: argparse.Namespace, profile: Profile) -> dict[str, tuple[str, ...]]:
+    from harness.mutants import FailpointsError, list_failpoints
+
     if not args.mutants:
         if args.failpoint:
             raise UsageError("--failpoint needs --mutants")
@@ -431,6 +466,10 @@ def _resumed(path: str, profile: Profile, items: list[WorkItem],
              now: dict[str, Any]) -> tuple[list[TaskResult], RunResult]:
     """The finished task runs of an earlier, incomplete run of the same work: the same agent,
     profile, tasks and scenarios (``now`` holds their digests), or nothing is inherited."""
+    from harness.model import RunResult, RunStatus
+    from harness.provenance import driven_version
+    from harness.report import ResultsError, load_results
+
     try:
         earlier = load_results(path)
     except ResultsError as exc:
@@ -472,6 +511,9 @@ def _key(t: TaskResult) -> str:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    from harness.checks import REGISTRY
+    from harness.profiles import builtin_names
+
     tasks = _tasks(args)
     agents = [_agent_entry(name) for name in builtin_names()]
     if args.json:
@@ -510,6 +552,9 @@ def _agent_entry(name: str) -> dict[str, Any]:
     """A built-in profile as ``list`` shows it: whether its agent is installed (a profile with
     no real agent behind it, like the reference agent, comes with stopbench), or why the
     profile cannot be loaded."""
+    from harness.agents.install import NotInstalled
+    from harness.profiles import ProfileError, agent_binary, load_profile
+
     try:
         profile = load_profile(name)
     except ProfileError as exc:
@@ -529,6 +574,9 @@ def _agent_entry(name: str) -> dict[str, Any]:
 
 def _profile(agent: str) -> Profile:
     """The profile ``--agent`` names, its real agent installed (at the version asked for)."""
+    from harness.agents.install import NotInstalled
+    from harness.profiles import ProfileError, agent_binary, load_profile
+
     try:
         profile = load_profile(agent)
         if profile.agent:
@@ -557,6 +605,9 @@ def _load(args: argparse.Namespace, agent: str) -> tuple[Profile, list[Task]]:
 
 
 def _tasks(args: argparse.Namespace) -> list[Task]:
+    from harness.checks import REGISTRY
+    from harness.tasks import TASKS_DIR, TaskError, load_all
+
     root = Path(args.tasks_dir) if args.tasks_dir else TASKS_DIR
     try:
         tasks = load_all(root, known_checks=set(REGISTRY))
@@ -572,6 +623,8 @@ def _split(values: list[str]) -> list[str]:
 
 
 def _label(item: WorkItem) -> str:
+    from harness.report.progress import item_label
+
     return item_label(item.variant, item.driver, item.adapter, item.repeat, item.mutant)
 
 

@@ -31,7 +31,6 @@ from typing import TYPE_CHECKING, Any
 from fake_server import records
 from harness import starvation
 from harness.contract import TASK_STOP_SOURCES
-from harness.drivers import DriverError, ProfileMisfit
 from harness.model import AgentFailure, AgentKill, ProcessExit, Restart, StopDelivery
 from harness.profiles import Budgets
 
@@ -412,11 +411,20 @@ async def play(run: TaskRun, steps: tuple[Step, ...], budgets: Budgets) -> None:
         await run.end_span()
 
 
+def _script_late_ns(run: TaskRun, after: int) -> int:
+    """How late the fake server's script ran, at worst, in the records after the first ``after``
+    (its ``late`` records; 0 when it kept time)."""
+    return max((r.late_ns for r in list(run.server.records)[after:] if isinstance(r, records.Late)), default=0)
+
+
 async def _play_step(run: TaskRun, step: Step, budgets: Budgets) -> None:
+    from harness.drivers.base import DriverError  # here: loading a task (`stopbench list`) loads no driver
+
     kind = STEPS[step.do]
     budget = kind.budget(budgets)
     cpu_before = starvation.sample(_agent_pids(run))
     paused_before = run.member.paused_ns()
+    records_before = len(run.server.records)
     try:
         async with asyncio.timeout(budget):
             if step.do in HARNESS_WORK:
@@ -442,6 +450,11 @@ async def _play_step(run: TaskRun, step: Step, budgets: Budgets) -> None:
         if use.starved:
             raise NotExercised(f"step {step.index} ({step.do}): {overrun} — the machine, not the agent, "
                                "decided it") from None
+        late_ns = _script_late_ns(run, records_before)
+        if late_ns >= budget * 1e9 * starvation.STARVED_SHARE:
+            raise NotExercised(f"step {step.index} ({step.do}): {overrun}; the fake server played its script "
+                               f"{late_ns / 1e6:.0f} ms late (its 'late' records: too many streams for this "
+                               "machine) — the machine, not the agent, decided it") from None
         await _pattern_never_matched(run, step)
         raise AgentFailed(run.failure(step, _awaited(step), f"{overrun}; last seen: {run.last_seen()}")) from None
 
@@ -453,6 +466,8 @@ async def _pattern_never_matched(run: TaskRun, step: Step) -> None:
     queued input's acknowledgement is due while the turn still runs (a stream may well be
     open): there, an agent alive that took the typed input is enough. The misfit goes into
     the run's profile fit with the screen."""
+    from harness.drivers.base import ProfileMisfit  # here: loading a task loads no driver
+
     awaiting = getattr(run.driver, "awaiting", None)
     if awaiting is None or await run.driver.exited() is not None:
         return

@@ -23,8 +23,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -206,6 +204,9 @@ def probe_registry(kind: str, url: str, timeout: float = PROBE_TIMEOUT_S) -> Non
     """Raise :class:`RegistryUnreachable` unless something answers HTTP at ``url``."""
     if not url.startswith(("http://", "https://")):
         return  # a local index (file://) cannot be probed this way; the client will say
+    import urllib.error  # here: loading a profile (`stopbench list`) sends no request
+    import urllib.request
+
     request = urllib.request.Request(url, method="HEAD", headers={"User-Agent": "stopbench-agents"})
     opener = urllib.request.build_opener(urllib.request.ProxyHandler() if _proxied() else
                                          urllib.request.ProxyHandler({}))

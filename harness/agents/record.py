@@ -37,15 +37,16 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import psutil
+from typing import TYPE_CHECKING, Any
 
 from harness.agents.catalog import get_agent
 from harness.agents.install import NotInstalled, binary
 from harness.agents.recipes import RECIPES
 from harness.agents.scenarios import CASES, MAIN, scenario_text
 from harness.agents.scrub import KEY_PLACEHOLDER, Scrubber, key_hits, snapshot
+
+if TYPE_CHECKING:
+    import psutil
 
 RUN_ROOT = Path("/tmp/sbrec")
 PROMPT = "Run the check command in the shell and tell me what it printed."
@@ -119,6 +120,8 @@ async def kill(run: Run) -> None:
 
 
 def tagged_processes(tag: str) -> list[psutil.Process]:
+    import psutil  # here: `stopbench --help` builds this command's parser and loads no psutil
+
     found = []
     for proc in psutil.process_iter():
         try:
@@ -131,6 +134,8 @@ def tagged_processes(tag: str) -> list[psutil.Process]:
 
 def reap(tag: str) -> list[dict]:
     """Kill every process the runs left behind (found by the tag in their environment)."""
+    import psutil
+
     left = tagged_processes(tag)
     described = []
     for proc in left:

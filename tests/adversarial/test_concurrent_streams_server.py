@@ -3,6 +3,7 @@ its request, every chunk in order, and its complete end — with no stream waiti
 import asyncio
 
 import aiohttp
+import pytest
 
 from fake_server import FakeServer
 from fake_server.scenario import parse_scenario_text
@@ -14,6 +15,7 @@ PACED = ('name = "concurrent"\n[[responses]]\nrepeat = true\n[[responses.frames]
          f'text = "{"abcd" * CHUNKS}"\nchunk = 4\ninterval_s = 0.02\n')
 
 
+@pytest.mark.slow(reason="two hundred paced streams at once")
 async def test_200_concurrent_streams_all_complete_and_all_recorded():
     open_now = 0
     most_open = 0

@@ -40,6 +40,7 @@ def provider_shaped(family: str, answer: dict) -> str | None:
     return error["message"]
 
 
+@pytest.mark.slow(reason="hundreds of seeded malformed requests on every wire")
 async def test_seeded_malformed_requests_get_provider_4xx_and_a_record_each():
     sent = requests(seed=20261201, n=FUZZ_REQUESTS)
     statuses: list[int] = []
@@ -105,6 +106,7 @@ ODD_JSON = st.recursive(
     max_leaves=8)
 
 
+@pytest.mark.slow(reason="hypothesis: hundreds of requests on every wire")
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(wire=st.sampled_from(WIRES), where=st.integers(min_value=0), value=ODD_JSON, shell=st.booleans())
 def test_any_value_anywhere_is_parsed_or_refused_with_a_400(wire, where, value, shell):

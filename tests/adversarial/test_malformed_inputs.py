@@ -571,6 +571,7 @@ def test_a_bad_option_exits_2_naming_it(inputs, capsys, argv, message):
     (["serve", "--port", "99999"], "a port is 0 (any free port) to 65535"),
     (["run", "--tasks-dir", "{dir}/tasks"], "steps[1].timeout: must be a number of seconds"),
 ])
+@pytest.mark.slow(reason="starts the real command, a process each")
 def test_a_bad_option_to_the_real_command_is_one_line_not_a_traceback(inputs, argv, message):
     argv = [a.replace("{dir}", str(inputs)) for a in argv]
     proc = subprocess.run([sys.executable, "-m", "harness", *argv, *(["--report-dir", str(inputs / "r")]

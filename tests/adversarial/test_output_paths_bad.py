@@ -53,9 +53,10 @@ def test_run_keeping_run_folders_where_a_file_is_refuses_before_any_task_run(tmp
     (tmp_path / "runs").write_text("a file\n")
     started: list[object] = []
     monkeypatch.setattr(cli, "run_all", lambda *a, **k: started.append(a))
+    monkeypatch.setattr(cli, "quick_floor_async", lambda: started.append("the stopwatch's floor measured"))
     code = cli.main(["run", "--keep", "--task", "exit-codes", "--adapter", "http", "--report-dir", str(tmp_path)])
     assert code == 2 and f"--keep {(tmp_path / 'runs').resolve()}: is a file, not a folder" in capsys.readouterr().err
-    assert started == [] and listing(tmp_path) == ["runs"]
+    assert started == [] and listing(tmp_path) == ["runs"]  # refused before seconds of measuring the machine
 
 
 @pytest.mark.parametrize("option", ["--html", "--md", "--junit"])

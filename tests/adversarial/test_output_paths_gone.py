@@ -9,9 +9,12 @@ import re
 import shutil
 from pathlib import Path
 
+import pytest
+
 from harness import cli
 
 
+@pytest.mark.slow(reason="a stopbench run of the reference agent")
 def test_a_report_folder_replaced_by_a_file_mid_run_loses_no_result(tmp_path, monkeypatch, capsys):
     report_dir = tmp_path / "reports"
     real_run_all = cli.run_all

@@ -9,9 +9,12 @@ import os
 import stat
 from pathlib import Path
 
+import pytest
+
 from harness.cli import main
 
 
+@pytest.mark.slow(reason="a stopbench run of the reference agent")
 def test_kept_run_folders_and_files_are_the_owners_alone(tmp_path):
     runs = tmp_path / "runs"
     runs.mkdir(mode=0o755)

@@ -59,6 +59,7 @@ def test_the_lock_is_the_holders_until_it_lets_go(tmp_path):
     assert not (tmp_path / LOCK_NAME).exists()
 
 
+@pytest.mark.slow(reason="a stopbench run of the reference agent")
 def test_a_lock_left_by_a_dead_run_is_taken_over_and_said_so(tmp_path, capsys):
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
                           check=True)

@@ -40,7 +40,9 @@ def test_serve_prints_base_url_serves_demo_and_exits_0_on_signal(tmp_path, signu
         assert proc.wait(timeout=30) == 0
         lines = (tmp_path / "records.jsonl").read_text().splitlines()
         assert json.loads(lines[0]) == {"records_version": RECORDS_VERSION}
-        assert [r.kind for r in read_jsonl(tmp_path / "records.jsonl")] == ["request", "response", "stream_end"]
+        # (a pause a busy machine played late is told too, in a record of its own)
+        kinds = [r.kind for r in read_jsonl(tmp_path / "records.jsonl") if r.kind != "late"]
+        assert kinds == ["request", "response", "stream_end"]
     finally:
         stop(proc)
     assert not psutil.pid_exists(proc.pid)

@@ -10,6 +10,7 @@ from fake_server.records import (
     Chunk,
     Disconnect,
     Error,
+    Late,
     Record,
     RecordError,
     Records,
@@ -45,6 +46,8 @@ EXAMPLES = [
      {"kind": "chunk", "request": 1, "chunk": 2, "text": "", "tool_call_id": "c1", **STAMP}),
     (StreamEnd(request=1, complete=False, **STAMP), {"kind": "stream_end", "request": 1, "complete": False, **STAMP}),
     (Disconnect(request=1, after_chunk=4, **STAMP), {"kind": "disconnect", "request": 1, "after_chunk": 4, **STAMP}),
+    (Late(request=1, chunk=3, late_ns=250_000_000, **STAMP),
+     {"kind": "late", "request": 1, "chunk": 3, "late_ns": 250_000_000, **STAMP}),
     (Window(window="w1", pids=(WindowProc(10, 9, 10, 8, 1700000000.25, "root"),), marker="/tmp/m",
             **{**STAMP, "source": "window"}),
      {"kind": "window", "window": "w1", "pids": [{"pid": 10, "ppid": 9, "pgid": 10, "sid": 8,
@@ -80,7 +83,8 @@ def test_integral_create_time_parses_as_a_float():
 
 
 @pytest.mark.parametrize("data, problem", [
-    ({"kind": "note"}, "unknown record kind 'note' (known: chunk, disconnect, error, request, response, side, "
+    ({"kind": "note"}, "unknown record kind 'note' (known: chunk, disconnect, error, late, request, response, "
+                       "side, "
                        "stream_end, window, window_done)"),
     ({"window": "w1"}, "unknown record kind None"),
     ([1], "a record must be a JSON object, not an array"),

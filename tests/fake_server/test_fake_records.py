@@ -94,7 +94,7 @@ async def test_inproc_playback_reports_each_chunk_before_yielding_it(server):
             seen_by_agent.append(len(records))
     # 5 text chunks of 4 characters, 2 of tool arguments, then the finish chunk (not numbered)
     assert seen_by_agent == [1, 2, 3, 4, 5, 6, 7, 7]
-    kinds = [r.kind for r in server.records]
+    kinds = [r.kind for r in server.records if r.kind != "late"]  # a busy machine's late pause is told too
     assert kinds == ["request", "response"] + ["chunk"] * 7 + ["stream_end"]
     assert {r.source for r in server.records} == {"inproc"}
     assert server.records.of_kind("request")[0].request == 1

@@ -27,6 +27,7 @@ def start_window(server, tmp_path, reaper, **shape):
     return proc
 
 
+@pytest.mark.slow(reason="a bash window's process tree started and ended")
 async def test_reported_tree_matches_the_process_table(server, tmp_path, reaper):
     proc = start_window(server, tmp_path, reaper, id="w1", depth=2, fanout=2, ignore_term=True,
                         escape=True, hold_s=120)
@@ -82,6 +83,7 @@ async def test_window_allowed_to_finish_writes_marker_and_output(server, tmp_pat
         proc.wait()
 
 
+@pytest.mark.slow(reason="a bash window's process tree started and ended")
 async def test_every_child_is_forked_from_the_window_process_not_a_new_interpreter(server, tmp_path, reaper):
     """A fresh interpreter per child is what made windows slow to open under load: every child
     must run the root's own program image and command line (a re-executed child would show its

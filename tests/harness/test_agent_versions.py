@@ -88,6 +88,7 @@ def test_several_agents_are_all_checked_installed_before_the_first_runs(cache, t
     assert runs_of(program) == []  # not even the installed one ran
 
 
+@pytest.mark.slow(reason="stopbench runs of a stand-in agent")
 def test_run_drives_the_version_asked_for_and_results_carry_name_and_versions(cache, tmp_path, capsys):
     pinned, other = stand_in(PIN), stand_in(OTHER)
     report = tmp_path / "r"
@@ -155,6 +156,7 @@ def test_a_profile_names_the_version_it_drives_in_its_own_values(cache):
         f"{folder}/cache/copilot/pkg/linux-x64/1.0.200"  # what its warm-up unpacked for that version
 
 
+@pytest.mark.slow(reason="stopbench runs of two releases of a stand-in agent")
 def test_two_releases_run_in_turn_into_one_leaderboard_with_a_row_each(cache, tmp_path, capsys):
     stand_in(PIN), stand_in(OTHER)
     report = tmp_path / "board"

@@ -41,12 +41,14 @@ def calibration():
 # --- the agent's measured latency grows with D ---------------------------------------------------
 
 
+@pytest.mark.slow(reason="the module's calibration, every task on every driver")
 def test_every_latency_is_measured_on_every_driver_the_agent_has(calibration):
     seen = {(s.latency, s.driver) for s in calibration.samples}
     assert seen == {("L1", "inproc"), ("L2", "inproc"), ("L2", "subprocess"), ("L3", "inproc"),
                     ("L3", "subprocess"), ("L4", "subprocess")}
 
 
+@pytest.mark.slow(reason="the module's calibration, every task on every driver")
 def test_an_agent_that_waits_d_is_never_measured_below_d(calibration):
     """Causality, which no load can bend: the effect is never measured before the agent's own
     delay D. (How far above D is the stopwatch's error, which load does move: it is reported by
@@ -58,6 +60,7 @@ def test_an_agent_that_waits_d_is_never_measured_below_d(calibration):
     assert all(s.measured_ns >= s.delay_ns for s in calibration.samples)
 
 
+@pytest.mark.slow(reason="the module's calibration, every task on every driver")
 def test_the_parts_add_up_to_the_error(calibration):
     for s in calibration.samples:
         assert s.parts, f"{s.latency} on {s.driver} has no breakdown: {s}"
@@ -67,6 +70,7 @@ def test_the_parts_add_up_to_the_error(calibration):
 # --- the error table ------------------------------------------------------------------------------
 
 
+@pytest.mark.slow(reason="the module's calibration, every task on every driver")
 def test_the_error_table_prints_every_latency_with_n(calibration):
     table = error_table(calibration.samples)
     lines = table.splitlines()
@@ -104,6 +108,7 @@ def test_a_measurement_below_d_is_counted():
 # --- the quick floor --------------------------------------------------------------------------------
 
 
+@pytest.mark.slow(reason="runs of the calibration agent on every driver")
 async def test_the_quick_floor_returns_every_latency():
     floor = await quick_floor_async()
     assert "error" not in floor, floor

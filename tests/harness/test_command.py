@@ -32,6 +32,7 @@ def test_usage_errors_exit_2_naming_the_problem(capsys, argv, message):
     assert message in capsys.readouterr().err
 
 
+@pytest.mark.slow(reason="a stopbench run of the reference agent")
 def test_a_conformant_run_exits_0_and_writes_results(tmp_path, capsys):
     code = main(["run", "--task", "exit-codes", "--adapter", "http", "--report-dir", str(tmp_path)])
     out = capsys.readouterr().out
@@ -42,6 +43,7 @@ def test_a_conformant_run_exits_0_and_writes_results(tmp_path, capsys):
     assert "verdict: conformant" in out and str(tmp_path / "results.json") in out
 
 
+@pytest.mark.slow(reason="a stopbench run of an agent")
 def test_a_broken_agent_exits_1_with_the_failed_check(tmp_path, capsys):
     profile = tmp_path / "leaky.toml"
     text = (BUILTIN_DIR / "reference.toml").read_text().replace('name = "reference"', 'name = "leaky"')
@@ -55,6 +57,7 @@ def test_a_broken_agent_exits_1_with_the_failed_check(tmp_path, capsys):
     assert "sk-stopbench-" not in results  # the canary itself never reaches a report
 
 
+@pytest.mark.slow(reason="a stopbench run with mutants")
 def test_mutants_run_reports_the_score_and_marks_mutant_results(tmp_path, capsys):
     code = main(["run", "--mutants", "--failpoint", "leak-api-key", "--task", "exit-codes", "--adapter", "http",
                  "--report-dir", str(tmp_path)])
@@ -67,6 +70,7 @@ def test_mutants_run_reports_the_score_and_marks_mutant_results(tmp_path, capsys
     assert run.conformant  # the clean agent, in the same run
 
 
+@pytest.mark.slow(reason="a stopbench run of the reference agent")
 def test_a_shard_runs_its_share_of_the_items(tmp_path, capsys):
     code = main(["run", "--task", "exit-codes", "--shard", "2/2", "--report-dir", str(tmp_path)])
     assert code == 0, capsys.readouterr().out
@@ -82,6 +86,7 @@ def test_a_broken_task_folder_is_a_usage_error_naming_the_file(tmp_path, capsys)
     assert "bad/task.toml: scenario" in err or "bad/task.toml: checks" in err
 
 
+@pytest.mark.slow(reason="a stopbench run interrupted mid-way")
 @pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM"])
 def test_a_signal_mid_run_keeps_every_finished_task_run_and_cleans_up(tmp_path, signame):
     """The run is cut short inside its second task run: the first is in the results, the run
@@ -133,6 +138,7 @@ def test_a_signal_mid_run_keeps_every_finished_task_run_and_cleans_up(tmp_path, 
         kill_all(family)
 
 
+@pytest.mark.slow(reason="two stopbench runs, the first interrupted")
 def test_resume_continues_an_incomplete_run_without_redoing_finished_work(tmp_path, capsys):
     assert main(["run", "--task", "exit-codes", "--adapter", "http", "--report-dir", str(tmp_path / "a")]) == 0
     first = RunResult.from_json(json.loads((tmp_path / "a" / "results.json").read_text()))

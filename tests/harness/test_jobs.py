@@ -144,6 +144,7 @@ async def test_the_schedule_keeps_to_jobs_and_runs_in_process_items_alone(monkey
     assert sum(map(schedule.has_deadline, items)) >= 2
 
 
+@pytest.mark.slow(reason="task runs of the reference agent two at a time")
 @pytest.mark.timeout(300)
 async def test_two_jobs_time_every_latency_alone_where_runs_can_be_frozen():
     """Real runs of the reference agent, two at a time: a sample counts only when timed

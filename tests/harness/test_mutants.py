@@ -39,6 +39,7 @@ def test_the_matrix_names_real_failpoints_with_their_targets(profile):
         assert check in failpoints[name], f"{name} targets {failpoints[name]}, not {check}"
 
 
+@pytest.mark.slow(reason="a task run of each mutant of the reference agent")
 @pytest.mark.parametrize("failpoint, task, driver, adapter, check", MATRIX, ids=[m[0] for m in MATRIX])
 def test_mutant_fails_the_check_it_targets(profile, failpoint, task, driver, adapter, check):
     work = WorkItem(load_task(TASKS_DIR / task), driver, adapter, 1, mutant=failpoint)

@@ -21,6 +21,7 @@ from harness.taskrun import TaskRun
 from harness.tasks import TASKS_DIR, load_task
 
 
+@pytest.mark.slow(reason="a task run retried until its race happens")
 def test_each_retry_of_a_lost_timeout_race_triples_the_timeout(tmp_path):
     # interrupt-timeout with T = 1 ms: the tries fall due at 1, 3 and 9 ms after the agent is
     # spawned, before any Python interpreter has even started, so every try loses the race and

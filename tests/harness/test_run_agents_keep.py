@@ -44,6 +44,7 @@ def test_agents_installed_with_none_installed_says_how_to_install(cache, tmp_pat
     assert "drop --agent" in capsys.readouterr().err
 
 
+@pytest.mark.slow(reason="stopbench runs of two agents")
 def test_agents_installed_runs_each_into_one_leaderboard_and_keep_keeps_the_run_folders(tmp_path, monkeypatch,
                                                                                         capsys):
     monkeypatch.setattr(cli, "installed_profiles", lambda: ["reference"])
@@ -63,6 +64,7 @@ def test_agents_installed_runs_each_into_one_leaderboard_and_keep_keeps_the_run_
     assert [p.suffix for p in (kept / "sessions").iterdir()] == [".jsonl"]  # the agent's session is still there
 
 
+@pytest.mark.slow(reason="a stopbench run of an agent")
 def test_without_keep_no_run_folder_stays(tmp_path, capsys):
     assert main(["run", "--task", "exit-codes", "--adapter", "http", "--report-dir", str(tmp_path)]) == 0
     assert not (tmp_path / "runs").exists()

@@ -8,6 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from fake_server.records import Late
 from harness.alone import Stopwatch
 from harness.procs import ProcRef
 from harness.profile_model import Budgets
@@ -141,6 +142,7 @@ async def _overrun(agent: subprocess.Popen) -> None:
         agent.wait()
 
 
+@pytest.mark.slow(reason="waits out a step's 1 s budget")
 async def test_an_agent_that_hangs_at_start_up_fails_the_step_with_its_cpu_figures():
     agent = _spawn("import time; print('asleep', flush=True); time.sleep(60)", stdout=subprocess.PIPE)
     assert agent.stdout is not None and agent.stdout.readline() == b"asleep\n"
@@ -151,6 +153,7 @@ async def test_an_agent_that_hangs_at_start_up_fails_the_step_with_its_cpu_figur
     assert "the agent ran" in info.value.failure.what and "waited" in info.value.failure.what
 
 
+@pytest.mark.slow(reason="waits out a step's 1 s budget beside CPU hogs")
 async def test_an_agent_the_machine_starves_at_start_up_is_not_exercised():
     cpu = sorted(os.sched_getaffinity(0))[0]
     hogs = _hogs(cpu)
@@ -159,3 +162,41 @@ async def test_an_agent_the_machine_starves_at_start_up_is_not_exercised():
             await _overrun(_pinned(SPIN, cpu))
     finally:
         _end(hogs)
+
+
+class _LateScript:
+    """A driver whose agent waits for a stream the fake server plays late: the server's loop
+    could not keep its script's time and recorded by how much. It has no process of its own,
+    so no CPU figure can decide the overrun: the lateness alone does, or nothing."""
+
+    def __init__(self, records: list, late_ns: int):
+        self._records, self._late_ns = records, late_ns
+
+    async def send(self, text, *, timeout_s=None, expect="completed"):
+        self._records.append(Late(request=1, chunk=3, late_ns=self._late_ns, index=len(self._records) + 1))
+        await asyncio.Future()
+
+    def processes(self):
+        return []
+
+    async def exited(self):
+        return None
+
+    def transcript(self):
+        return ""
+
+
+async def _overrun_late(late_ns: int) -> None:
+    run = _Run(None)
+    run.driver = _LateScript(run.server.records, late_ns)
+    await play(run, (Step(do="send", args={"text": "hi"}, index=1),), Budgets(startup=0.4))  # type: ignore[arg-type]
+
+
+async def test_a_step_overrun_while_the_fake_server_ran_its_script_late_is_not_exercised():
+    with pytest.raises(NotExercised, match="played its script 300 ms late"):
+        await _overrun_late(300_000_000)   # 300 ms of a 0.4 s budget
+
+
+async def test_a_script_late_by_a_trifle_leaves_the_overrun_the_agents():
+    with pytest.raises(AgentFailed):
+        await _overrun_late(5_000_000)

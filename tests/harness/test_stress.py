@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 spec = importlib.util.spec_from_file_location("stress", ROOT / "benchmarks" / "stress.py")
 assert spec is not None and spec.loader is not None
@@ -21,6 +23,7 @@ def task(name, adapter, repeat, **outcomes):
             "checks": [{"check": c, "outcome": o} for c, o in outcomes.items()]}
 
 
+@pytest.mark.slow(reason="a CPU hog runs to its time bound")
 def test_a_hog_ends_at_its_time_bound_and_by_pid():
     bounded, other = stress.start_hogs(1, 1) + stress.start_hogs(1, 600)
     try:

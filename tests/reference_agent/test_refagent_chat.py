@@ -67,6 +67,7 @@ async def expect(child, pattern):
     return await child.expect(pattern, async_=True)
 
 
+@pytest.mark.slow(reason="a tool's process tree started and ended")
 async def test_stop_during_a_tool(chat, tmp_path):
     child, server, pids = chat
     await expect(child, PROMPT)

@@ -155,6 +155,7 @@ async def test_stop_by_signal_settles_then_exits_3(agents, server_for, sig):
     assert partial["interrupted"] is True and partial["text"].startswith("Half")
 
 
+@pytest.mark.slow(reason="the agent runs to its timeout")
 async def test_timeout_exits_3_interrupted_with_nothing_left(agents, server_for):
     server = await server_for("""
 name = "t"

@@ -101,6 +101,7 @@ async def test_stop_mid_stream_keeps_partial_text_and_settles_once(tmp_path):
     wire_chat.parse(request)
 
 
+@pytest.mark.slow(reason="a process tree started and ended")
 async def test_stop_during_bash_kills_the_whole_tree(tmp_path, server_for):
     server = await server_for("name = \"x\"\n[[responses]]\n[[responses.frames]]\ntext = \"x\"\n")
     session = await open_inproc(tmp_path, WINDOW.format(after="user"), server)

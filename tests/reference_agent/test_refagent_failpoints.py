@@ -89,6 +89,7 @@ async def _tree_then_abort(tmp_path, command):
     return pids, result
 
 
+@pytest.mark.slow(reason="a process tree started and ended")
 async def test_no_tree_kill_leaves_the_children(tmp_path, failpoint):
     failpoint("no-tree-kill")
     pids, result = await _tree_then_abort(tmp_path, "sleep 300 & echo > ready; wait")
@@ -98,6 +99,7 @@ async def test_no_tree_kill_leaves_the_children(tmp_path, failpoint):
         kill_pids(pids)
 
 
+@pytest.mark.slow(reason="waits out the agent's grace period")
 async def test_term_then_wait_sends_sigterm_first(tmp_path, failpoint):
     command = "trap 'echo term > got-term; exit 0' TERM; sleep 300 & echo > ready; wait"
     pids, _ = await _tree_then_abort(tmp_path, command)

@@ -144,6 +144,7 @@ def _body_of(kinds: list[str]) -> bytes:
     return b"\n".join([header, *lines]) + b"\n"
 
 
+@pytest.mark.slow(reason="hypothesis: many logs written and loaded")
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(kinds=st.lists(st.sampled_from(LINE_KINDS), max_size=8), torn=st.sampled_from([b"", b'{"seq": 99, "ty']))
 def test_loading_agrees_with_a_line_by_line_reader(tmp_path, kinds, torn):

@@ -11,6 +11,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
@@ -103,3 +104,4 @@ class LogMachine(RuleBasedStateMachine):
 TestLogMachine = LogMachine.TestCase
 TestLogMachine.settings = settings(max_examples=40, stateful_step_count=25, deadline=None,
                                    suppress_health_check=[HealthCheck.too_slow])
+TestLogMachine.pytestmark = [pytest.mark.slow(reason="hypothesis: forty runs of a state machine over the log")]

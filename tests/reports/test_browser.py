@@ -101,6 +101,7 @@ def keep(shots: list[Path]) -> None:
             shutil.copy2(shot, Path(folder) / shot.name)
 
 
+@pytest.mark.slow(reason="a headless Chromium renders the report")
 @pytest.mark.parametrize("case", ["single", "leaderboard"])
 async def test_a_person_sees_the_whole_report_at_1280_px(case, run, rival, tmp_path, capsys):
     runs = as_written(with_nasty_evidence(run), *((rival,) if case == "leaderboard" else ()))

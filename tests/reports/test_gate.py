@@ -46,6 +46,7 @@ def test_a_twofold_slowdown_at_n_20_is_flagged_for_every_seed():
         assert result.failed
 
 
+@pytest.mark.slow(reason="thousands of simulated gates")
 def test_identical_distributions_are_flagged_no_more_often_than_alpha():
     alpha = 0.01
     flagged = 0
@@ -56,6 +57,7 @@ def test_identical_distributions_are_flagged_no_more_often_than_alpha():
     assert flagged <= alpha * len(SEEDS)
 
 
+@pytest.mark.slow(reason="thousands of simulated gates")
 def test_the_tests_size_alone_stays_within_alpha_with_zero_tolerance():
     """Without the tolerance's help, at a looser alpha, over heavy ties too."""
     alpha = 0.05

@@ -392,6 +392,7 @@ async def test_stop_mid_stream_then_resume_sends_the_partial_text_as_history(kit
     assert "resumed" in messages[3]["text"] and messages[4]["text"] == "Say hello again."
 
 
+@pytest.mark.slow(reason="the agent runs to its timeout")
 async def test_timeout_exits_3_and_kills_the_tool(kit):
     async with serve(LONG_JOB) as server:
         run = await kit.start(server, "Run the long job.", timeout=1.5)
@@ -571,6 +572,7 @@ async def test_fault_orphan_tools_leaves_the_tree_alive(kit):
     assert all(alive(p) for p in pids)  # the kit kills them
 
 
+@pytest.mark.slow(reason="the agent runs to its timeout")
 @pytest.mark.parametrize("how", ["stop", "timeout"])
 async def test_fault_wrong_exit_codes_exits_0_when_stopped(kit, how):
     async with serve(STREAMING) as server:

@@ -38,6 +38,7 @@ def profile():
     return load_profile(PROFILE)
 
 
+@pytest.mark.slow(reason="every task run of the stand-in agent")
 def test_clean_it_is_conformant_black_box_on_every_task_that_applies(profile):
     items = plan(profile, load_all())
     results = [asyncio.run(run_item(profile, item)).result for item in items]
@@ -52,6 +53,7 @@ def test_clean_it_is_conformant_black_box_on_every_task_that_applies(profile):
     assert "interrupt-cancel[terminal]" in not_run and "log-torn-tail[subprocess]" in not_run
 
 
+@pytest.mark.slow(reason="a task run of the stand-in agent per fault")
 @pytest.mark.parametrize("fault, task, check", FAULTS, ids=[f[0] for f in FAULTS])
 def test_each_fault_is_caught_by_the_check_it_breaks(profile, fault, task, check):
     work = WorkItem(load_task(TASKS_DIR / task), "subprocess", "http", 1, mutant=fault)

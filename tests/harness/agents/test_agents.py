@@ -58,7 +58,8 @@ def registry():
             pass
 
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    # shutdown() returns once serve_forever next looks at its flag: every poll_interval (0.5 s by default)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_address[1]}/"
     server.shutdown()
@@ -323,6 +324,7 @@ def _pypi_reachable() -> str | None:
     return None
 
 
+@pytest.mark.slow(reason="a real install from PyPI into a new venv (tens of seconds)")
 @pytest.mark.timeout(900)
 def test_real_install_of_the_smallest_agent(cache):
     """llm from PyPI, into its own venv in a fresh cache; its program runs after the rename."""

@@ -6,6 +6,8 @@ terminal's screen at each wait."""
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
 from harness.agents.doctor import doctor
 from harness.profiles import SessionSpec, load_profile, parse_profile
 
@@ -22,6 +24,7 @@ os.execv(sys.argv[2], sys.argv[2:])
 """
 
 
+@pytest.mark.slow(reason="a turn of the stand-in agent")
 def test_a_working_profile_shows_its_command_exit_requests_and_store():
     code, lines = doctor(load_profile("reference"))
     text = "\n".join(lines)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -155,6 +156,7 @@ def test_the_runs_taken_apart_keep_the_contract_whole():
     assert passing == set(REGISTRY)
 
 
+@pytest.mark.slow(reason="every checker on every empty observation")
 @settings(max_examples=400, deadline=None)
 @given(run=st.sampled_from(GOOD_RUNS), removals=st.sets(st.sampled_from(sorted(REMOVALS)), min_size=1))
 def test_no_check_passes_without_what_it_judges(run, removals):

@@ -13,6 +13,8 @@ from harness.readers import READERS, LogDamaged, get_reader
 from tests.harness.readers.test_native_readers import FIXTURES, FOLLOW_UP, PROMPT, signature
 from tests.harness.readers.test_native_readers import parse as parse_store
 
+from .store_testkit import restore_dump
+
 AGENT = FIXTURES / "kilo-7.7.7"
 EXPECTED = {
     ("completed", "final"): "T1 A1 C1 S1 R1 P1 A1 P1 E1",
@@ -29,11 +31,7 @@ READER = get_reader("kilo")
 def store(case: str, phase: str, tmp_path: Path) -> str:
     [dump] = (AGENT / case / phase).rglob("*.db.sql")
     tmp_path.mkdir(parents=True, exist_ok=True)
-    db = tmp_path / "kilo.db"
-    con = sqlite3.connect(db)
-    con.executescript(dump.read_text(encoding="utf-8"))
-    con.close()
-    return str(db)
+    return restore_dump(dump, tmp_path / "kilo.db")
 
 
 def parse(path: str):

@@ -12,6 +12,8 @@ import pytest
 from harness.readers import LogDamaged, get_reader
 from harness.readers.base import capture
 
+from .store_testkit import restore_dump
+
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "agents" / "llm-0.36"
 ABBR = {"turn_started": "T", "assistant_message": "A", "tool_call": "C", "tool_result": "R"}
 EXPECTED = {
@@ -29,10 +31,7 @@ READER = get_reader("llm-logs")
 def database(case: str, tmp_path: Path) -> str:
     db = tmp_path / case / "logs.db"
     db.parent.mkdir(parents=True)
-    con = sqlite3.connect(db)
-    con.executescript((FIXTURES / case / "logs.db.sql").read_text(encoding="utf-8"))
-    con.close()
-    return str(db)
+    return restore_dump(FIXTURES / case / "logs.db.sql", db)
 
 
 @pytest.mark.parametrize("case", sorted(EXPECTED))

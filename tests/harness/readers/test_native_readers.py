@@ -19,6 +19,8 @@ from harness.model import Capability
 from harness.readers import READERS, LogDamaged, get_reader
 from harness.readers.base import CannotDamage
 
+from .store_testkit import restore_dump
+
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "agents"
 AGENTS = {"codex-rollout": "codex-0.171.0", "claude-code": "claude-code-2.1.197", "qwen-code": "qwen-code-0.15.10",
           "opencode": "opencode-1.18.33", "gemini-cli": "gemini-cli-0.61.0"}
@@ -101,11 +103,7 @@ def store_copy(reader: str, case: str, phase: str, tmp_path: Path, release: str 
     source = fixture_store(reader, case, phase, release)
     tmp_path.mkdir(parents=True, exist_ok=True)
     if source.name.endswith(".db.sql"):
-        db = tmp_path / "opencode.db"
-        con = sqlite3.connect(db)
-        con.executescript(source.read_text(encoding="utf-8"))
-        con.close()
-        return str(db)
+        return restore_dump(source, tmp_path / "opencode.db")
     target = tmp_path / source.name
     shutil.copyfile(source, target)
     return str(target)
