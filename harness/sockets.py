@@ -9,19 +9,29 @@ unread bytes, everything flushed before that moment was read by the agent proces
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 TCP_TABLES = ("/proc/net/tcp", "/proc/net/tcp6")
 
 
 def unread_bytes(server_port: int) -> int:
     """Bytes received but not yet read by the clients of ``server_port`` (all connections)."""
-    total = 0
+    texts = []
     for table in TCP_TABLES:
         try:
             with open(table, encoding="ascii") as f:
-                lines = f.read().splitlines()[1:]
+                texts.append(f.read())
         except FileNotFoundError:
             continue
-        for line in lines:
+    return unread_in(server_port, texts)
+
+
+def unread_in(server_port: int, tables: Iterable[str]) -> int:
+    """``unread_bytes`` from the tables' text (a run in a network namespace of its own reads
+    the namespace's tables: the host's do not list its sockets)."""
+    total = 0
+    for text in tables:
+        for line in text.splitlines()[1:]:
             fields = line.split()
             # sl local_address rem_address st tx_queue:rx_queue …; addresses are HEXIP:HEXPORT
             remote_port = int(fields[2].rsplit(":", 1)[1], 16)
