@@ -41,6 +41,7 @@ typecheck: $(STAMP)
 bench: $(STAMP)
 	$(PY) benchmarks/fake_server_bench.py
 	$(PY) benchmarks/window_bench.py
+	$(PY) benchmarks/netns_bench.py
 	$(PY) benchmarks/refagent_bench.py
 	$(VENV)/bin/stopbench calibrate
 
