@@ -131,12 +131,8 @@ class Netns(HostNetwork):
     def open(cls, tag: str) -> Netns:
         """Make the namespace ``stopbench-<tag>`` and what it holds; what was made is removed
         again if a step fails (``NetworkUnavailable`` says which)."""
-        if os.geteuid() != 0:
-            raise NetworkUnavailable("not root: a network namespace needs CAP_SYS_ADMIN and CAP_NET_ADMIN")
-        if not os.path.exists("/dev/net/tun"):
-            raise NetworkUnavailable("no /dev/net/tun")
-        if shutil.which("ip") is None:
-            raise NetworkUnavailable("no `ip` command (iproute2)")
+        if (missing := unavailable()) is not None:
+            raise NetworkUnavailable(missing)
         name = NETNS_PREFIX + tag
         _ip("netns", "add", name)
         made: dict[str, Any] = {}
@@ -234,6 +230,17 @@ class Netns(HostNetwork):
     def report(self, start_ns: int) -> dict[str, Any]:
         """``attempts``: each with ``at_ms`` after ``start_ns`` (the run's start)."""
         return {"kind": self.kind, "name": self.name, "attempts": [a.to_json(start_ns) for a in self.attempts]}
+
+
+def unavailable() -> str | None:
+    """What this machine lacks for a run's namespace, or None when it has all of it."""
+    if os.geteuid() != 0:
+        return "not root: a network namespace needs CAP_SYS_ADMIN and CAP_NET_ADMIN"
+    if not os.path.exists("/dev/net/tun"):
+        return "no /dev/net/tun"
+    if shutil.which("ip") is None:
+        return "no `ip` command (iproute2)"
+    return None
 
 
 def open_network(tag: str, *, in_process: bool) -> HostNetwork:

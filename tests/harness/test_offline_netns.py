@@ -2,7 +2,6 @@
 once, and a dead harness's namespaces swept."""
 
 import os
-import shutil
 import subprocess
 
 import pytest
@@ -10,20 +9,11 @@ import pytest
 from harness.containment import stale
 from harness.containment.stale import NETNS_DIR, NETNS_PREFIX, owner_tag
 from harness.offline import netns
-from harness.offline.netns import Netns, open_network
+from harness.offline.netns import Netns, open_network, unavailable
 from harness.offline.packets import SYN
 from tests.harness.test_offline_packets import ip4, tcp
 
-
-def _unavailable() -> str | None:
-    if os.geteuid() != 0:
-        return "network namespaces need root"
-    if not os.path.exists("/dev/net/tun") or shutil.which("ip") is None:
-        return "no /dev/net/tun or no `ip` command"
-    return None
-
-
-needs_netns = pytest.mark.skipif(_unavailable() is not None, reason=str(_unavailable()))
+needs_netns = pytest.mark.skipif(unavailable() is not None, reason=str(unavailable()))
 
 
 def test_the_in_process_agent_runs_on_the_host_and_says_so():

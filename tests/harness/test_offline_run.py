@@ -5,7 +5,6 @@ second, and the run's evidence lists both attempts."""
 import asyncio
 import json
 import os
-import shutil
 import sys
 import textwrap
 
@@ -13,6 +12,7 @@ import pytest
 
 from harness.containment.stale import NETNS_DIR, NETNS_PREFIX
 from harness.model import RunStatus
+from harness.offline.netns import unavailable
 from harness.planning import WorkItem
 from harness.profiles import load_profile
 from harness.runner import run_item
@@ -45,17 +45,7 @@ REACH_OUT = textwrap.dedent("""\
 """) % (*PUBLIC, REGISTRY)
 
 
-def _unavailable() -> str | None:
-    if os.geteuid() != 0:
-        return "network namespaces need root"
-    if not os.path.exists("/dev/net/tun"):
-        return "no /dev/net/tun"
-    if shutil.which("ip") is None:
-        return "no `ip` command (iproute2)"
-    return None
-
-
-@pytest.mark.skipif(_unavailable() is not None, reason=str(_unavailable()))
+@pytest.mark.skipif(unavailable() is not None, reason=str(unavailable()))
 def test_outbound_attempts_fail_fast_and_are_reported(tmp_path):
     script, out = tmp_path / "reach_out.py", tmp_path / "tried.json"
     script.write_text(REACH_OUT)
