@@ -48,6 +48,8 @@ TUN_NAME = "sbtun0"
 # Addresses of the run's own side of the TUN device (documentation ranges: never routed).
 TUN_ADDRESSES = ("192.0.2.2/32", "2001:db8::2/128")
 READ_BYTES = 65536
+MAX_ATTEMPTS = 200  # attempts kept per run; the rest are counted (an agent retrying in a loop)
+MAX_FLOWS = 10_000  # flows told apart per run; past it every packet counts as one more attempt
 PACKETS_PER_WAKE = 256  # a burst is answered in slices so the event loop's other work goes on
 
 
@@ -124,6 +126,7 @@ class Netns(HostNetwork):
         self._server = server
         self._tables = tables
         self._flows: set[tuple[str, str, int, str, int, str | None]] = set()
+        self.more = 0  # new flows past ``MAX_ATTEMPTS``, counted only
         self._loop: asyncio.AbstractEventLoop | None = None
         self._closed = False
 
@@ -201,8 +204,12 @@ class Netns(HostNetwork):
         """Record ``packet``'s attempt if it begins a new flow, and answer it."""
         outbound = parse(packet)
         if outbound is not None and outbound.flow not in self._flows:
-            self._flows.add(outbound.flow)
-            self.attempts.append(OutboundAttempt(mono_ns, outbound))
+            if len(self._flows) < MAX_FLOWS:
+                self._flows.add(outbound.flow)
+            if len(self.attempts) < MAX_ATTEMPTS:
+                self.attempts.append(OutboundAttempt(mono_ns, outbound))
+            else:
+                self.more += 1
         answer = reply(packet)
         if answer is not None:
             try:
@@ -228,8 +235,10 @@ class Netns(HostNetwork):
         remove_namespace(self.name)
 
     def report(self, start_ns: int) -> dict[str, Any]:
-        """``attempts``: each with ``at_ms`` after ``start_ns`` (the run's start)."""
-        return {"kind": self.kind, "name": self.name, "attempts": [a.to_json(start_ns) for a in self.attempts]}
+        """``attempts``: each with ``at_ms`` after ``start_ns`` (the run's start); ``more``:
+        how many new flows came after the first ``MAX_ATTEMPTS`` (when any did)."""
+        report = {"kind": self.kind, "name": self.name, "attempts": [a.to_json(start_ns) for a in self.attempts]}
+        return {**report, "more": self.more} if self.more else report
 
 
 def unavailable() -> str | None:

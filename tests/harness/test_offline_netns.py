@@ -29,7 +29,7 @@ def test_without_root_the_run_falls_back_to_the_host(monkeypatch):
 
 
 @needs_netns
-def test_each_flow_is_one_attempt_and_the_namespace_goes_at_close():
+def test_each_flow_is_one_attempt_up_to_a_bound_and_the_namespace_goes_at_close():
     network = Netns.open(owner_tag())
     try:
         assert (NETNS_DIR / network.name).exists()
@@ -40,6 +40,10 @@ def test_each_flow_is_one_attempt_and_the_namespace_goes_at_close():
         assert network.report(0)["attempts"] == [
             {"at_ms": 1.0, "proto": "tcp", "dst": "93.184.216.34", "port": 443},
             {"at_ms": 3.0, "proto": "tcp", "dst": "93.184.216.34", "port": 443}]
+        for port in range(50000, 50000 + netns.MAX_ATTEMPTS):  # an agent retrying in a loop
+            network.take(ip4("192.0.2.2", "93.184.216.34", 6, tcp(port, 443, SYN)), 4_000_000)
+        report = network.report(0)
+        assert (len(report["attempts"]), report["more"]) == (netns.MAX_ATTEMPTS, 2)
     finally:
         network.close()
     assert not (NETNS_DIR / network.name).exists()

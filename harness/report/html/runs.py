@@ -157,7 +157,9 @@ def _network(network: Mapping[str, Any], element_id: str) -> str:
         return head + "<p>No outbound attempt: the agent reached the fake server only.</p>"
     rows = [[esc(f"+{a.get('at_ms', 0):.0f} ms"), esc(str(a.get("proto"))), esc(str(a.get("dst"))),
              esc(str(a.get("port"))), esc(str(a.get("dns_name") or ""))] for a in attempts]
-    return (head + f"<p>Outbound attempts, refused at once ({len(attempts)}; a note, not a check failure):</p>"
+    more = f", and {network['more']} more not kept" if network.get("more") else ""
+    return (head + f"<p>Outbound attempts, refused at once ({len(attempts)}{esc(more)}; a note, not a check "
+            "failure):</p>"
             + data_table(["at", "protocol", "destination", "port", "DNS name"], rows, [0, 3]))
 
 
