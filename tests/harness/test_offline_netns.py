@@ -2,15 +2,19 @@
 once, and a dead harness's namespaces swept."""
 
 import os
+import socket
 import subprocess
+import threading
+import time
 
 import pytest
 
 from harness.containment import stale
 from harness.containment.stale import NETNS_DIR, NETNS_PREFIX, owner_tag
 from harness.offline import netns
-from harness.offline.netns import Netns, open_network, unavailable
+from harness.offline.netns import Netns, open_network, setns, unavailable
 from harness.offline.packets import SYN
+from harness.sockets import unread_bytes
 from tests.harness.test_offline_packets import ip4, tcp
 
 needs_netns = pytest.mark.skipif(unavailable() is not None, reason=str(unavailable()))
@@ -64,3 +68,38 @@ def test_a_dead_owners_namespace_is_swept_and_a_live_ones_kept(tmp_path):
         for name in (dead, alive):
             stale.remove_namespace(name)
 
+
+
+@needs_netns
+def test_unread_bytes_are_read_off_the_namespaces_tables():
+    """A client inside the namespace that has not read what the server sent: the namespace's
+    tables show it, the host's (where the harness itself runs) do not."""
+    network = Netns.open(owner_tag())
+    clients: list[socket.socket] = []
+    try:
+        server = network.server_socket()
+        assert server is not None
+        port = server.getsockname()[1]
+
+        def connect() -> None:
+            fd = os.open(NETNS_DIR / network.name, os.O_RDONLY)
+            setns(fd)
+            os.close(fd)
+            clients.append(socket.create_connection(("127.0.0.1", port)))
+
+        thread = threading.Thread(target=connect)
+        thread.start()
+        thread.join()
+        server.setblocking(True)
+        accepted, _ = server.accept()
+        with accepted:
+            accepted.sendall(b"x" * 100)
+            deadline = time.monotonic() + 5  # failsafe: loopback delivers at once
+            while network.unread_bytes(port) < 100 and time.monotonic() < deadline:
+                time.sleep(0.001)  # polls the kernel's table for the bytes to land
+            assert network.unread_bytes(port) == 100
+            assert unread_bytes(port) == 0
+    finally:
+        for client in clients:
+            client.close()
+        network.close()
