@@ -73,10 +73,14 @@ class OutboundAttempt:
         return attempt
 
 
+# Looked up once, here: a child between fork and exec must not dlopen (another thread of the
+# harness may have held the loader's lock when it forked).
+_SETNS = ctypes.CDLL(None, use_errno=True).setns
+
+
 def setns(fd: int) -> None:
     """Move the calling thread into the network namespace ``fd`` refers to (libc's setns)."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.setns(fd, CLONE_NEWNET) != 0:
+    if _SETNS(fd, CLONE_NEWNET) != 0:
         errno = ctypes.get_errno()
         raise OSError(errno, f"setns: {os.strerror(errno)}")
 
