@@ -1,7 +1,8 @@
 """The runner: one work item → a task run → an Observation → checks → a TaskResult.
 
-One task run owns a fresh run folder (HOME, sessions, working folder), a fake server, a
-driver, a recorded history and a unique canary API key. Its steps play under their budgets
+One task run owns a fresh run folder (HOME, sessions, working folder), a network namespace
+where only its fake server answers (``harness.offline``), a fake server, a driver, a recorded
+history and a unique canary API key. Its steps play under their budgets
 (``harness.steps``); whatever happens, every process it learned of (agent, tool windows)
 is ended by PID and verified gone, and the run folder is removed. What ended the run
 decides its status: the agent's own failure still yields check verdicts, a race that did
