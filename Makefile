@@ -48,6 +48,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/fake_server_bench.py --concurrent
 	$(PY) benchmarks/startup_bench.py
 	$(PY) benchmarks/window_bench.py
+	$(PY) benchmarks/netns_bench.py
 	$(PY) benchmarks/refagent_bench.py
 	$(VENV)/bin/stopbench calibrate
 

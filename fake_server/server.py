@@ -9,6 +9,7 @@ import asyncio
 import json
 import re
 import secrets
+import socket
 from collections.abc import Mapping
 from typing import Any
 
@@ -66,10 +67,12 @@ def redacted_beacon(path: str) -> str:
 
 class FakeServer:
     def __init__(self, scenario: Scenario | None = None, port: int = 0, seed: str | None = None,
-                 max_body_bytes: int = MAX_BODY_BYTES, keep_wire: bool = False):
+                 max_body_bytes: int = MAX_BODY_BYTES, keep_wire: bool = False, sock: socket.socket | None = None):
         """``keep_wire`` keeps every byte sent for each model request in ``self.wire`` (request
         number → {"api", "status", "sse", "payloads"}), and for each side request in
-        ``self.side_wire`` (in order), for checking the wire format itself."""
+        ``self.side_wire`` (in order), for checking the wire format itself. ``sock``: a
+        listening socket on 127.0.0.1 to serve on instead of opening one (one made inside a
+        task run's network namespace, where its agent reaches it)."""
         self.scenario = scenario or demo_scenario()
         self.cursor = ScenarioCursor(self.scenario)
         self.ids = Ids(seed or secrets.token_hex(3))
@@ -77,6 +80,7 @@ class FakeServer:
         self.port = port
         self.max_body_bytes = max_body_bytes
         self.keep_wire = keep_wire
+        self.sock = sock
         self.wire: dict[int, dict[str, Any]] = {}
         self.side_wire: list[dict[str, Any]] = []
         self.beacon_token = secrets.token_hex(16)
@@ -130,7 +134,8 @@ class FakeServer:
         app.router.add_route("*", "/{tail:.*}", self._unknown)
         self._runner = web.AppRunner(app, handler_cancellation=True, access_log=None, shutdown_timeout=0.5)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", self.port)
+        site: web.BaseSite = (web.SockSite(self._runner, self.sock) if self.sock is not None
+                              else web.TCPSite(self._runner, "127.0.0.1", self.port))
         await site.start()
         self.port = self._runner.addresses[0][1]
         return self

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 
 import psutil
 
+from harness.sockets import client_inodes
+
 RESET_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGQUIT, signal.SIGHUP, signal.SIGPIPE)
 
 
@@ -320,11 +322,31 @@ def connection_holders(pid: int, port: int) -> list[tuple[int, int, str]]:
         return []
     for proc in tree:
         try:
-            if any(c.raddr and c.raddr.port == port for c in proc.net_connections(kind="tcp")):
+            if _holds(proc.pid, port):
                 holders.append((proc.pid, os.getpgid(proc.pid), " ".join(proc.cmdline())[:200]))
         except (ProcessLookupError, psutil.Error):
             continue
     return holders
+
+
+def _holds(pid: int, port: int) -> bool:
+    """Whether ``pid`` has a socket connected to ``port`` open, looked up in its own network
+    namespace's tables (psutil reads this process's, where a run's namespace lists nothing)."""
+    inodes = client_inodes(pid, port)
+    if not inodes:
+        return False
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return False
+    for fd in fds:
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith("socket:[") and int(target[8:-1]) in inodes:
+            return True
+    return False
 
 
 class ExitStamp:

@@ -1,7 +1,8 @@
 """The runner: one work item → a task run → an Observation → checks → a TaskResult.
 
-One task run owns a fresh run folder (HOME, sessions, working folder), a fake server, a
-driver, a recorded history and a unique canary API key. Its steps play under their budgets
+One task run owns a fresh run folder (HOME, sessions, working folder), a network namespace
+where only its fake server answers (``harness.offline``), a fake server, a driver, a recorded
+history and a unique canary API key. Its steps play under their budgets
 (``harness.steps``); whatever happens, every process it learned of (agent, tool windows)
 is ended by PID and verified gone, and the run folder is removed. What ended the run
 decides its status: the agent's own failure still yields check verdicts, a race that did
@@ -47,6 +48,7 @@ from harness.model import (
     skipped,
 )
 from harness.observe import observe
+from harness.offline import HostNetwork, open_network
 from harness.planning import WorkItem
 from harness.procs import ProcRef, SpawnError, kill_all, leftovers
 from harness.profiles import BUILTIN_DIR, Profile
@@ -120,19 +122,47 @@ async def run_once(profile: Profile, item: WorkItem, *, run_root: Path | None = 
     member = (stopwatch or Stopwatch()).join(pausable.pause, pausable.resume)
     try:
         async with member.working():
-            dirs = RunDirs.create(run_root)
-            containment = await _open_containment(dirs, run_root)
+            tag = owner_tag()
+            network = await _open_network(tag, item)
+            try:
+                dirs = RunDirs.create(run_root)
+                containment = await _open_containment(dirs, run_root, tag)
+            except BaseException:
+                network.unwatch()
+                await _to_the_end(asyncio.to_thread(network.close))
+                raise
         pausable.containment = containment
-        return await _run_contained(profile, item, dirs, containment, member, pausable, run_root, timeout_factor)
+        start_ns = time.monotonic_ns()
+        try:
+            outcome = await _run_contained(profile, item, dirs, containment, member, pausable, run_root,
+                                           timeout_factor, network)
+        finally:  # the run's processes are ended by now: nothing is left in its namespace
+            network.unwatch()
+            await _to_the_end(asyncio.to_thread(network.close))
+        run_start = outcome.result.evidence.get("start_ns")
+        report = network.report(run_start if isinstance(run_start, int) else start_ns)
+        outcome.result = dataclasses.replace(outcome.result, evidence={**outcome.result.evidence, "network": report})
+        return outcome
     finally:
         await member.leave()
 
 
-async def _open_containment(dirs: RunDirs, run_root: Path | None) -> Containment:
+async def _open_network(tag: str, item: WorkItem) -> HostNetwork:
+    """The run's network (``harness.offline``), opened in a thread. Cut short meanwhile, the
+    opening is let finish and undone: a run cancelled before it began leaves no namespace."""
+    opening = asyncio.ensure_future(asyncio.to_thread(open_network, tag, in_process=item.driver == "inproc"))
+    try:
+        return await asyncio.shield(opening)
+    except BaseException:
+        await _to_the_end(asyncio.to_thread((await opening).close))
+        raise
+
+
+async def _open_containment(dirs: RunDirs, run_root: Path | None, tag: str) -> Containment:
     """The run's containment, opened in a thread. Cut short meanwhile (a signal cancels the
     run), the opening is let finish and undone, and the run folder removed: a run cancelled
     before it began leaves no cgroup and no empty folder."""
-    opening = asyncio.ensure_future(asyncio.to_thread(Containment.open, dirs.root, owner_tag()))
+    opening = asyncio.ensure_future(asyncio.to_thread(Containment.open, dirs.root, tag))
     try:
         return await asyncio.shield(opening)
     except BaseException:
@@ -167,7 +197,7 @@ class _Pausable:
 
 async def _run_contained(profile: Profile, item: WorkItem, dirs: RunDirs, containment: Containment,
                          member: Member, pausable: _Pausable, run_root: Path | None,
-                         timeout_factor: float) -> ItemOutcome:
+                         timeout_factor: float, network: HostNetwork) -> ItemOutcome:
     started = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     t0_ns = time.monotonic_ns()
     api_key = canary_key()
@@ -179,13 +209,15 @@ async def _run_contained(profile: Profile, item: WorkItem, dirs: RunDirs, contai
     forged: list[dict[str, Any]] = []
     escaped: list[dict[str, Any]] = []
     try:
-        async with FakeServer(scenario=profile.scenario_for(item.task.scenario), port=0) as server:
+        async with FakeServer(scenario=profile.scenario_for(item.task.scenario), port=0,
+                              sock=network.server_socket()) as server:
             pausable.server = server
-            ctx = agent_context(profile, item, dirs, server.url, server.base_url, api_key,
-                                env_extra=containment.env, preexec=containment.preexec(), beacon_url=server.beacon_url)
+            network.watch()
+            ctx = agent_context(profile, item, dirs, server.url, server.base_url, api_key, env_extra=containment.env,
+                                preexec=network.preexec(containment.preexec()), beacon_url=server.beacon_url)
             driver = make_driver(item.driver, ctx, history)
             run = TaskRun(profile=profile, driver=driver, server=server, history=history, reader=reader,
-                          timeout_factor=timeout_factor, member=member)
+                          timeout_factor=timeout_factor, member=member, unread=network.unread_bytes)
             failure: AgentFailure | None = None
             try:
                 await play(run, item.task.steps, profile.budgets)

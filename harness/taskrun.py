@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import signal
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from fake_server import records
@@ -33,7 +33,8 @@ TIMEOUT_SPAN_LEAD_S = 0.2  # a turn's timeout span begins this long before its d
 
 class TaskRun:
     def __init__(self, *, profile: Profile, driver: Driver, server: Any, history: History, reader: Reader | None,
-                 timeout_factor: float = 1.0, member: Member | None = None):
+                 timeout_factor: float = 1.0, member: Member | None = None,
+                 unread: Callable[[int], int] = unread_bytes):
         self.profile = profile
         self.member = member or Stopwatch().join(lambda deadline: False, lambda: None)
         self.timeout_factor = timeout_factor  # the task's turn timeouts are this many times longer (a retry)
@@ -41,6 +42,7 @@ class TaskRun:
         self.server = server
         self.history = history
         self.reader = reader
+        self.unread = unread  # the run's network's ``unread_bytes`` (its namespace's TCP tables)
         self.last_beacon: tuple[str, records.Record] | None = None
         self.window_stops: dict[str, int] = {}
         self.queued: dict[str, str] = {}
@@ -189,7 +191,7 @@ class TaskRun:
                    and r.mono_ns <= cutoff]
         port = int(self.server.port)
         end = time.monotonic() + budget_s
-        while unread_bytes(port) > 0:
+        while self.unread(port) > 0:
             if time.monotonic() > end:
                 return None
             await asyncio.sleep(0.0005)

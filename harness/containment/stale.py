@@ -1,4 +1,5 @@
-"""What dead runs left: their cgroups (frozen ones too), their run folders, their agents' processes.
+"""What dead runs left: their cgroups (frozen ones too), their run folders, their agents' processes,
+their network namespaces.
 
 Why: a harness that is SIGKILLed (or loses its terminal before it could clean up) leaves its
 task runs as they were: the run's cgroup with a non-cooperative agent still in it (frozen, if
@@ -16,6 +17,7 @@ import os
 import re
 import shutil
 import signal
+import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -30,8 +32,11 @@ from harness.containment.sweep import ENV_VAR
 OWNED = re.compile(r"o(?P<pid>\d+)-(?P<ticks>\d+)-[0-9a-f]+")
 CGROUP_PREFIX = "stopbench-"  # harness.containment.cgroup.make_cgroup names a run's cgroup so
 FOLDER_PREFIX = "stopbench-"  # harness.rundir.RunDirs.create names a run folder so
+NETNS_PREFIX = "stopbench-"  # harness.offline.netns.Netns.open names a run's network namespace so
+NETNS_DIR = Path("/run/netns")  # where ``ip netns`` keeps the named namespaces
 EMPTY_WAIT_S = 10.0  # failsafe: SIGKILLed members leave their cgroup within milliseconds
 POLL_S = 0.005
+IP_BUDGET_S = 10.0  # failsafe: ``ip netns del`` takes milliseconds
 
 
 def start_ticks(pid: int) -> int | None:
@@ -69,18 +74,19 @@ class StaleReport:
     frozen: list[str] = field(default_factory=list)  # of ``cgroups``, those found frozen
     folders: list[str] = field(default_factory=list)
     processes: list[dict[str, Any]] = field(default_factory=list)
+    namespaces: list[str] = field(default_factory=list)  # network namespaces removed
     problems: list[str] = field(default_factory=list)  # what could not be removed, and why
 
     def __bool__(self) -> bool:
-        return bool(self.cgroups or self.folders or self.processes or self.problems)
+        return bool(self.cgroups or self.folders or self.processes or self.namespaces or self.problems)
 
     def to_json(self) -> dict[str, Any]:
         return {"cgroups": self.cgroups, "frozen": self.frozen, "folders": self.folders,
-                "processes": self.processes, "problems": self.problems}
+                "processes": self.processes, "namespaces": self.namespaces, "problems": self.problems}
 
     def summary(self) -> str:
         parts = [f"{len(self.cgroups)} cgroup(s) ({len(self.frozen)} frozen)", f"{len(self.folders)} run folder(s)",
-                 f"{len(self.processes)} process(es)"]
+                 f"{len(self.processes)} process(es)", f"{len(self.namespaces)} network namespace(s)"]
         text = "what dead runs left was ended and removed: " + ", ".join(parts)
         return text + ("; not removed: " + "; ".join(self.problems) if self.problems else "")
 
@@ -105,7 +111,32 @@ def sweep(tmp_dir: Path | None = None) -> StaleReport:
     for path in dead:
         shutil.rmtree(path, ignore_errors=True)
         (report.problems if path.exists() else report.folders).append(str(path))
+    for name in _dead_namespaces():  # after their processes: a namespace lives on while one is in it
+        try:
+            remove_namespace(name)
+        except (OSError, subprocess.SubprocessError) as exc:
+            report.problems.append(f"network namespace {name}: {exc}")
+            continue
+        report.namespaces.append(name)
     return report
+
+
+def remove_namespace(name: str) -> None:
+    """Remove the named network namespace (``ip netns del``); one already gone is fine."""
+    if not (NETNS_DIR / name).exists():
+        return
+    done = subprocess.run(["ip", "netns", "del", name], capture_output=True, text=True, timeout=IP_BUDGET_S)
+    if done.returncode != 0:
+        raise OSError(f"`ip netns del {name}` failed: {done.stderr.strip()}")
+
+
+def _dead_namespaces() -> list[str]:
+    """The network namespaces of runs whose owner is gone."""
+    try:
+        names = sorted(os.listdir(NETNS_DIR))
+    except OSError:
+        return []
+    return [n for n in names if n.startswith(NETNS_PREFIX) and owner_gone(n[len(NETNS_PREFIX):])]
 
 
 def _children(folder: Path) -> list[Path]:

@@ -29,7 +29,7 @@ from harness.model import (
 )
 from harness.report.aggregate.outcomes import repeats_text, run_title
 from harness.report.latency import format_ns, summarise_by_adapter
-from harness.report.text import xml_safe
+from harness.report.text import attempt_text, outbound_attempts, xml_safe
 
 CELL = {"pass": "pass", "fail": "FAIL", "unknown": "unk?", "skipped": "skip", "partial": "p/s"}
 ADVISORY_FAIL = "fail"  # a failed advisory check: shown, not scored (the other cells read the same in any tier)
@@ -46,6 +46,7 @@ CELL_MEANING = {
 }
 CONSEQUENCE = "→"  # "→C8": failed only as a consequence of C8's failure
 FAILURE_WIDTH = 400  # a failure's line is cut here: the full evidence is in the reports
+OUTBOUND_SHOWN = 5  # a run's outbound attempts listed in the note; the reports list them all
 
 
 def fold(outcomes: Iterable[Outcome]) -> str:
@@ -172,8 +173,8 @@ def scoreboard(tasks: Sequence[TaskResult]) -> str:
             out.append(f"  {names[variant]:<{width}}  " + " ".join(f"{cell:>4}" for cell in cells) + tail)
         out.append("")
     out += legend(checks_shown, cells_shown)
-    explained = failures(tasks)
-    return "\n".join(out) + "\n" + (f"\n{explained}" if explained else "")
+    notes = [part for part in (failures(tasks), outbound_note(tasks)) if part]
+    return "\n".join(out) + "\n" + "".join(f"\n{part}" for part in notes)
 
 
 def _cell(found: Sequence[CheckResult]) -> str:
@@ -239,6 +240,20 @@ def failures(tasks: Sequence[TaskResult]) -> str:
                     lines.append(f"      ↳ {_repeats(again)}: {_failure_text(follows)} "
                                  f"(a consequence of {check.check}, counted there)")
     return "\n".join(lines) + "\n"
+
+
+def outbound_note(tasks: Sequence[TaskResult]) -> str:
+    """The runs whose agent tried to reach something besides the fake server: a note, not a
+    failure (no check rests on it), each attempt with where it went and when."""
+    lines = []
+    for t in tasks:
+        if attempts := outbound_attempts(t.evidence):
+            shown = "; ".join(attempt_text(a) for a in attempts[:OUTBOUND_SHOWN])
+            more = f"; … {len(attempts) - OUTBOUND_SHOWN} more" if len(attempts) > OUTBOUND_SHOWN else ""
+            lines.append(f"  {run_title(t.task, t.driver, t.adapter)} · {t.repeat}: {xml_safe(shown)}{more}")
+    if not lines:
+        return ""
+    return "note: outbound attempts, refused offline (not a check failure):\n" + "\n".join(lines) + "\n"
 
 
 def _repeats(repeats: Sequence[int]) -> str:

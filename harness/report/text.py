@@ -59,3 +59,18 @@ def plain(value: object) -> str:
     if isinstance(value, (list, tuple)):
         return ", ".join(map(str, value))
     return str(value)
+
+
+def outbound_attempts(evidence: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The outbound attempts a run's network namespace refused (``evidence.network``)."""
+    network = evidence.get("network")
+    if not isinstance(network, Mapping):
+        return []
+    return [a for a in network.get("attempts") or () if isinstance(a, Mapping)]
+
+
+def attempt_text(attempt: Mapping[str, Any]) -> str:
+    """``dns registry.npmjs.org (udp 10.0.0.53:53) at +12 ms``: one outbound attempt."""
+    where = f"{attempt.get('proto')} {attempt.get('dst')}:{attempt.get('port')}"
+    what = f"dns {attempt['dns_name']} ({where})" if attempt.get("dns_name") else where
+    return f"{what} at +{attempt.get('at_ms', 0):.0f} ms"

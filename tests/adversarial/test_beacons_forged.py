@@ -9,8 +9,10 @@ reported as forged evidence and left alone.
 
 import asyncio
 import json
+import os
 import subprocess
 import textwrap
+import threading
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -19,6 +21,7 @@ import psutil
 import pytest
 
 from harness.model import RunStatus
+from harness.offline.netns import setns
 from harness.planning import WorkItem
 from harness.procs import ProcRef, kill_all
 from harness.profiles import load_profile
@@ -76,17 +79,39 @@ def describe(proc: subprocess.Popen) -> dict:
             "role": "child"}
 
 
-def window_beacon() -> str | None:
+def window_beacon() -> tuple[str, int] | None:
     """The ``--beacon`` a running window helper of id w1 was given, read off its command line
-    (this test's own: other runs on the machine have windows of that id too)."""
+    (this test's own: other runs on the machine have windows of that id too), and its PID."""
     for proc in psutil.Process().children(recursive=True):
         try:
             argv = proc.cmdline()
         except psutil.Error:
             continue
         if "fake_server.window" in argv and "w1" in argv and "--beacon" in argv:
-            return argv[argv.index("--beacon") + 1]
+            return argv[argv.index("--beacon") + 1], proc.pid
     return None
+
+
+def post_beside(pid: int, url: str, record: dict) -> int:
+    """``post`` from the network namespace ``pid`` is in: the fake server listens in the run's
+    own (docs/offline.md), where only the run's processes — the agent, which sees the window
+    command it runs — can reach it. The post is made from a thread of its own that enters it."""
+    theirs, ours = f"/proc/{pid}/ns/net", "/proc/thread-self/ns/net"
+    status: list[int] = []
+
+    def run() -> None:
+        if os.stat(theirs).st_ino != os.stat(ours).st_ino:
+            fd = os.open(theirs, os.O_RDONLY)
+            try:
+                setns(fd)
+            finally:
+                os.close(fd)
+        status.append(post(url, record))
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join()
+    return status[0]
 
 
 def post(url: str, record: dict) -> int:
@@ -100,16 +125,18 @@ def post(url: str, record: dict) -> int:
 
 
 async def forge(victim: dict) -> list[int]:
-    """What a process on the machine can do: find the window helper, and post window records
+    """What a process of the run can do: find the window helper, and post window records
     naming the victim, once the way the helper posts and once to the server's open beacon."""
     async with asyncio.timeout(FIND_WINDOW_S):
-        while (beacon := await asyncio.to_thread(window_beacon)) is None:
+        while (found := await asyncio.to_thread(window_beacon)) is None:
             await asyncio.sleep(0.01)  # polls the process table for the helper to appear
+    beacon, helper = found
     server_root = beacon.split("/", 3)
     open_beacon = "/".join(server_root[:3]) + "/_stopbench/beacon"
     record = {"kind": "window", "pids": [victim], "marker": "/nonexistent"}
-    as_helper = await asyncio.to_thread(post, beacon.rstrip("/") + "/_stopbench/beacon", {**record, "window": "w9"})
-    unauthenticated = await asyncio.to_thread(post, open_beacon, {**record, "window": "w8"})
+    as_helper = await asyncio.to_thread(post_beside, helper, beacon.rstrip("/") + "/_stopbench/beacon",
+                                        {**record, "window": "w9"})
+    unauthenticated = await asyncio.to_thread(post_beside, helper, open_beacon, {**record, "window": "w8"})
     return [as_helper, unauthenticated]
 
 

@@ -7,8 +7,8 @@ every run folder is found there. It signals the harness at a random moment of th
 seconds after the command's first instruction (seeded; the seed and moment are in the failure
 message) — with SIGTERM, SIGINT,
 SIGINT twice in quick succession (a double Ctrl-C) or SIGHUP (the terminal went away) — and
-asserts the run exits 2 (cut short), prints no traceback, and leaves no process, no cgroup and
-no run folder.
+asserts the run exits 2 (cut short), prints no traceback, and leaves no process, no cgroup, no
+run folder and no network namespace.
 
 The moment is counted from when the command has its handlers (``/proc/<pid>/status`` shows
 SIGTERM caught): the Python interpreter's own start-up before that (a few tens of milliseconds)
@@ -29,6 +29,8 @@ from pathlib import Path
 
 import pytest
 from containment_testkit import SCENARIO, TASK, TrialCgroup
+
+from harness.containment.stale import NETNS_DIR, NETNS_PREFIX
 
 TRIALS = int(os.environ.get("STOPBENCH_SIGNAL_TRIALS", "4"))
 SEED = int(os.environ.get("STOPBENCH_SIGNAL_SEED", str(secrets.randbits(32))))
@@ -64,6 +66,12 @@ def signal_at(proc: subprocess.Popen, kind: str, delay_s: float) -> None:
             proc.send_signal(signal.SIGINT)
 
 
+def namespaces_of(pid: int) -> list[str]:
+    """The network namespaces the harness ``pid`` made for its runs (named after it) still there."""
+    names = os.listdir(NETNS_DIR) if NETNS_DIR.exists() else []
+    return [f"network namespace {n}" for n in names if n.startswith(f"{NETNS_PREFIX}o{pid}-")]
+
+
 @pytest.mark.parametrize("trial", range(TRIALS))
 def test_a_signal_at_any_moment_cuts_the_run_short_and_leaves_nothing(tmp_path: Path, trial: int):
     rng = random.Random(SEED * 1000 + trial)
@@ -88,7 +96,7 @@ def test_a_signal_at_any_moment_cuts_the_run_short_and_leaves_nothing(tmp_path: 
             proc.kill()
             proc.wait()
         text = out.decode(errors="replace")
-        left = cgroup.left() + [f"folder {p.name}" for p in tmp.iterdir()]
+        left = cgroup.left() + [f"folder {p.name}" for p in tmp.iterdir()] + namespaces_of(proc.pid)
         problems = ([f"exit {proc.returncode}, not 2"] if proc.returncode != 2 else []) + (
             ["a traceback"] if "Traceback" in text else []) + [f"left behind: {x}" for x in left]
         assert problems == [], f"{what}: {problems}\n{text}"

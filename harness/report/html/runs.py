@@ -16,7 +16,7 @@ from harness.report.evidence import Context, fields
 from harness.report.html.findings import fields_table
 from harness.report.html.markup import Page, badge, check_label, data_table, esc, kv_table, level_class, status_class
 from harness.report.svg import ms_text, timeline, timeline_legend
-from harness.report.text import plain
+from harness.report.text import outbound_attempts, plain
 
 
 def _run_failed(task: TaskResult) -> bool:
@@ -152,6 +152,9 @@ def _run_evidence(page: Page, t: TaskResult) -> list[str]:
     contained = evidence.get("containment")
     if isinstance(contained, Mapping):
         out.append(_containment(page, t, contained, f"{anchor}-containment"))
+    network = evidence.get("network")
+    if isinstance(network, Mapping):
+        out.append(_network(network, f"{anchor}-network"))
     extra = [(k, esc(plain(evidence.get(k)))) for k in ("log_path", "log_error") if evidence.get(k)]
     if extra:
         out.append(kv_table(extra))
@@ -168,6 +171,22 @@ def _containment(page: Page, t: TaskResult, contained: Mapping[str, Any], elemen
     ctx = Context.of(t)
     rows = [fields_table(page, t, fields(m, ctx)) for m in outlived]
     return head + f"<p>Still alive after the agent and its tools were ended ({len(outlived)}):</p>" + "".join(rows)
+
+
+def _network(network: Mapping[str, Any], element_id: str) -> str:
+    """The run's network: its own namespace (and every outbound attempt it refused) or the host's, and why."""
+    head = f'<h4 id="{element_id}">Network: {esc(network.get("kind") or "?")}</h4>'
+    if network.get("kind") != "netns":
+        return head + f"<p>{esc(network.get('why') or 'offline not enforced (no reason recorded)')}</p>"
+    attempts = outbound_attempts({"network": network})
+    if not attempts:
+        return head + "<p>No outbound attempt: the agent reached the fake server only.</p>"
+    rows = [[esc(f"+{a.get('at_ms', 0):.0f} ms"), esc(str(a.get("proto"))), esc(str(a.get("dst"))),
+             esc(str(a.get("port"))), esc(str(a.get("dns_name") or ""))] for a in attempts]
+    more = f", and {network['more']} more not kept" if network.get("more") else ""
+    return (head + f"<p>Outbound attempts, refused at once ({len(attempts)}{esc(more)}; a note, not a check "
+            "failure):</p>"
+            + data_table(["at", "protocol", "destination", "port", "DNS name"], rows, [0, 3]))
 
 
 def _processes(page: Page, t: TaskResult, processes: Sequence[Mapping[str, Any]], element_id: str,
