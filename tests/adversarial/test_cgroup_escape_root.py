@@ -17,15 +17,20 @@ from harness.profiles import load_profile
 from harness.runner import run_item
 from harness.tasks import load_task
 
-# A tool that daemonizes and writes its PID into the hierarchy's root cgroup, then lingers.
+# A tool that daemonizes and writes its PID into the hierarchy's root cgroup, then lingers. The
+# tool returns only once its child has moved (a pipe says so): the escape has happened before the
+# run ends, whatever the machine's load.
 ESCAPE = textwrap.dedent("""\
     import os, sys, time
+    moved_r, moved_w = os.pipe()
     if os.fork() == 0:
         os.setsid()
         with open(sys.argv[1], "w") as f:
             f.write(str(os.getpid()))
+        os.write(moved_w, b"moved")
         time.sleep(300)  # stopbench-escapee-marker
         os._exit(0)
+    os.read(moved_r, 5)
 """)
 
 
