@@ -129,8 +129,8 @@ def _validate_send(step: Step, item: str, fail: Fail, state: ParseState) -> None
 
 async def _send(run: TaskRun, step: Step) -> None:
     timeout_s = step.get("timeout")
-    if timeout_s is not None:
-        timeout_s = max(float(timeout_s) * run.timeout_factor, run.profile.budgets.min_run_timeout)
+    if timeout_s is not None:  # a retry lengthens the T the agent is given, its profile's floor too
+        timeout_s = max(float(timeout_s), run.profile.budgets.min_run_timeout) * run.timeout_factor
     own_timeout = timeout_s is not None and bool(run.headless_timeout_options)
     asked_ns = time.monotonic_ns()  # a headless agent counts its --timeout from its spawn, inside send
     await run.driver.send(step.get("text"), timeout_s=timeout_s if own_timeout else None,

@@ -2,6 +2,7 @@
 a turn timeout must fall while the agent works, and a slowed-down agent may not be working yet."""
 
 import asyncio
+import dataclasses
 import re
 import shutil
 import time
@@ -80,3 +81,16 @@ async def test_a_timeout_lost_to_a_slow_spawn_is_not_exercised_not_the_agents_fa
              Step(do="wait", args={"for": "window", "window": "w1"}, index=2))
     with pytest.raises(NotExercised, match=r"the turn's timeout fell due at \+2000 ms, before window w1"):
         await play(run, steps, Budgets())
+
+
+async def test_a_retry_lengthens_a_timeout_the_profile_raised_to_its_floor():
+    """A profile's floor (min_run_timeout) is the T a slow starter is given; a retry must give
+    it more than that, or every try of an agent still too slow for the floor loses the same race."""
+    driver = _SlowSpawn()
+    reference = load_profile("reference")
+    profile = dataclasses.replace(reference, budgets=dataclasses.replace(reference.budgets, min_run_timeout=20.0))
+    run = TaskRun(profile=profile, driver=driver, server=SimpleNamespace(records=Records()),
+                  history=History(), reader=None, timeout_factor=RETRY_TIMEOUT_FACTOR)
+    steps = (Step(do="send", args={"text": "Run the long job.", "timeout": 2, "expect": "timeout"}, index=1),)
+    await play(run, steps, Budgets())
+    assert driver.timeout_s == 20.0 * RETRY_TIMEOUT_FACTOR
