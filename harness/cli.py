@@ -437,11 +437,12 @@ def _write_reports_somewhere(run: RunResult, report_dir: Path) -> tuple[list[Pat
 
 def _summary(run: RunResult, failpoints: dict[str, tuple[str, ...]], written: list[Path]) -> None:
     from harness.report import format_written
+    from harness.report.latency import recorded_floors
     from harness.report.progress import latency_table, mutation_table, scoreboard
 
     print()
     print(scoreboard([t for t in run.tasks if t.mutant is None]))
-    print(latency_table(run.latencies))
+    print(latency_table(run.latencies, recorded_floors(run.run)))
     if run.concurrent:
         print(f"({len(run.concurrent)} latency sample(s) timed beside another task run are kept apart in "
               "concurrent_latencies, out of the table and the gate: docs/parallel.md)")
