@@ -338,9 +338,11 @@ def _run_items(args: argparse.Namespace, profile: Profile, items: list[WorkItem]
             raise UsageError(f"--keep {problem}")
         keep.mkdir(parents=True, exist_ok=True)
         make_private(keep)  # made, or kept from an earlier run: the owner's alone before any run writes in it
-    # What this machine costs, and the stopwatch's floor: seconds of measuring, after the options are
-    # known good (task runs of its own: cut short like any).
-    machine = {**null_agent_costs(), "floor": run_until_signalled(quick_floor_async())}
+    # What this machine costs, and the stopwatch's floor: a second of measuring (task runs of its own: cut
+    # short like any), taken right after the first task run so that its result shows at once; until then
+    # the header says so.
+    machine: dict[str, Any] = {"loadavg": list(os.getloadavg()), "cpus": os.cpu_count(),
+                               "not_measured": "measured after the first task run, which has not ended"}
 
     # Provenance once (the version command is a process start); only the end moves.
     fixed = run_header(profile, items, argv=args.argv, repeat=args.repeat, shard=args.shard, started=started,
@@ -379,10 +381,18 @@ def _run_items(args: argparse.Namespace, profile: Profile, items: list[WorkItem]
                 print(f"stopbench: cannot write the checkpoint into {report_dir} ({exc}); the run goes on",
                       file=sys.stderr)
 
+    def run_from(first: int, part: list[WorkItem]) -> None:
+        """``part`` of ``todo``, which begins at its position ``first`` (from 1)."""
+        if part:
+            run_until_signalled(run_all(profile, part, jobs=args.jobs, retries=args.retries, keep=keep,
+                                        on_start=lambda n, item: progress.start(first - 1 + n, _label(item)),
+                                        on_done=lambda n, item, outcome: finished(first - 1 + n, item, outcome)))
+
     interrupted: str | None = None
     try:
-        run_until_signalled(run_all(profile, todo, jobs=args.jobs, retries=args.retries, keep=keep,
-                                    on_start=lambda n, item: progress.start(n, _label(item)), on_done=finished))
+        run_from(1, todo[:1])
+        machine = {**null_agent_costs(), "floor": run_until_signalled(quick_floor_async())}
+        run_from(2, todo[1:])
     except Interrupted as exc:
         interrupted = str(exc)
     except Exception as exc:  # a harness bug: keep what was measured, say so, never read as "not conformant"
@@ -427,11 +437,12 @@ def _write_reports_somewhere(run: RunResult, report_dir: Path) -> tuple[list[Pat
 
 def _summary(run: RunResult, failpoints: dict[str, tuple[str, ...]], written: list[Path]) -> None:
     from harness.report import format_written
+    from harness.report.latency import recorded_floors
     from harness.report.progress import latency_table, mutation_table, scoreboard
 
     print()
     print(scoreboard([t for t in run.tasks if t.mutant is None]))
-    print(latency_table(run.latencies))
+    print(latency_table(run.latencies, recorded_floors(run.run)))
     if run.concurrent:
         print(f"({len(run.concurrent)} latency sample(s) timed beside another task run are kept apart in "
               "concurrent_latencies, out of the table and the gate: docs/parallel.md)")

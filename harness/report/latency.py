@@ -8,9 +8,9 @@ is honest about how little a small sample can say about its tail.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from harness.model import LatencySample
 
@@ -103,3 +103,73 @@ def _three_figures(value: float) -> str:
     decimals = max(0, 2 - math.floor(math.log10(abs(value))))
     return f"{value:.{decimals}f}"
 
+
+
+# The quick floor's entry that is the stopwatch's own error for each latency: L4's own includes the
+# calibration agent's start-up, which is the agent's overshoot, not the stopwatch's (docs/calibrate.md).
+FLOOR_ENTRY = {"L1": "L1", "L2": "L2", "L3": "L3", "L4": "L4_without_start_up"}
+ERROR_HEADER = "stopwatch error"
+ERROR_NOTE = ("stopwatch error: the error of stopbench's own stopwatch for that latency on the run's machine, its "
+              "floor measured by the run (as stopbench calibrate --quick: p50 at D = 0, a few samples), with the "
+              "machine's 1-minute load then; a difference smaller than it is not resolved (docs/calibrate.md)")
+
+
+@dataclass(frozen=True)
+class StopwatchError:
+    """How finely a latency could be measured where it was: the floor of stopbench's own
+    stopwatch that its run recorded (``run.machine.floor``), and the load it was taken at."""
+
+    error_ns: int
+    load: float | None
+
+    def text(self) -> str:
+        at = f"load {self.load:.1f}" if self.load is not None else "load unknown"
+        return f"± {format_ns(self.error_ns)} (floor at {at})"
+
+
+@dataclass(frozen=True)
+class Floors:
+    """The stopwatch floors a run recorded: latency ID -> driver -> p50 in ns, and the 1-minute
+    load they were measured at (for a merge of shards: each the largest of its shards', and the
+    busiest shard's load)."""
+
+    by_latency: Mapping[str, Mapping[str, int]]
+    load: float | None
+
+    def error(self, latency: str, drivers: Iterable[str]) -> StopwatchError | None:
+        """The error beside a figure of ``latency`` timed on ``drivers``: the largest of their
+        floors. A driver the quick floor did not run takes the latency's largest floor on any
+        driver (the stopwatch is the same code; a driver changes how a Stop is delivered, not
+        how it is timed)."""
+        known = self.by_latency.get(latency)
+        if not known:
+            return None
+        worst = max(known.values())
+        return StopwatchError(max((known.get(d, worst) for d in set(drivers)), default=worst), self.load)
+
+
+def recorded_floors(run: Mapping[str, Any]) -> Floors:
+    """The floors a run's header holds (``machine.floor``, or each shard's in ``merged_from``);
+    none when the run measured none or its measuring failed."""
+    machines = [m.get("machine") for m in run.get("merged_from") or () if isinstance(m, dict)]
+    by_latency: dict[str, dict[str, int]] = {}
+    loads: list[float] = []
+    for machine in machines or [run.get("machine")]:
+        floor = machine.get("floor") if isinstance(machine, dict) else None
+        if not isinstance(floor, dict):
+            continue
+        if isinstance(floor.get("loadavg"), list) and floor["loadavg"]:
+            loads.append(float(floor["loadavg"][0]))
+        for latency, entry in FLOOR_ENTRY.items():
+            rows = floor.get(entry)
+            for driver, row in rows.items() if isinstance(rows, dict) else ():
+                if isinstance(row, dict) and isinstance(row.get("p50_ms"), int | float):
+                    ns = round(row["p50_ms"] * 1e6)
+                    known = by_latency.setdefault(latency, {})
+                    known[driver] = max(known.get(driver, ns), ns)
+    return Floors(by_latency, max(loads) if loads else None)
+
+
+def sample_driver(sample: LatencySample) -> str:
+    """The driver a sample was timed on (``detail.driver``; empty when the results do not say)."""
+    return str(sample.detail.get("driver", ""))

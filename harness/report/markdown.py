@@ -36,7 +36,7 @@ from harness.report.aggregate import (
     scoreboard_latencies,
     scoreboards,
 )
-from harness.report.latency import format_ns
+from harness.report.latency import ERROR_HEADER, ERROR_NOTE, format_ns
 from harness.report.text import md_cell, plain
 
 MAX_FAILURES = 40
@@ -151,16 +151,21 @@ def _failpoints(runs: Sequence[RunResult], boards: Sequence[Scoreboard]) -> list
 
 
 def _latencies(boards: Sequence[Scoreboard]) -> list[str]:
+    shown_error = any(b.errors for b in boards)  # the stopwatch's error beside each figure, where it was measured
     rows = []
     for b in boards:
         for (task, latency), s in b.summaries().items():
+            error = b.errors.get((task, latency))
             rows.append([b.label, b.adapter, task, latency, s.n,
-                         format_ns(s.p50), format_ns(s.p90), format_ns(s.p99), format_ns(s.max)])
+                         format_ns(s.p50), format_ns(s.p90), format_ns(s.p99), format_ns(s.max),
+                         *([error.text() if error else "-"] if shown_error else [])])
     if not rows:
         return []
     rows.sort(key=lambda r: (latency_order(str(r[3])), r[0], r[1], r[2]))
     measured = sorted({str(r[3]) for r in rows}, key=latency_order)
     defs = [f"- **{info.id}** {info.title}: {info.span}" for info in LATENCIES if info.id in measured]
+    header = ["agent", "adapter", "task", "latency", "n", "p50", "p90", "p99", "max",
+              *([ERROR_HEADER] if shown_error else [])]
     return ["### Latencies", "",
-            *_table(["agent", "adapter", "task", "latency", "n", "p50", "p90", "p99", "max"], rows, "llllrrrrr"),
-            *defs, ""]
+            *_table(header, rows, "llllrrrrr" + ("l" if shown_error else "")),
+            *defs, *([f"- {ERROR_NOTE}"] if shown_error else []), ""]

@@ -28,7 +28,7 @@ from harness.model import (
     task_verdict,
 )
 from harness.report.aggregate.outcomes import repeats_text, run_title
-from harness.report.latency import format_ns, summarise_by_adapter
+from harness.report.latency import ERROR_HEADER, ERROR_NOTE, Floors, format_ns, sample_driver, summarise_by_adapter
 from harness.report.text import attempt_text, outbound_attempts, xml_safe
 
 CELL = {"pass": "pass", "fail": "FAIL", "unknown": "unk?", "skipped": "skip", "partial": "p/s"}
@@ -270,27 +270,39 @@ def _failure_text(check: CheckResult) -> str:
     return flat if len(flat) <= FAILURE_WIDTH else flat[:FAILURE_WIDTH - 1] + "…"
 
 
-def latency_table(samples: Sequence[LatencySample]) -> str:
-    """p50 / p90 / p99 / max with n per agent × adapter × latency, all tasks pooled; a latency
-    measured once is listed on one line per agent × adapter (one sample has no percentiles);
-    then what each latency shown spans, from → to."""
+def latency_table(samples: Sequence[LatencySample], floors: Floors | None = None) -> str:
+    """p50 / p90 / p99 / max with n per agent × adapter × latency, all tasks pooled, and beside
+    each the stopwatch's error the run recorded (``floors``: its floor, with the load then); a
+    latency measured once is listed on one line per agent × adapter (one sample has no
+    percentiles); then what each latency shown spans, from → to."""
     if not samples:
         return "no latency samples\n"
-    rows: list[tuple[str, ...]] = [("agent", "adapter", "latency", "n", "p50", "p90", "p99", "max")]
+    drivers: dict[tuple[str, str, str], set[str]] = defaultdict(set)
+    for sample in samples:
+        drivers[(sample.agent, sample.adapter, sample.latency)].add(sample_driver(sample))
+    errors = {key: floors.error(key[2], found) for key, found in drivers.items()} if floors else {}
+    shown_error = any(errors.values())
+    rows: list[tuple[str, ...]] = [("agent", "adapter", "latency", "n", "p50", "p90", "p99", "max",
+                                    *([ERROR_HEADER] if shown_error else []))]
     single: dict[tuple[str, str], list[str]] = {}
     for (agent, adapter, lid), s in summarise_by_adapter(samples).items():
+        error = errors.get((agent, adapter, lid))
         if s.n == 1:
-            single.setdefault((agent, adapter), []).append(f"{_latency_name(lid)} {format_ns(s.max)}")
+            single.setdefault((agent, adapter), []).append(
+                f"{_latency_name(lid)} {format_ns(s.max)}" + (f" {error.text()}" if error else ""))
         else:
             rows.append((agent, adapter, _latency_name(lid), str(s.n),
-                         *(format_ns(v) for v in (s.p50, s.p90, s.p99, s.max))))
+                         *(format_ns(v) for v in (s.p50, s.p90, s.p99, s.max)),
+                         *([error.text() if error else "-"] if shown_error else [])))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines = ["  ".join(cell.rjust(w) if i >= 3 else cell.ljust(w)
+    lines = ["  ".join(cell.rjust(w) if 3 <= i < 8 else cell.ljust(w)
                        for i, (cell, w) in enumerate(zip(row, widths, strict=True))).rstrip()
              for row in rows] if len(rows) > 1 else []
     if single:
         lines.append("measured once (n = 1, no percentiles):")
         lines += [f"  {agent} · adapter {adapter}: {' · '.join(found)}" for (agent, adapter), found in single.items()]
+    if shown_error:
+        lines.append(ERROR_NOTE)
     shown = [info for info in LATENCIES if any(s.latency == info.id for s in samples)]
     lines += ["from → to:", *(f"  {info.id:<3} {info.span}" for info in shown)]
     return "\n".join(lines) + "\n"

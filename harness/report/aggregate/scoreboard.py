@@ -17,7 +17,7 @@ from harness.fit import fits_over
 from harness.model import VERDICT_ORDER, RunResult, RunStatus, TaskResult, combine_verdicts, task_verdict
 from harness.report.aggregate.invariants import Standings
 from harness.report.aggregate.outcomes import Cell, Finding, findings, ordered_checks
-from harness.report.latency import Summary, percentile
+from harness.report.latency import StopwatchError, Summary, percentile, recorded_floors, sample_driver
 
 NOTHING_RAN = "nothing ran"
 
@@ -43,6 +43,8 @@ class Scoreboard:
     samples: Mapping[tuple[str, str], tuple[int, ...]]  # (task, latency ID) -> values, in order
     incomplete: bool = False  # the run itself was cut short
     anchors: Mapping[int, str] = field(default_factory=dict)  # position in ``tasks`` -> the run's anchor id
+    # (task, latency ID) -> the stopwatch's error its run recorded there (none: no floor was measured)
+    errors: Mapping[tuple[str, str], StopwatchError] = field(default_factory=dict)
 
     def anchor(self, task: TaskResult) -> str:
         for i, t in enumerate(self.tasks):
@@ -159,9 +161,13 @@ def scoreboards(runs: Sequence[RunResult]) -> list[Scoreboard]:
         run = runs[i]
         tasks = [t for t in run.tasks if (t.agent, t.adapter) == (agent, adapter)]
         samples: dict[tuple[str, str], list[int]] = {}
+        drivers: dict[tuple[str, str], set[str]] = {}
         for s in run.latencies:
             if (s.agent, s.adapter) == (agent, adapter):
                 samples.setdefault((s.task, s.latency), []).append(s.value_ns)
+                drivers.setdefault((s.task, s.latency), set()).add(sample_driver(s))
+        floors = recorded_floors(run.run)
+        errors = {key: error for key, found in drivers.items() if (error := floors.error(key[1], found))}
         plain = tuple(t for t in tasks if t.mutant is None)
         anchors = {}
         for n, t in enumerate(plain):
@@ -182,6 +188,7 @@ def scoreboards(runs: Sequence[RunResult]) -> list[Scoreboard]:
             samples={k: tuple(v) for k, v in samples.items()},
             incomplete=bool(run.run.get("incomplete")),
             anchors=anchors,
+            errors=errors,
         ))
     return boards
 

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from harness.contract import LATENCIES
 from harness.report.aggregate import Scoreboard, latency_order, scoreboard_latencies
 from harness.report.html.markup import data_table, esc
-from harness.report.latency import format_ns
+from harness.report.latency import ERROR_HEADER, ERROR_NOTE, format_ns
 from harness.report.svg import MIN_PLOT_N, PALETTE, dot_plot, histogram, percentile_plot
 
 LATENCY_INFO = {info.id: info for info in LATENCIES}
@@ -28,17 +28,19 @@ def latencies_section(boards: Sequence[Scoreboard]) -> list[str]:
     if not adapters:
         return out + ["<p>No latency samples.</p>"]
     main = []
+    shown_error = any(b.errors for b in boards)  # the stopwatch's error beside each figure, where it was measured
     for adapter in adapters:
         on_adapter = [b for b in boards if b.adapter == adapter and b.samples]
         rows = [
             [esc(b.label), esc(task), esc(f"{latency} {LATENCY_INFO[latency].title}" if latency in LATENCY_INFO
                                           else latency), str(s.n),
-             *(esc(format_ns(v)) for v in (s.p50, s.p90, s.p99, s.max))]
+             *(esc(format_ns(v)) for v in (s.p50, s.p90, s.p99, s.max)),
+             *([esc(error.text()) if (error := b.errors.get((task, latency))) else "-"] if shown_error else [])]
             for b in on_adapter for (task, latency), s in b.summaries().items()
         ]
         main.append(f'<h3 id="latency-{esc(adapter)}">Adapter {esc(adapter)}</h3>')
-        main.append(data_table(["agent", "task", "latency", "n", "p50", "p90", "p99", "max"], rows, range(3, 8),
-                               css="wide"))
+        main.append(data_table(["agent", "task", "latency", "n", "p50", "p90", "p99", "max",
+                                *([ERROR_HEADER] if shown_error else [])], rows, range(3, 8), css="wide"))
         pooled = {b.label: b.pooled() for b in on_adapter}
         for latency in sorted({lat for p in pooled.values() for lat in p}, key=latency_order):
             series = [(label, p[latency]) for label, p in pooled.items() if latency in p]
@@ -51,5 +53,7 @@ def latencies_section(boards: Sequence[Scoreboard]) -> list[str]:
             if small:
                 plots.append(dot_plot(small, f"{latency} · every value · {adapter}"))
             main.append(f'<div class="plots" id="plots-{esc(adapter)}-{esc(latency)}">' + "\n".join(plots) + "</div>")
+    if shown_error:
+        main.insert(0, f"<p>{esc(ERROR_NOTE)}</p>")
     return out + ['<div class="with-defs"><div>' + "\n".join(main) + "</div>"
                   + _latency_defs(scoreboard_latencies(boards)) + "</div>"]
