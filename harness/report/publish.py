@@ -23,11 +23,12 @@ from typing import Any
 from harness.model import CheckResult, Evidence, LatencySample, RunResult, TaskResult
 
 # What a published task run keeps of its evidence: the command that runs it again, why the
-# agent ended it early, why its store was refused, and the profile's fit without the screens.
+# agent ended it early, why its store was refused, and the profile's fit (below) without the
+# screens a misfit carries.
 KEPT_EVIDENCE = ("reproduce", "agent_failure", "log_error")
-KEPT_FIT = ("fits", "misfits")
-PUBLISHED_KEEPS = ("statuses, reasons, checks' outcomes and summaries, latency samples; of each task run's "
-                   "evidence: " + ", ".join(KEPT_EVIDENCE) + ", profile_fit (fits, misfits)")
+DROPPED_FROM_FIT = ("screen", "holders")  # a misfit's screen lines and the processes holding a connection
+PUBLISHED_KEEPS = ("statuses, reasons, checks' outcomes and summaries, latency samples; of each task run's evidence: "
+                   + ", ".join(KEPT_EVIDENCE) + ", profile_fit (without its screens and connection holders)")
 
 
 class PublishError(Exception):
@@ -89,7 +90,9 @@ def _task(task: TaskResult) -> TaskResult:
     evidence: dict[str, Any] = {k: task.evidence[k] for k in KEPT_EVIDENCE if task.evidence.get(k)}
     fit = task.evidence.get("profile_fit")
     if isinstance(fit, Mapping):
-        evidence["profile_fit"] = {k: fit[k] for k in KEPT_FIT if k in fit}
+        expectations = [{k: v for k, v in e.items() if k not in DROPPED_FROM_FIT}
+                        for e in fit.get("expectations") or () if isinstance(e, Mapping)]
+        evidence["profile_fit"] = {**fit, "expectations": expectations}
     return dataclasses.replace(task, checks=tuple(_check(c) for c in task.checks), timeline=(), evidence=evidence)
 
 
