@@ -109,9 +109,7 @@ def publish_main(argv: Sequence[str]) -> int:
     try:
         base, later = load_results(args.results), [load_results(p) for p in args.later]
         run = published(merged(base, later, [str(p) for p in args.later]), args.note)
-    except ResultsError as exc:
-        return _fail(prog, str(exc))
-    except PublishError as exc:
+    except (ResultsError, PublishError) as exc:
         return _fail(prog, str(exc))
     target = args.into / published_name(run)
     problem = output_file_problem(target)
