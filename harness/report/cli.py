@@ -100,7 +100,7 @@ def publish_main(argv: Sequence[str]) -> int:
                         help="results of the same release measured later: each task run they hold (task, driver, "
                              "adapter) replaces the first file's")
     parser.add_argument("--into", type=Path, required=True, metavar="DIR", help="the leaderboard's results folder")
-    parser.add_argument("--note", default="", help="a sentence the leaderboard shows under this file's row "
+    parser.add_argument("--note", default="", help="a sentence the leaderboard shows first, under Notes "
                                                    "(what a reader must know about how it was measured)")
     args = parser.parse_args(list(argv))
     problem = folder_problem(args.into)
