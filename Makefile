@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.stopbench-installed
 
-.PHONY: eval test test-fast lint typecheck bench stress agents clean browser
+.PHONY: eval test test-fast lint typecheck bench stress agents leaderboard clean browser
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -58,12 +58,29 @@ stress: $(STAMP)
 	$(PY) benchmarks/stress.py $(STRESS_ARGS)
 
 # Real agents: install the pinned CLIs that have built-in profiles into the cache
-# (~/.cache/stopbench/agents) and score them all into one leaderboard.
+# (~/.cache/stopbench/agents), score each in turn (full evidence in reports/agents/NAME/), publish
+# each run's trimmed copy into the tracked leaderboard/results/NAME@VERSION.json (replacing that
+# release's earlier one) and render the leaderboard. AGENTS may name releases: claude-code@2.1.332.
+# A run cut short or failed by the harness (exit 2) stops here, unpublished.
 AGENTS ?= opencode codex claude-code qwen-code pi copilot kilo continue cline gemini-cli \
           kimi-cli mini-swe-agent aider llm gptme openhands
 agents: $(STAMP)
 	for a in $(AGENTS); do $(VENV)/bin/stopbench agents install $$a || exit 2; done
-	$(VENV)/bin/stopbench run $(foreach a,$(AGENTS),--agent $(a)) --report-dir reports/agents
+	rc=0; for a in $(AGENTS); do \
+	  $(VENV)/bin/stopbench run --agent $$a --report-dir reports/agents/$$a; r=$$?; \
+	  test $$r -le 1 || exit $$r; test $$r -eq 0 || rc=1; \
+	  $(VENV)/bin/stopbench report publish reports/agents/$$a/results.json --into leaderboard/results || exit 2; \
+	done; $(RENDER_LEADERBOARD) && exit $$rc
+
+# The leaderboard's Markdown (tracked) from the tracked published results, in a fixed file
+# order; the HTML beside the other reports (an artifact, not tracked). Deterministic: with no
+# new results it rewrites the same bytes.
+# (`agents` runs it inline, not through $(MAKE): `make -n agents` must run nothing; the files are
+# listed by the shell when it runs, so those `agents` has just published are in.)
+RENDER_LEADERBOARD = $(VENV)/bin/stopbench report $$(LC_ALL=C ls -d leaderboard/results/*.json) \
+	--md leaderboard/README.md --html reports/leaderboard.html
+leaderboard: $(STAMP)
+	$(RENDER_LEADERBOARD)
 
 clean:
 	rm -rf $(VENV) reports/*.json reports/*.html reports/*.xml reports/summary.md

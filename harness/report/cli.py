@@ -16,8 +16,9 @@ from harness.report.html import render_html
 from harness.report.junit import render_junit
 from harness.report.load import ResultsError, load_results
 from harness.report.markdown import render_markdown
+from harness.report.publish import PublishError, merged, published, published_name
 from harness.report.shard import ShardError, merge
-from harness.report.writer import format_written, output_file_problem, results_text, write_text
+from harness.report.writer import folder_problem, format_written, output_file_problem, results_text, write_text
 from harness.usage import Parser
 
 
@@ -37,11 +38,14 @@ def report_main(argv: Sequence[str]) -> int:
     argv = list(argv)
     if argv[:1] == ["merge"]:
         return merge_main(argv[1:])
+    if argv[:1] == ["publish"]:
+        return publish_main(argv[1:])
     prog = "stopbench report"
     parser = Parser(
         prog=prog,
         description="Render results files (several: a leaderboard). With no output option, "
-                    "the Markdown summary goes to stdout. ('stopbench report merge' joins shards.)",
+                    "the Markdown summary goes to stdout. ('stopbench report merge' joins shards; "
+                    "'stopbench report publish' writes a leaderboard's trimmed copy of a run.)",
     )
     parser.add_argument("results", nargs="+", type=Path, help="results.json files")
     parser.add_argument("--html", type=Path, help="write the self-contained HTML report here")
@@ -84,6 +88,35 @@ def merge_main(argv: Sequence[str]) -> int:
     write_text(args.output, results_text(merged))
     print(f"merged {len(shards)} shards ({len(merged.tasks)} task results, {len(merged.latencies)} latency "
           f"samples)\n{format_written([args.output])}", file=sys.stderr)
+    return 0
+
+
+def publish_main(argv: Sequence[str]) -> int:
+    prog = "stopbench report publish"
+    parser = Parser(prog=prog, description="Write what a tracked leaderboard keeps of a run (docs/results.md, "
+                                           "'Published results files') into a folder, as NAME@VERSION.json.")
+    parser.add_argument("results", type=Path, help="the run's results.json")
+    parser.add_argument("later", nargs="*", type=Path,
+                        help="results of the same release measured later: each task run they hold (task, driver, "
+                             "adapter) replaces the first file's")
+    parser.add_argument("--into", type=Path, required=True, metavar="DIR", help="the leaderboard's results folder")
+    parser.add_argument("--note", default="", help="a sentence the leaderboard shows first, under Notes "
+                                                   "(what a reader must know about how it was measured)")
+    args = parser.parse_args(list(argv))
+    problem = folder_problem(args.into)
+    if problem:
+        return _fail(prog, f"--into {problem}")
+    try:
+        base, later = load_results(args.results), [load_results(p) for p in args.later]
+        run = published(merged(base, later, [str(p) for p in args.later]), args.note)
+    except (ResultsError, PublishError) as exc:
+        return _fail(prog, str(exc))
+    target = args.into / published_name(run)
+    problem = output_file_problem(target)
+    if problem:
+        return _fail(prog, problem)
+    write_text(target, results_text(run))
+    print(format_written([target]), file=sys.stderr)
     return 0
 
 

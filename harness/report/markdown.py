@@ -49,6 +49,7 @@ def render_markdown(runs: Sequence[RunResult]) -> str:
     level = report_level(runs)
     if level is not None and not is_leaderboard(boards):
         lines += [f"*{level.value.capitalize()}*: {VERDICT_MEANING[level]}.", ""]
+    lines += _notes(runs)
     lines += _invariants(boards)
     lines += _scoreboard(boards)
     lines += _findings(boards)
@@ -73,7 +74,31 @@ def _runs(runs: Sequence[RunResult]) -> list[str]:
     keys = ("agent", "agent_version", "profile", "stopbench_version", "host", "started", "ended", "shard")
     rows = [[i, *(plain(r.run.get(k)) for k in keys)] for i, r in enumerate(runs, 1)]
     return ["### Results files", "",
-            *_table(["file", "agent", "version", "profile", "stopbench", "host", "started", "ended", "shard"], rows)]
+            *_table(["file", "agent", "version", "profile", "stopbench", "host", "started", "ended", "shard"], rows),
+            *_published(runs)]
+
+
+def _notes(runs: Sequence[RunResult]) -> list[str]:
+    """What a published results file says of how it was measured, first: it qualifies every row."""
+    notes = [f"- **{md_cell(plain(r.run.get('agent')))}@{md_cell(plain(r.run.get('agent_version')))}** (file {i}): "
+             f"{md_cell(plain(note))}" for i, r in enumerate(runs, 1)
+             if isinstance(r.run.get("published"), dict) and (note := r.run["published"].get("note"))]
+    return ["### Notes", "", *notes, ""] if notes else []
+
+
+def _published(runs: Sequence[RunResult]) -> list[str]:
+    """For published results files (harness.report.publish): what they keep, and which task
+    runs a later run replaced."""
+    notes = [(i, r.run["published"]) for i, r in enumerate(runs, 1) if isinstance(r.run.get("published"), dict)]
+    if not notes:
+        return []
+    lines = [f"Published results files keep {md_cell(plain(notes[0][1].get('kept')))}; the full evidence stays "
+             "in each run's own report folder.", ""]
+    for i, note in notes:
+        for later in note.get("replaced") or ():
+            lines.append(f"- file {i}: {md_cell(', '.join(later.get('task_runs') or ()))} from a later run "
+                         f"(started {md_cell(plain(later.get('started')))}, {md_cell(plain(later.get('from')))})")
+    return lines + ([""] if lines[-1] else [])
 
 
 def _scoreboard(boards: Sequence[Scoreboard]) -> list[str]:
