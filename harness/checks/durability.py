@@ -146,10 +146,12 @@ def _refusal(obs: Observation, number: int, restart: Restart, found: Findings) -
     item: Item = {"pid": exit_.pid, "returncode": exit_.returncode, "stderr_tail": clip(exit_.stderr_tail[-300:], 300)}
     refused = True
     declared = obs.conventions.exit_codes
-    if exit_.returncode is not None and exit_.returncode == declared.get("error") \
+    if exit_.returncode == expected_exit_code("refused"):
+        pass  # the contract's own code: a strict pass, whatever the agent also declares
+    elif exit_.returncode is not None and exit_.returncode == declared.get("error") \
             and convention_problem(declared) is None:
         item["non_strict"] = f"exit {exit_.returncode}, the agent's declared code for error"
-    elif exit_.returncode != expected_exit_code("refused"):
+    else:
         how = (f"exited {exit_.returncode}" if exit_.returncode is not None
                else f"never exited on its own (it ran on until ended by signal {exit_.signal})")
         found.fail(BOX, f"the agent restarted on a log damaged at {where} {how}, not "

@@ -401,3 +401,15 @@ def test_a_refusal_with_the_agents_own_error_code_passes_c10_non_strictly():
     assert verdict.outcome.value == "pass" and verdict.non_strict, verdict.evidence
     run.conventions = Conventions(exit_codes={"completed": 0, "error": 1, "aborted": 1, "interrupted": 1})
     assert run_check("C10", run.observation()).outcome.value == "fail"
+
+
+def test_a_refusal_with_the_contracts_own_code_passes_c10_strictly_whatever_is_declared():
+    """Exit 2 is the contract's code for a refusal: an agent that also declares 2 for an error
+    (the reference agent does) passes strictly, never non-strictly."""
+    from harness.model import Conventions
+
+    run = mid_file_refusal()
+    assert run.exits[-1].returncode == 2
+    run.conventions = Conventions(exit_codes={"completed": 0, "error": 2, "aborted": 3, "interrupted": 3})
+    verdict = run_check("C10", run.observation())
+    assert verdict.outcome.value == "pass" and not verdict.non_strict, verdict.evidence
