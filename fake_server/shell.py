@@ -69,6 +69,13 @@ def detect_shell_tool(tools: list[ToolDef], override: ShellToolOverride | None =
     return None
 
 
+def shell_lookalikes(tools: list[ToolDef]) -> list[str]:
+    """The tools named like a shell tool whose schema has no command field detection knows:
+    why a request that seems to offer a shell was not given the scenario's shell call."""
+    return [t.name for t in tools
+            if (t.name in KNOWN_SHELL_TOOLS or _looks_like_shell(t.name)) and _command_field(t.parameters) is None]
+
+
 def _defaults(tool: ToolDef, command_field: str) -> tuple[tuple[str, object], ...]:
     """The foreground defaults the tool's schema has, then a value for every other required
     argument a scalar can fill (a tool call without one is refused by the agent itself)."""
