@@ -13,6 +13,7 @@ from . import scenario as sc
 from .errors import ApiError
 from .fence import fenced
 from .script import Delta, Exhausted, Ids, Parsed, Plan, ScenarioCursor, Sleep, build_plan, detect_shell, side_plan
+from .shell import COMMAND_FIELDS, shell_lookalikes
 from .wire import Event, StreamEncoder, wire_for
 
 
@@ -39,8 +40,11 @@ def prepare(parsed: Parsed, cursor: ScenarioCursor, ids: Ids, beacon_url: str | 
     except Exhausted as exc:
         offered = ", ".join(parsed.canonical["tools"]) or "none"
         if shell is None and scenario.scripts_shell and scenario.shell_fence is None:
+            lookalikes = "" if scenario.shell_tool else ", ".join(shell_lookalikes(parsed.tool_defs))
+            unknown_field = (f"; {lookalikes} looks like a shell tool, but names its command in none of the "
+                             f"fields {', '.join(COMMAND_FIELDS)}") if lookalikes else ""
             return side_plan(parsed, f"no response matches and it offers no shell tool (tools offered: "
-                                     f"{offered}) while the scenario calls the shell")
+                                     f"{offered}) while the scenario calls the shell{unknown_field}")
         if scenario.finish_action is not None and not parsed.canonical["tools"]:
             return side_plan(parsed, "no response matches and it offers no tool while the scenario has a "
                                      "finish action")

@@ -32,6 +32,7 @@ class Parsed:
     stream: bool
     include_usage: bool = False
     model: str = ""
+    one_tool_call: bool = False    # `parallel_tool_calls: false`: at most one tool call per response
 
 
 class Ids:
@@ -171,6 +172,8 @@ def build_plan(index: int, response: sc.Response, parsed: Parsed, shell: ShellTo
                 plan.reasoning += frame.text
             _paced(plan, kind, frame.text, frame.chunk, frame.interval_s)
         elif isinstance(frame, (sc.ToolCall, sc.Shell)):
+            if parsed.one_tool_call and plan.tool_calls:
+                continue            # as the provider does: the request allows one call, the first
             name, arguments = _call_target(frame, shell, beacon_url)
             plan.tool_calls.append(cn.call(ids.new("toolu" if parsed.api == "anthropic" else "call"), name, arguments))
             _paced(plan, "tool", arguments, frame.chunk, frame.interval_s, call=len(plan.tool_calls) - 1)

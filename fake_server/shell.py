@@ -2,7 +2,7 @@
 
 Every coding agent names its shell tool differently (``bash``, ``Bash``, ``exec_command``,
 ``run_shell_command``, ``Shell`` …) and shapes its arguments differently (``command`` vs
-``cmd``, a string, an argv array or a list of whole commands) and some require arguments
+``cmd``, ``shell_command``, a string, an argv array or a list of whole commands) and some require arguments
 of their own (OpenHands' ``security_risk``, Copilot's ``description``). A scenario names no
 tool; the tool list of the request decides, so one scenario drives every agent.
 """
@@ -19,7 +19,7 @@ from .scenario import Shell, ShellToolOverride, Window
 KNOWN_SHELL_TOOLS = ("bash", "Bash", "shell", "Shell", "exec_command", "run_shell_command",
                      "run_terminal_cmd", "execute_command", "run_command", "run_commands", "terminal",
                      "shell_command")
-COMMAND_FIELDS = ("command", "cmd", "commands", "script")
+COMMAND_FIELDS = ("command", "cmd", "commands", "script", "shell_command")
 # Arguments added when the tool's schema has them and the scenario does not set them: each keeps
 # a long command in the foreground. Codex's exec_command backgrounds a command after
 # yield_time_ms (10 s by default) and asks the model again, which would end a window mid-task;
@@ -67,6 +67,13 @@ def detect_shell_tool(tools: list[ToolDef], override: ShellToolOverride | None =
         if found:
             return ShellTool(tool.name, *found, _defaults(tool, found[0]))
     return None
+
+
+def shell_lookalikes(tools: list[ToolDef]) -> list[str]:
+    """The tools named like a shell tool whose schema has no command field detection knows:
+    why a request that seems to offer a shell was not given the scenario's shell call."""
+    return [t.name for t in tools
+            if (t.name in KNOWN_SHELL_TOOLS or _looks_like_shell(t.name)) and _command_field(t.parameters) is None]
 
 
 def _defaults(tool: ToolDef, command_field: str) -> tuple[tuple[str, object], ...]:

@@ -80,7 +80,8 @@ def parse(body: dict[str, Any], route: Mapping[str, str] = NO_ROUTE) -> Parsed:
     check_balanced(canonical_messages)
     canonical = cn.request(model, stream, canonical_messages, [t.name for t in tool_defs])
     return Parsed(NAME, canonical, tool_defs, stream,
-                  include_usage=bool(isinstance(options, dict) and options.get("include_usage")), model=model)
+                  include_usage=bool(isinstance(options, dict) and options.get("include_usage")), model=model,
+                  one_tool_call=body.get("parallel_tool_calls") is False)
 
 
 def _message(m: Any, i: int) -> cn.Message:

@@ -50,7 +50,8 @@ def parse(body: dict[str, Any], route: Mapping[str, str] = NO_ROUTE) -> Parsed:
                                 "instead.", param="stream", code="invalid_type")
     check_balanced(messages)
     canonical = cn.request(model, stream, messages, [t.name for t in tool_defs])
-    return Parsed(NAME, canonical, tool_defs, stream, model=model)
+    return Parsed(NAME, canonical, tool_defs, stream, model=model,
+                  one_tool_call=body.get("parallel_tool_calls") is False)
 
 
 def _item(item: Any, i: int, messages: list[cn.Message]) -> None:
@@ -146,7 +147,8 @@ class Encoder:
         return {"id": self.id, "object": "response", "created_at": self.created, "status": status,
                 "completed_at": self.created if status == "completed" else None, "error": None,
                 "incomplete_details": None, "instructions": None, "max_output_tokens": None,
-                "model": self.parsed.model, "output": list(self.output), "parallel_tool_calls": True,
+                "model": self.parsed.model, "output": list(self.output),
+                "parallel_tool_calls": not self.parsed.one_tool_call,
                 "previous_response_id": None, "reasoning": {"effort": None, "summary": None},
                 "store": False, "temperature": 1, "text": {"format": {"type": "text"}},
                 "tool_choice": "auto", "tools": [], "top_p": 1, "truncation": "disabled",

@@ -4,6 +4,7 @@ own convention, A3) and that it starts nothing new (C9)."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import signal
 from collections.abc import Mapping
 
@@ -49,8 +50,11 @@ def exit_codes_tell_the_truth(obs: Observation) -> CheckResult:
     if hung is not None:  # a run that never exits tells nothing with an exit code
         found.fail(BOX, f"a headless run never exited: {hung.what}", failure_item(hung))
     loose: list[str] = []
-    for exit_ in judged:
+    for recorded in judged:
+        exit_ = _as_met(obs, recorded)
         item = _exit_item(exit_)
+        if exit_ is not recorded:
+            item["note"] = UNMET_NOTE
         settled, where = _settled(obs, exit_)
         if where is not None:
             item["settled"] = where
@@ -77,6 +81,23 @@ def exit_codes_tell_the_truth(obs: Observation) -> CheckResult:
         return dataclasses.replace(verdict, non_strict=True, evidence=dataclasses.replace(verdict.evidence,
                                                                                           summary=summary))
     return verdict
+
+
+# Said of a run judged as not stopped: the Stop or timeout the task meant for it came too late.
+UNMET_NOTE = "it ended before its Stop or timeout arrived: judged as a turn that was not stopped"
+
+
+def _as_met(obs: Observation, exit_: ProcessExit) -> ProcessExit:
+    """The run as the task met it: one the task meant to stop (or time out with CI's
+    watchdog) that exited before any Stop reached it was never stopped, so its exit is judged
+    as a turn's that ran to its end — exit 0 after finishing early is no lie about a timeout
+    that never came (that it ended too early is the run's agent failure). An agent's own
+    ``--timeout`` is not: it is judged against T, early or late."""
+    if exit_.expect not in STOPPED or exit_.timeout_s is not None:
+        return exit_
+    if any(stop.exercised and exit_.started_ns <= stop.mono_ns <= exit_.ended_ns for stop in obs.stops):
+        return exit_
+    return dataclasses.replace(exit_, expect="completed")
 
 
 def _true_reason(obs: Observation, exit_: ProcessExit, settled: str | None) -> str:
@@ -236,7 +257,7 @@ def exit_codes_tell_outcomes_apart(obs: Observation) -> CheckResult:
     from one that keeps another convention (130 after Stop)."""
     declared: Mapping[str, int] = obs.conventions.exit_codes
     convention = dict(declared) or EXIT_CODE_FOR_REASON
-    judged = [e for e in obs.exits if e.expect in STOPPED + FAILED]
+    judged = [e for e in map(functools.partial(_as_met, obs), obs.exits) if e.expect in STOPPED + FAILED]
     if not any(e.expect in STOPPED for e in judged) and not declared:
         return result("A3", Outcome.SKIPPED, "no stopped run, and the profile declares no exit-code convention")
     if not judged:

@@ -91,3 +91,16 @@ def test_gemini_frames_reassemble(text, text_chunk, args, args_chunk):
     assert [f["candidates"][0].get("finishReason") for f in frames][-2:] == [None, "STOP"]
     body = encoder.body()["candidates"][0]["content"]["parts"]
     assert [list(p)[0] for p in body] == ["text", "functionCall", "text"] and body[0]["text"] == body[2]["text"] == text
+
+
+def test_a_request_that_forbids_parallel_tool_calls_gets_one_call_per_response():
+    """`parallel_tool_calls: false` (chat and responses wires) is honoured as the provider does:
+    a response scripted with two calls sends only the first; without it, both."""
+    frames = (ToolCall("first", "{}"), ToolCall("second", "{}"))
+    bodies = {wire_chat: {"model": "m", "messages": [{"role": "user", "content": "hi"}]},
+              wire_responses: {"model": "m", "input": "hi"}}
+    for wire, body in bodies.items():
+        for parallel, names in ((False, ["first"]), (True, ["first", "second"]), (None, ["first", "second"])):
+            request = body if parallel is None else {**body, "parallel_tool_calls": parallel}
+            plan = build_plan(0, Response(frames), wire.parse(request), None, Ids("h"), None)
+            assert [c["name"] for c in plan.tool_calls] == names, (wire.NAME, parallel)

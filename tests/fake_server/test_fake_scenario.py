@@ -98,6 +98,9 @@ def obj(**props):
     ([ToolDef("Shell", obj(command={"type": "string"}))], ("Shell", "command", "string")),
     ([ToolDef("run_commands", obj(commands={"type": "array", "items": {"type": "string"}}))],
      ("run_commands", "commands", "commands")),
+    # shell-gpt's function: its command field is shell_command
+    ([ToolDef("execute_shell_command", obj(shell_command={"type": "string"}))],
+     ("execute_shell_command", "shell_command", "string")),
     ([ToolDef("read_file", obj(path={"type": "string"}))], None),
 ])
 def test_shell_tool_detection(tools, expected):

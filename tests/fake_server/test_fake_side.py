@@ -121,3 +121,18 @@ async def test_inproc_playback_answers_and_reports_a_side_request(server):
     assert (side.source, side.api, side.stream) == ("inproc", "chat", True)
     assert [r.request for r in server.records.of_kind("request")] == [1]
 
+
+
+async def test_a_shell_tool_with_an_unknown_command_field_is_named_in_the_side_reason(server):
+    """A tool named like a shell whose command field the server does not know makes the request
+    a side request; the reason names that tool and the fields looked for, so the profile's
+    author sees why the agent never reached the task."""
+    server.load(scenario(TASK))
+    tool = {"type": "function", "function": {"name": "run_in_terminal", "parameters": {
+        "type": "object", "properties": {"line": {"type": "string"}}, "required": ["line"]}}}
+    async with openai.AsyncOpenAI(base_url=server.base_url, api_key="k", max_retries=0) as client:
+        answer = await client.chat.completions.create(model="m", messages=USER, tools=[tool])
+    assert answer.choices[0].message.content == SIDE_TEXT
+    [side] = server.records.of_kind("side")
+    assert "run_in_terminal looks like a shell tool, but names its command in none of the fields command, cmd" \
+        in side.reason

@@ -12,6 +12,8 @@ from harness import profiles
 from harness.profiles import parse_profile
 
 DOC = Path(__file__).parents[2] / "docs" / "profiles.md"
+# Whole profiles for agents with no built-in one, which the page points to.
+EXAMPLE_PROFILES = sorted((Path(__file__).parents[2] / "examples" / "profiles").glob("*/*.toml"))
 TEXT = DOC.read_text(encoding="utf-8")
 EXAMPLES = re.findall(r"^```toml\n(.*?)^```$", TEXT, flags=re.S | re.M)
 REFERENCE = TEXT[TEXT.index("## Reference"):TEXT.index("\n## ", TEXT.index("## Reference") + 1)]
@@ -67,3 +69,15 @@ def test_the_reference_lists_every_key_the_loader_takes_and_no_other():
 def test_the_page_links_nowhere_outside_the_repository():
     assert not re.findall(r"\]\((?:https?:|\.\./)", TEXT)
     assert "../" not in TEXT
+
+
+@pytest.mark.parametrize("path", EXAMPLE_PROFILES, ids=lambda p: p.name)
+def test_each_example_profile_loads_uses_reference_keys_and_is_named_on_the_page(path):
+    profile = tomllib.loads(path.read_text(encoding="utf-8"))
+    parse_profile(profile, str(path))
+    assert not keys_used(profile) - reference_keys()
+    assert str(path.relative_to(DOC.parents[1])) in TEXT
+
+
+def test_there_is_an_example_profile():
+    assert EXAMPLE_PROFILES

@@ -113,8 +113,7 @@ def _requests(records: tuple[Mapping[str, Any], ...]) -> tuple[bool, list[str]]:
     errors = [r for r in records if r.get("kind") == "error"]
     probes = Counter(f"{r.get('method') or '?'} {r.get('path')}" for r in errors
                      if r.get("status") == 404 and r.get("request") is None)
-    lines = [f"  model requests: {len(model)}" + ("" if model else " — the agent never reached the fake server "
-                                                  "(check the base URL, key and model [env] or [[files]] give it)")]
+    lines = [f"  model requests: {len(model)}" + ("" if model else _why_no_model_request(side))]
     for r in model[:REQUESTS_SHOWN]:
         refusal = f": {r['error']}" if r.get("error") else ""
         lines.append(f"    request {r.get('request')}: {r.get('api')} {r.get('path')} → {r.get('status')}{refusal}")
@@ -127,6 +126,16 @@ def _requests(records: tuple[Mapping[str, Any], ...]) -> tuple[bool, list[str]]:
                      "404 (harmless): " + ", ".join(f"{what} ×{n}" for what, n in probes.most_common()))
     lines += [f"  server error: {r.get('problem')}" for r in errors if r.get("status") != 404 or r.get("request")]
     return bool(model), lines
+
+
+def _why_no_model_request(side: list[Mapping[str, Any]]) -> str:
+    """Why no request counted as the task's: the agent reached the server but each request was
+    taken for a side request (then why, in the server's words: an agent whose shell tool was not
+    recognised is not misconfigured), or it never reached the server at all."""
+    if side:
+        return (f" — the agent reached the fake server, but each of its requests was answered as a side request, "
+                f"not by the scenario (docs/scenarios.md, *Side requests*): {side[0].get('reason')}")
+    return " — the agent never reached the fake server (check the base URL, key and model [env] or [[files]] give it)"
 
 
 def _resume_after_kill(profile: Profile, first: ItemOutcome) -> tuple[bool, list[str]]:

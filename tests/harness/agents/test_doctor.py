@@ -109,3 +109,29 @@ def test_the_interactive_mode_is_played_and_its_screen_shown_at_each_wait():
     assert "found by session.stderr_regex on the terminal" in text
     # The stand-in UI answers by itself: an agent that never asks the model is not ready to be scored.
     assert code == 1 and "model requests: 0 — the agent never reached the fake server" in text
+
+
+# Sends one chat request whose only tool is no shell tool (no known command field): in the doctor's
+# scenario, which calls the shell, the fake server answers it as a side request.
+TOOLLESS = """import json, os, sys, urllib.request
+tool = {"name": "execute", "parameters": {"type": "object", "properties": {"line": {"type": "string"}}}}
+body = {"model": "m", "messages": [{"role": "user", "content": sys.argv[2]}],
+        "tools": [{"type": "function", "function": tool}]}
+request = urllib.request.Request(sys.argv[1] + "/chat/completions", json.dumps(body).encode(),
+                                 {"Content-Type": "application/json", "Authorization": "Bearer " + os.environ["KEY"]})
+print(urllib.request.urlopen(request).read().decode())
+"""
+
+
+@pytest.mark.slow(reason="a doctor turn of an agent script")
+def test_an_agent_answered_only_by_side_requests_is_not_told_it_never_reached_the_server(tmp_path):
+    (tmp_path / "toolless.py").write_text(TOOLLESS)
+    profile = parse_profile({"name": "toolless", "env": {"KEY": "{api_key}"}, "headless": {
+        "command": ["{python}", str(tmp_path / "toolless.py"), "{base_url}", "{prompt}"]}}, "toolless.toml")
+    code, lines = doctor(profile)
+    text = "\n".join(lines)
+    assert code == 1, text
+    assert "never reached the fake server" not in text
+    assert "model requests: 0 — the agent reached the fake server, but each of its requests was answered as a " \
+           "side request" in text
+    assert "offers no shell tool" in text   # the server's reason, naming what was missing

@@ -9,6 +9,7 @@ import json
 import pytest
 
 from harness.checks import REGISTRY, run_check
+from harness.checks.testing import RunBuilder
 from harness.contract import Observes
 from harness.model import Capability
 
@@ -413,3 +414,26 @@ def test_a_refusal_with_the_contracts_own_code_passes_c10_strictly_whatever_is_d
     run.conventions = Conventions(exit_codes={"completed": 0, "error": 2, "aborted": 3, "interrupted": 3})
     verdict = run_check("C10", run.observation())
     assert verdict.outcome.value == "pass" and not verdict.non_strict, verdict.evidence
+
+
+def test_a_run_that_ended_before_its_watchdog_is_not_judged_as_timed_out():
+    """A headless run given CI's watchdog that exits 0 before the watchdog falls due was never
+    timed out: exit 0 tells its completed turn truthfully (C8, A3); that it never reached the
+    task's window is the run's agent failure, not an exit-code lie. The watchdog that did reach a
+    running turn is judged as before."""
+    def watchdog_run(exercised: bool) -> RunBuilder:
+        run = RunBuilder()
+        run.user("Run the long job.")
+        started = run.clock.tick()
+        ended = None if exercised else run.clock.tick()  # exited before the watchdog fell due
+        run.stop("other", exercised=exercised, source="timeout", how="watchdog:SIGTERM", by="watchdog")
+        run.exit("timeout", 0, started_ns=started, ended_ns=ended or run.clock.tick())
+        return run
+
+    early = watchdog_run(exercised=False).observation(black_box=True)
+    c8 = run_check("C8", early)
+    assert c8.outcome.value == "pass", c8.evidence
+    assert "ended before its Stop or timeout" in c8.evidence.items[0]["note"]
+    assert run_check("A3", early).outcome.value != "fail"
+    timed_out = run_check("C8", watchdog_run(exercised=True).observation(black_box=True))
+    assert timed_out.outcome.value == "fail" and "should exit 3 (it timed out), not exit 0" in timed_out.evidence.summary
