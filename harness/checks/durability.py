@@ -8,7 +8,7 @@ import os
 from collections.abc import Callable, Sequence
 
 from harness.checks.base import Findings, Item, captures, check, event_item, result
-from harness.checks.facts import dropped_call_fact, no_store_fact, refusal_fact, undurable_call_fact
+from harness.checks.facts import dropped_call_fact, left_nothing, no_store_fact, refusal_fact, undurable_call_fact
 from harness.checks.process import convention_problem
 from harness.checks.views import (
     Message,
@@ -261,8 +261,10 @@ def _resumed_carries(obs: Observation, number: int, kill: AgentKill, found: Find
     if req is None or not req.parsed:
         return None
     problems = checkpoint_carried(obs, kill, req)
+    # A kill that left nothing of the session on disk is what a resume that lacks it rests on.
+    nothing = {"fact": no_store_fact(number)} if left_nothing(kill.log) else {}
     for problem in problems:
-        found.fail(BOX, problem.pop("note"), problem)
+        found.fail(BOX, problem.pop("note"), problem | nothing)
     if not problems:
         found.ok(BOX, request_item(req, note=f"the resumed request carries what was durable at kill {number} "
                                              f"({kill.at})"))

@@ -16,7 +16,7 @@ import dataclasses
 from collections.abc import Sequence
 
 from harness.contract import check_order
-from harness.model import CheckResult, Outcome, ProcessExit
+from harness.model import CheckResult, LogCapture, Outcome, ProcessExit
 
 
 def exit_fact(exit_: ProcessExit) -> str:
@@ -50,6 +50,16 @@ def no_store_fact(kill: int) -> str:
     return f"nothing of the session was on disk after kill {kill}"
 
 
+def left_nothing(capture: LogCapture | None) -> bool:
+    """Whether a capture shows the kill left nothing of the session on disk: no store where the
+    profile keeps it, or a store its reader read with no record in it (``no_store_fact``)."""
+    if capture is None:
+        return False
+    if capture.snapshot is None:
+        return capture.absent_from is not None
+    return capture.log is not None and not capture.log.events
+
+
 def link_consequences(results: Sequence[CheckResult]) -> tuple[CheckResult, ...]:
     """The results, in their order, each failure that rests only on facts an earlier failure
     (in the contract's order) named marked as that failure's consequence."""
@@ -69,5 +79,5 @@ def link_consequences(results: Sequence[CheckResult]) -> tuple[CheckResult, ...]
     return tuple(linked.get(i, r) for i, r in enumerate(results))
 
 
-__all__ = ["dropped_call_fact", "exit_fact", "link_consequences", "no_store_fact", "refusal_fact",
+__all__ = ["dropped_call_fact", "exit_fact", "left_nothing", "link_consequences", "no_store_fact", "refusal_fact",
            "undurable_call_fact"]

@@ -14,7 +14,7 @@ from harness.checks.base import (
     log_half,
 )
 from harness.checks.durability import AT_THE_END, checkpoint_carried
-from harness.checks.facts import no_store_fact
+from harness.checks.facts import left_nothing, no_store_fact
 from harness.checks.views import Request, clip, first_request_after, last_request_before, request_item, squeeze
 from harness.model import CheckResult, DecidedBy, LogCapture, Observation, Restart, SessionLog
 
@@ -63,33 +63,29 @@ def _nothing_to_resume(obs: Observation, found: Findings) -> None:
     if restart is None or not kills:
         return
     number, kill = kills[-1]
-    if kill.log is not None and _holds_nothing(kill.log) and (restart.before is None or _holds_nothing(restart.before)):
+    if kill.log is not None and left_nothing(kill.log) and (restart.before is None or left_nothing(restart.before)):
         where = kill.log.snapshot.path if kill.log.snapshot else kill.log.absent_from
         found.fail(LOG, f"kill {number} had left nothing of the session at {where}: there was no session to resume",
                    kill=number, fact=no_store_fact(number))
 
 
-def _holds_nothing(capture: LogCapture) -> bool:
-    """No store where the profile keeps it, or a store the reader read with no record in it."""
-    if capture.snapshot is None:
-        return capture.absent_from is not None
-    return capture.log is not None and not capture.log.events
-
-
 def _carries_history(obs: Observation, number: int, restart: Restart, req: Request, found: Findings) -> None:
     users = [m.text for m in req.messages if m.role == "user"]
     problems = 0
-    for item in obs.inputs:
-        if item.mono_ns < restart.mono_ns and not item.queued and not any(item.text in t for t in users):
-            found.fail(BOX, f"request {req.number} after restart {number} lacks the earlier user input "
-                       f"{clip(item.text, 60)!r}: a blank fork", request_item(req))
-            problems += 1
     previous = [r.mono_ns for r in obs.restarts if r.mono_ns < restart.mono_ns]
     kill = next((k for k in reversed(obs.kills)
                  if k.mono_ns < restart.mono_ns and (not previous or k.mono_ns > previous[-1])), None)
+    # A kill that left nothing of the session on disk is what a blank resume rests on (C11's fact).
+    nothing = ({"fact": no_store_fact(obs.kills.index(kill) + 1)}
+               if kill is not None and kill.log is not None and left_nothing(kill.log) else {})
+    for item in obs.inputs:
+        if item.mono_ns < restart.mono_ns and not item.queued and not any(item.text in t for t in users):
+            found.fail(BOX, f"request {req.number} after restart {number} lacks the earlier user input "
+                       f"{clip(item.text, 60)!r}: a blank fork", request_item(req) | nothing)
+            problems += 1
     if kill is not None:
         for problem in checkpoint_carried(obs, kill, req):
-            found.fail(BOX, problem.pop("note"), problem)
+            found.fail(BOX, problem.pop("note"), problem | nothing)
             problems += 1
     if not problems:
         found.ok(BOX, request_item(req, note=f"the first request after restart {number} carries the earlier history"))

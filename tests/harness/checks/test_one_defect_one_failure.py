@@ -173,3 +173,25 @@ def test_a_run_that_never_exited_after_the_watchdog_is_c8s_failure_alone():
     results = by_check(run_checks(run.observation(driver="subprocess")))
     assert results["C8"].counts_as_failure, results["C8"].evidence
     assert results["C1"].outcome is not Outcome.FAIL, results["C1"].evidence
+
+
+def test_a_blank_resume_after_a_kill_that_left_nothing_on_disk_is_one_failure():
+    """llm writes a turn only once it has ended: killed as request 1 arrived, it left nothing, and
+    its resume is a blank conversation. C7's blank fork and C11's missing message both rest on the
+    kill having left nothing of the session on disk: one defect, counted once."""
+    from harness.checks.testing import msg
+
+    from .check_runs import kill_at_request
+
+    run = kill_at_request("no-restart")
+    run.kills[0] = dataclasses.replace(run.kills[0], log=run.capture("after kill 1", None))
+    run.restart(before=None, after_load=None)
+    run.user("You were killed. Try again.")
+    run.records.request([msg("user", "You were killed. Try again.")])
+    results = by_check(run_checks(run.observation()))
+    assert results["C7"].outcome is Outcome.FAIL, results["C7"].evidence
+    assert results["C11"].outcome is Outcome.FAIL, results["C11"].evidence
+    mandatory = [c for c in failures(tuple(results.values())) if c.startswith("C")]
+    assert mandatory == ["C7"], [(r.check, r.facts, r.evidence.summary) for r in results.values()
+                                 if r.outcome is Outcome.FAIL]
+    assert results["C11"].consequence_of == "C7"
