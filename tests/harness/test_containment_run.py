@@ -7,6 +7,7 @@ import sys
 import textwrap
 
 import psutil
+from tool_task import one_tool_call_task
 
 from harness.model import RunStatus
 from harness.planning import WorkItem
@@ -29,36 +30,10 @@ DAEMON = textwrap.dedent("""\
 
 
 def test_a_daemonizing_tool_is_ended_and_reported(tmp_path):
-    task_dir = tmp_path / "daemon-tool"
-    task_dir.mkdir()
     script = tmp_path / "daemon.py"
     script.write_text(DAEMON)
-    (task_dir / "scenario.toml").write_text(textwrap.dedent(f'''\
-        name = "daemon-tool"
-        [[responses]]
-        match = {{ last = "user" }}
-        [[responses.frames]]
-        shell = "{sys.executable} {script}"
-        [[responses]]
-        match = {{ last = "tool" }}
-        [[responses.frames]]
-        text = "Started it."
-        '''))
-    (task_dir / "task.toml").write_text(textwrap.dedent('''\
-        name = "daemon-tool"
-        drivers = ["subprocess"]
-        [checks]
-        mandatory = ["C13"]
-        [[steps]]
-        do = "send"
-        text = "Start the server."
-        [[steps]]
-        do = "wait"
-        for = "request"
-        request = 2
-        [[steps]]
-        do = "settle"
-        '''))
+    task_dir = one_tool_call_task(tmp_path, "daemon-tool", f"{sys.executable} {script}",
+                                  ask="Start the server.", answer="Started it.")
     work = WorkItem(load_task(task_dir), "subprocess", "http", 1)
     result = asyncio.run(run_item(load_profile("reference"), work)).result
     assert result.status is RunStatus.RAN, result.reason

@@ -9,6 +9,7 @@ import sys
 import textwrap
 
 import pytest
+from tool_task import one_tool_call_task
 
 from harness.containment.stale import NETNS_DIR, NETNS_PREFIX
 from harness.model import RunStatus
@@ -49,34 +50,8 @@ REACH_OUT = textwrap.dedent("""\
 def test_outbound_attempts_fail_fast_and_are_reported(tmp_path):
     script, out = tmp_path / "reach_out.py", tmp_path / "tried.json"
     script.write_text(REACH_OUT)
-    task_dir = tmp_path / "reach-out"
-    task_dir.mkdir()
-    (task_dir / "scenario.toml").write_text(textwrap.dedent(f'''\
-        name = "reach-out"
-        [[responses]]
-        match = {{ last = "user" }}
-        [[responses.frames]]
-        shell = "{sys.executable} {script} {out}"
-        [[responses]]
-        match = {{ last = "tool" }}
-        [[responses.frames]]
-        text = "Installed."
-        '''))
-    (task_dir / "task.toml").write_text(textwrap.dedent('''\
-        name = "reach-out"
-        drivers = ["subprocess"]
-        [checks]
-        mandatory = ["C13"]
-        [[steps]]
-        do = "send"
-        text = "Install the dependencies."
-        [[steps]]
-        do = "wait"
-        for = "request"
-        request = 2
-        [[steps]]
-        do = "settle"
-        '''))
+    task_dir = one_tool_call_task(tmp_path, "reach-out", f"{sys.executable} {script} {out}",
+                                  ask="Install the dependencies.", answer="Installed.")
     before = set(os.listdir(NETNS_DIR)) if NETNS_DIR.exists() else set()
     result = asyncio.run(run_item(load_profile("reference"), WorkItem(load_task(task_dir), "subprocess", "http", 1)))
     result = result.result
@@ -91,5 +66,6 @@ def test_outbound_attempts_fail_fast_and_are_reported(tmp_path):
         a for a in attempts if a["proto"] == "tcp").items(), attempts
     assert any(a["proto"] == "udp" and a["port"] == 53 and a.get("dns_name") == REGISTRY for a in attempts), attempts
     assert all(a["at_ms"] >= 0 for a in attempts), attempts
-    left = {n for n in (os.listdir(NETNS_DIR) if NETNS_DIR.exists() else []) if n.startswith(NETNS_PREFIX)}
-    assert not left - before, "the run's namespace was removed"
+    # This run's own namespace, by name: other runs on the machine may hold namespaces of theirs.
+    assert network["name"].startswith(NETNS_PREFIX) and network["name"] not in before
+    assert not (NETNS_DIR / network["name"]).exists(), "the run's namespace was removed"
