@@ -16,7 +16,7 @@ import pytest
 
 from harness.containment import Containment
 from harness.model import Outcome, Tier
-from harness.procs import ProcRef, kill_all
+from harness.containment.procs import ProcRef, kill_all
 
 ROOT = Path(__file__).resolve().parent
 
@@ -39,7 +39,7 @@ class TaskFile(pytest.File):
 
     def collect(self):
         from harness.checks import REGISTRY
-        from harness.planning import plan
+        from harness.run.planning import plan
         from harness.profiles import load_profile
         from harness.tasks import load_task
 
@@ -63,7 +63,7 @@ class TaskItem(pytest.Item):
 
     def runtest(self) -> None:
         from harness.model import RunStatus, task_verdict
-        from harness.runner import run_item
+        from harness.run.runner import run_item
 
         if self.work.not_run is not None:
             pytest.skip(f"not run: {self.work.not_run}")
@@ -132,7 +132,7 @@ def run_dirs():
     """A fresh HOME / sessions / working folder, removed afterwards."""
     import shutil
 
-    from harness.rundir import RunDirs
+    from harness.run.rundir import RunDirs
 
     dirs = RunDirs.create()
     yield dirs
@@ -147,10 +147,10 @@ def make_driver(agent_profile, run_dirs):
     from types import SimpleNamespace
 
     from harness.drivers import make_driver as build
-    from harness.history import History
-    from harness.planning import WorkItem
-    from harness.procs import kill_all, leftovers
-    from harness.rundir import agent_context, canary_key
+    from harness.model.history import History
+    from harness.run.planning import WorkItem
+    from harness.containment.procs import kill_all, leftovers
+    from harness.run.rundir import agent_context, canary_key
 
     drivers = []
 

@@ -8,7 +8,7 @@ traceback, nothing left behind); a signal while the process shuts down is ignore
 import signal
 import sys
 
-from harness.signals import STOP_SIGNALS, Interrupted, install
+from harness.cli.signals import STOP_SIGNALS, Interrupted, install
 
 EXIT_CUT_SHORT = 2
 

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import TypeVar
 
 from harness.calibrate.stopwatch import DELAYS_MS, CalibrationError, calibrate, quick_floor_async, quick_table, report
+from harness.cli.signals import Interrupted, run_until_signalled
+from harness.cli.usage import Parser
 from harness.contract import DRIVERS
-from harness.signals import Interrupted, run_until_signalled
-from harness.usage import Parser
 
 T = TypeVar("T")
 EXIT_OK, EXIT_FAILED = 0, 2

@@ -30,10 +30,10 @@ from typing import Any
 
 from harness.checks import REGISTRY
 from harness.model import Observation, RunStatus, StopDelivery
-from harness.planning import WorkItem
 from harness.profiles import Profile, load_profile
 from harness.report.latency import format_ns, percentile
-from harness.runner import run_item
+from harness.run.planning import WorkItem
+from harness.run.runner import run_item
 from harness.tasks import Task, load_all
 
 PACKAGE_DIR = Path(__file__).resolve().parent

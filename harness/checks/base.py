@@ -40,7 +40,7 @@ from harness.model import (
     Tier,
     unknown,
 )
-from harness.tracebacks import frame_lines
+from harness.model.tracebacks import frame_lines
 
 Checker = Callable[[Observation], CheckResult]
 Item = dict[str, Any]

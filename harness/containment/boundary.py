@@ -22,8 +22,8 @@ from typing import Any
 import psutil
 
 from harness.containment.cgroup import Cgroup, ContainmentError, Unavailable, make_cgroup
+from harness.containment.procs import ProcRef
 from harness.containment.sweep import ENV_VAR, Member, survey
-from harness.procs import ProcRef
 
 KINDS = ("cgroup-v2", "cgroup-v1", "env-tag")
 TAG = re.compile(r"[A-Za-z0-9_.-]{1,64}")
@@ -117,7 +117,7 @@ class Containment:
 
         return join_then
 
-    # -- pausing (harness.alone) ------------------------------------------------------------
+    # -- pausing (harness.timing.alone) ------------------------------------------------------------
     def pause(self, deadline: float) -> bool:
         """Freeze every process of the run: they neither run nor notice. False where this
         kind cannot (env-tag: no freezer), or once the run's cgroup is gone."""

@@ -31,7 +31,7 @@ from harness.containment.sweep import ENV_VAR
 
 OWNED = re.compile(r"o(?P<pid>\d+)-(?P<ticks>\d+)-[0-9a-f]+")
 CGROUP_PREFIX = "stopbench-"  # harness.containment.cgroup.make_cgroup names a run's cgroup so
-FOLDER_PREFIX = "stopbench-"  # harness.rundir.RunDirs.create names a run folder so
+FOLDER_PREFIX = "stopbench-"  # harness.run.rundir.RunDirs.create names a run folder so
 NETNS_PREFIX = "stopbench-"  # harness.offline.netns.Netns.open names a run's network namespace so
 NETNS_DIR = Path("/run/netns")  # where ``ip netns`` keeps the named namespaces
 EMPTY_WAIT_S = 10.0  # failsafe: SIGKILLed members leave their cgroup within milliseconds

@@ -14,7 +14,7 @@ from typing import Any
 
 import psutil
 
-from harness.procs import ProcRef
+from harness.containment.procs import ProcRef
 
 ENV_VAR = "STOPBENCH_RUN"
 SURVEY_ATTRS = ["ppid", "status", "create_time", "cmdline", "environ", "cwd", "exe"]

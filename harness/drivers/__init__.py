@@ -7,7 +7,7 @@ from harness.drivers.base import AgentContext, Driver, DriverError, ProfileMisfi
 from harness.drivers.headless import HeadlessDriver
 from harness.drivers.inproc import InprocDriver
 from harness.drivers.terminal import TerminalDriver
-from harness.history import History
+from harness.model.history import History
 
 DRIVER_CLASSES: dict[str, type[HeadlessDriver] | type[InprocDriver] | type[TerminalDriver]] = {
     "inproc": InprocDriver,

@@ -28,10 +28,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
-from harness.fit import FitLog
-from harness.history import History
+from harness.containment.procs import ProcRef, signal_pid
 from harness.model import ProcessExit, Settlement, StopDelivery, UserInput
-from harness.procs import ProcRef, signal_pid
+from harness.model.fit import FitLog
+from harness.model.history import History
 from harness.profiles import Profile, fill
 
 
@@ -73,7 +73,7 @@ class Driver(Protocol):
 
     name: ClassVar[str]
     session_found_by: str | None  # which of the profile's rules named the session, and where
-    fit: FitLog  # whether what the profile relies on held, noted where it is matched (harness.fit)
+    fit: FitLog  # whether what the profile relies on held, noted where it is matched (harness.model.fit)
 
     @property
     def session_id(self) -> str | None: ...

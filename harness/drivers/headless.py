@@ -16,6 +16,7 @@ import time
 from collections.abc import Mapping
 from urllib.parse import urlsplit
 
+from harness.containment.procs import ExitStamp, ProcRef, connection_holders, kill_tree, signal_group, signal_pid, spawn
 from harness.drivers.base import (
     AgentContext,
     DriverBase,
@@ -27,9 +28,8 @@ from harness.drivers.base import (
     pump,
     values_for,
 )
-from harness.history import History
 from harness.model import ProcessExit, Settlement, StopDelivery
-from harness.procs import ExitStamp, ProcRef, connection_holders, kill_tree, signal_group, signal_pid, spawn
+from harness.model.history import History
 from harness.profiles import fill
 
 

@@ -13,10 +13,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from harness.containment.procs import ProcRef
 from harness.drivers.base import AgentContext, DriverBase, DriverError, Unsupported
-from harness.history import History
 from harness.model import ProcessExit, Settlement, StopDelivery
-from harness.procs import ProcRef
+from harness.model.history import History
 
 
 def load_factory(spec: str) -> Callable[..., Any]:

@@ -58,7 +58,7 @@ class ScreenLog:
     driver's waits ended (what it waited for seen, or given up on) and as the run ended, so a
     failed terminal profile shows what the harness saw. Bounded: the last ``keep`` screens,
     numbered, so a reader sees how many came before. Kept raw, as all a run captures is: the
-    key is masked where results are written (``harness.secrets.redact``)."""
+    key is masked where results are written (``harness.model.redaction.redact``)."""
 
     def __init__(self, keep: int = SCREENS_KEPT):
         self._kept: deque[dict[str, Any]] = deque(maxlen=keep)

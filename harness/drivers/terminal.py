@@ -22,12 +22,12 @@ from typing import Any, TypeVar
 
 import pexpect
 
+from harness.containment.procs import ProcRef, SpawnError, child_setup, kill_tree, signal_pid
 from harness.contract import TURN_END_REASONS
 from harness.drivers.base import AgentContext, DriverBase, DriverError, OutputBuffer, Unsupported, values_for
 from harness.drivers.screen import Screen, ScreenLog
-from harness.history import History
 from harness.model import ProcessExit, Settlement, StopDelivery
-from harness.procs import ProcRef, SpawnError, child_setup, kill_tree, signal_pid
+from harness.model.history import History
 
 QUIT_GRACE_S = 5.0  # failsafe: an agent that ignores the quit keys is killed after this
 EXIT_AFTER_EOF_S = 5.0  # failsafe: how long an agent whose terminal closed is given to exit

@@ -302,7 +302,7 @@ class RunResult:
     run: Mapping[str, Any]  # agent, version, profile and hash, host, python, start, end, shard, incomplete
     tasks: tuple[TaskResult, ...]
     latencies: tuple[LatencySample, ...]
-    # Samples timed while another task run worked (``--jobs``; harness.alone): kept apart, so
+    # Samples timed while another task run worked (``--jobs``; harness.timing.alone): kept apart, so
     # that no table, board or gate built from ``latencies`` can count them by mistake.
     concurrent: tuple[LatencySample, ...] = ()
 

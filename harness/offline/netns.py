@@ -36,10 +36,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness import sockets
+from harness.containment import sockets
+from harness.containment.sockets import TCP_TABLES, unread_in
 from harness.containment.stale import IP_BUDGET_S, NETNS_DIR, NETNS_PREFIX, remove_namespace
 from harness.offline.packets import Outbound, parse, reply
-from harness.sockets import TCP_TABLES, unread_in
 
 CLONE_NEWNET = 0x40000000
 TUNSETIFF = 0x400454CA

@@ -10,6 +10,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from harness.cli.usage import Parser
 from harness.report.diff import diff, diff_json, format_diff, format_diff_markdown
 from harness.report.gate import compare, format_gate, format_gate_markdown
 from harness.report.html import render_html
@@ -19,7 +20,6 @@ from harness.report.markdown import render_markdown
 from harness.report.publish import PublishError, merged, published, published_name
 from harness.report.shard import ShardError, merge
 from harness.report.writer import folder_problem, format_written, output_file_problem, results_text, write_text
-from harness.usage import Parser
 
 
 def _fail(prog: str, message: str) -> int:

@@ -22,7 +22,7 @@ from harness.model import (
     TaskResult,
     TimelineMark,
 )
-from harness.secrets import redact
+from harness.model.redaction import redact
 
 
 class ResultsError(Exception):

@@ -15,7 +15,6 @@ from collections.abc import Iterable, Sequence
 from typing import TextIO
 
 from harness.contract import LATENCIES, Verdict, check_info, check_order
-from harness.fit import fit_word, fits_over
 from harness.model import (
     CheckResult,
     LatencySample,
@@ -27,6 +26,7 @@ from harness.model import (
     combine_verdicts,
     task_verdict,
 )
+from harness.model.fit import fit_word, fits_over
 from harness.report.aggregate.outcomes import repeats_text, run_title
 from harness.report.latency import ERROR_HEADER, ERROR_NOTE, Floors, format_ns, sample_driver, summarise_by_adapter
 from harness.report.text import attempt_text, outbound_attempts, xml_safe

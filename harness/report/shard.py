@@ -1,4 +1,4 @@
-"""Joining the shards of one run again (the split itself is ``harness.sharding``'s).
+"""Joining the shards of one run again (the split itself is ``harness.model.sharding``'s).
 
 ``merge`` joins the shard files of one run into the result the unsharded run would have
 produced, apart from timings: tasks and latency samples in a canonical order, run info of
@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from harness.model import LatencySample, RunResult, TaskResult
-from harness.sharding import ShardError, item_key, parse_shard
+from harness.model.sharding import ShardError, item_key, parse_shard
 
 # Run info that must agree between shards of one run (when present).
 SAME_IN_EVERY_SHARD = ("agent", "agent_version", "profile", "stopbench_version", "repeat", "selection", "digests")
@@ -95,7 +95,7 @@ def _difference(key: str, theirs: Any, ours: Any) -> tuple[str, Any, Any]:
 def _merged_mutation(ordered: Sequence[RunResult], tasks: Sequence[TaskResult]) -> dict[str, Any]:
     """The mutation score of the whole run, recomputed from all tasks by the runner's own
     function (each shard's score only counts the mutant runs it made)."""
-    from harness.mutants import mutation_summary
+    from harness.run.mutants import mutation_summary
 
     targets: dict[str, list[str]] = {}
     for r in ordered:

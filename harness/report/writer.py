@@ -9,11 +9,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from harness.model import RunResult
+from harness.model.redaction import redact
 from harness.report.html import render_html
 from harness.report.junit import render_junit
 from harness.report.load import parse_results
 from harness.report.markdown import render_markdown
-from harness.secrets import redact
 
 
 def write_text(path: Path, text: str) -> Path:

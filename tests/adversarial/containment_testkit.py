@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from harness.containment.cgroup import Unavailable, _own_cgroup
-from harness.procs import reset_signals
+from harness.containment.procs import reset_signals
 
 SCENARIO = ('name = "holds-a-window"\n[[responses]]\n[[responses.frames]]\n'
             'shell = { window = { id = "w1", depth = 1, fanout = 1, ignore_term = true, escape = true, '

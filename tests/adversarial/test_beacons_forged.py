@@ -20,12 +20,12 @@ from pathlib import Path
 import psutil
 import pytest
 
+from harness.containment.procs import ProcRef, kill_all
 from harness.model import RunStatus
 from harness.offline.netns import setns
-from harness.planning import WorkItem
-from harness.procs import ProcRef, kill_all
 from harness.profiles import load_profile
-from harness.runner import run_item
+from harness.run.planning import WorkItem
+from harness.run.runner import run_item
 from harness.tasks import load_task
 
 FIND_WINDOW_S = 60.0  # failsafe: the window opens within a turn

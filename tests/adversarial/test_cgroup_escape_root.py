@@ -12,9 +12,9 @@ from containment_testkit import one_tool_call_task
 
 from harness.containment.cgroup import Unavailable, _own_cgroup
 from harness.model import RunStatus
-from harness.planning import WorkItem
 from harness.profiles import load_profile
-from harness.runner import run_item
+from harness.run.planning import WorkItem
+from harness.run.runner import run_item
 from harness.tasks import load_task
 
 # A tool that daemonizes and writes its PID into the hierarchy's root cgroup, then lingers. The
@@ -68,8 +68,8 @@ def test_a_started_process_that_moved_itself_out_is_an_escapee(tmp_path: Path):
     import subprocess
 
     from harness.containment import Containment
+    from harness.containment.procs import ProcRef, kill_all
     from harness.containment.stale import owner_tag
-    from harness.procs import ProcRef, kill_all
 
     procs = hierarchy_root()
     root = tmp_path / "run"

@@ -16,8 +16,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "reports"))
 from report_builders import build_run  # noqa: E402
 
 from harness import cli  # noqa: E402
+from harness.model.sharding import shard_items  # noqa: E402
 from harness.report import comparable, merge  # noqa: E402
-from harness.sharding import shard_items  # noqa: E402
 
 
 async def _no_floor() -> int:

@@ -10,12 +10,12 @@ import psutil
 import pytest
 from containment_testkit import SCENARIO, TASK
 
-from harness.alone import Stopwatch
-from harness.planning import WorkItem
-from harness.procs import ProcRef, leftovers
+from harness.containment.procs import ProcRef, leftovers
 from harness.profiles import load_profile
-from harness.runner import run_once
+from harness.run.planning import WorkItem
+from harness.run.runner import run_once
 from harness.tasks import load_task
+from harness.timing.alone import Stopwatch
 
 WAIT_S = 30.0  # failsafe: the window opens within a turn; the clean-up takes milliseconds
 

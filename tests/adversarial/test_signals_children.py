@@ -10,8 +10,8 @@ from pathlib import Path
 
 import psutil
 
-from harness.machine import NULL_AGENT
-from harness.procs import ProcRef, kill_all, wait_gone
+from harness.containment.procs import ProcRef, kill_all, wait_gone
+from harness.timing.machine import NULL_AGENT
 
 EXIT_WAIT_S = 30.0  # failsafe: each waits on an exit that follows at once
 
@@ -31,7 +31,7 @@ def test_a_window_whose_reader_went_away_ends_quietly(tmp_path: Path):
 
 
 def test_the_null_agent_exits_when_the_harness_dies():
-    parent = subprocess.Popen([sys.executable, "-c", "from harness.machine import null_agent_costs\n"
+    parent = subprocess.Popen([sys.executable, "-c", "from harness.timing.machine import null_agent_costs\n"
                                                      "while True: null_agent_costs()"],
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     child: ProcRef | None = None

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from harness import runner
 from harness.containment import Containment
 from harness.containment.stale import NETNS_DIR, NETNS_PREFIX
 from harness.offline import HostNetwork
-from harness.planning import WorkItem
 from harness.profiles import load_profile
-from harness.runner import run_once
+from harness.run import runner
+from harness.run.planning import WorkItem
+from harness.run.runner import run_once
 from harness.tasks import TASKS_DIR, load_task
 
 OPEN_WAIT_S = 60.0  # failsafe: the opening starts at once

@@ -17,8 +17,8 @@ import psutil
 from containment_testkit import SCENARIO, TASK, TrialCgroup
 
 from harness.containment import Containment
+from harness.containment.procs import ProcRef, kill_all, wait_gone
 from harness.containment.stale import owner_gone, owner_tag, start_ticks, sweep
-from harness.procs import ProcRef, kill_all, wait_gone
 from harness.report import load_results
 from harness.tasks import TASKS_DIR
 

@@ -17,7 +17,7 @@ from harness.agents.catalog import get_agent, split_version
 from harness.agents.install import MARKER, install_dir
 from harness.cli import main
 from harness.profiles import ProfileError, base_values, fill, load_profile
-from harness.provenance import run_header
+from harness.run.provenance import run_header
 
 PROGRAM = "node_modules/.bin/claude"  # claude-code's program in its install folder
 PIN = get_agent("claude-code").version

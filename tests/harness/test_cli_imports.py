@@ -5,9 +5,10 @@ import json
 import subprocess
 import sys
 
-from harness import cli, runner
+from harness import cli
+from harness.run import runner
 
-HEAVY = ("aiohttp", "pexpect", "pyte", "psutil", "harness.drivers", "harness.runner", "fake_server.server")
+HEAVY = ("aiohttp", "pexpect", "pyte", "psutil", "harness.drivers", "harness.run.runner", "fake_server.server")
 
 # In a fresh interpreter: what `import harness.cli` loads, then what `stopbench list` loads on top.
 PROBE = """

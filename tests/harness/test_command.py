@@ -99,7 +99,7 @@ def test_a_signal_mid_run_keeps_every_finished_task_run_and_cleans_up(tmp_path, 
 
     import psutil
 
-    from harness.procs import ProcRef, kill_all, leftovers, reset_signals
+    from harness.containment.procs import ProcRef, kill_all, leftovers, reset_signals
 
     # The second task holds its window (a minute) until the signal: it is mid-run however slowly
     # this machine gets there, while a task that ends by itself could be over by then.

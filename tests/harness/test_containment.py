@@ -19,7 +19,7 @@ import pytest
 from harness.containment import ENV_VAR, KINDS, Containment, ContainmentError, Member
 from harness.containment import cgroup as containment_module
 from harness.containment.boundary import _pidfd
-from harness.procs import ProcRef, kill_all, reset_signals
+from harness.containment.procs import ProcRef, kill_all, reset_signals
 
 LIFETIME_S = 300  # failsafe: a helper that was never ended still exits on its own
 
@@ -66,7 +66,7 @@ INNER = """
 import json, os, subprocess, sys, time
 from pathlib import Path
 from harness.containment import Containment
-from harness.procs import reset_signals
+from harness.containment.procs import reset_signals
 root, kind, tag, agent, daemon, mode = sys.argv[1:7]
 inner = Containment.open(Path(root), tag, kinds=(kind,))
 proc = subprocess.Popen([sys.executable, "-c", agent, mode, daemon], env={**os.environ, **inner.env}, cwd=root,

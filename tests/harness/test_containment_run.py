@@ -10,9 +10,9 @@ import psutil
 from tool_task import one_tool_call_task
 
 from harness.model import RunStatus
-from harness.planning import WorkItem
 from harness.profiles import load_profile
-from harness.runner import run_item
+from harness.run.planning import WorkItem
+from harness.run.runner import run_item
 from harness.tasks import load_task
 
 DAEMON = textwrap.dedent("""\

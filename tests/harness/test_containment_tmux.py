@@ -16,7 +16,7 @@ import psutil
 import pytest
 
 from harness.containment import KINDS, Containment, ContainmentError
-from harness.procs import ProcRef, kill_all, reset_signals
+from harness.containment.procs import ProcRef, kill_all, reset_signals
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from harness.containment.procs import leftovers
 from harness.drivers import DriverError, Unsupported
-from harness.history import History
 from harness.model import ProcessExit, Settlement, StopDelivery, UserInput
-from harness.procs import leftovers
+from harness.model.history import History
 from harness.profiles import load_profile
 
 BUDGET_S = 30  # failsafe for each wait: the waits end on the agent's own output or exit

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from harness import cli
-from harness.signals import Interrupted
+from harness.cli.signals import Interrupted
 
 RUN = ["run", "--task", "exit-codes", "--driver", "subprocess"]  # three task runs: one per adapter
 

@@ -14,10 +14,10 @@ import pytest
 from fake_server import wire_gemini
 from harness.agents.catalog import AGENTS
 from harness.agents.install import MARKER, install_dir
-from harness.planning import WorkItem
 from harness.profiles import ProfileError, load_profile, parse_profile
 from harness.readers import READERS
-from harness.rundir import RunDirs, agent_context
+from harness.run.planning import WorkItem
+from harness.run.rundir import RunDirs, agent_context
 from harness.tasks import load_task
 
 TASK = Path(__file__).resolve().parents[2] / "harness" / "tasks" / "interrupt-cancel"

@@ -7,12 +7,12 @@ import time
 
 import pytest
 
-from harness import schedule
-from harness.alone import Stopwatch
-from harness.planning import WorkItem, plan
 from harness.profiles import load_profile
-from harness.runner import ItemOutcome
+from harness.run import schedule
+from harness.run.planning import WorkItem, plan
+from harness.run.runner import ItemOutcome
 from harness.tasks import load_all
+from harness.timing.alone import Stopwatch
 
 
 class Freezer:

@@ -9,12 +9,12 @@ import signal
 from pathlib import Path
 
 from fake_server.records import Request
-from harness.history import History
+from harness.containment.procs import leftovers
 from harness.model import AgentKill, ProcessExit
-from harness.procs import leftovers
+from harness.model.history import History
 from harness.profiles import load_profile
-from harness.steps import STEPS, Step, play
-from harness.taskrun import TaskRun
+from harness.run.steps import STEPS, Step, play
+from harness.run.taskrun import TaskRun
 
 FAKE = Path(__file__).with_name("fake_agent.toml")
 BUDGET_S = 30  # failsafe: every wait ends on the agent's output or the beacon

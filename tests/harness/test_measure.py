@@ -3,10 +3,10 @@
 from types import SimpleNamespace
 
 from harness.checks.testing import Clock
-from harness.measure import timed_latencies
 from harness.model import Observation, ProcessExit, Restart, Settlement, StopDelivery, UserInput, WindowObservation
-from harness.observe import visible_prefix
-from harness.planning import WorkItem
+from harness.run.measure import timed_latencies
+from harness.run.observe import visible_prefix
+from harness.run.planning import WorkItem
 
 KEY = "sk-stopbench-0123456789abcdef"
 

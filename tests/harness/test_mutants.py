@@ -7,10 +7,10 @@ import asyncio
 import pytest
 
 from harness.model import Outcome, task_verdict
-from harness.mutants import list_failpoints
-from harness.planning import WorkItem
 from harness.profiles import load_profile
-from harness.runner import run_item
+from harness.run.mutants import list_failpoints
+from harness.run.planning import WorkItem
+from harness.run.runner import run_item
 from harness.tasks import TASKS_DIR, load_task
 
 # failpoint, task, driver, adapter, the check that must fail

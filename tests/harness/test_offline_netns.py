@@ -10,11 +10,11 @@ import time
 import pytest
 
 from harness.containment import stale
+from harness.containment.sockets import unread_bytes
 from harness.containment.stale import NETNS_DIR, NETNS_PREFIX, owner_tag
 from harness.offline import netns
 from harness.offline.netns import Netns, open_network, setns, unavailable
 from harness.offline.packets import SYN
-from harness.sockets import unread_bytes
 from tests.harness.test_offline_packets import ip4, tcp
 
 needs_netns = pytest.mark.skipif(unavailable() is not None, reason=str(unavailable()))

@@ -14,9 +14,9 @@ from tool_task import one_tool_call_task
 from harness.containment.stale import NETNS_DIR, NETNS_PREFIX
 from harness.model import RunStatus
 from harness.offline.netns import unavailable
-from harness.planning import WorkItem
 from harness.profiles import load_profile
-from harness.runner import run_item
+from harness.run.planning import WorkItem
+from harness.run.runner import run_item
 from harness.tasks import load_task
 
 PUBLIC = ("93.184.216.34", 443)

@@ -16,9 +16,9 @@ from harness.agents.catalog import AGENTS, python_accepts
 from harness.cli import main
 from harness.drivers import AgentContext
 from harness.drivers.base import DriverBase, find_log
-from harness.history import History
-from harness.planning import plan
+from harness.model.history import History
 from harness.profiles import ProfileError, load_profile, parse_profile
+from harness.run.planning import plan
 from harness.tasks import load_all
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "agents"

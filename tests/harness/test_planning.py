@@ -3,8 +3,8 @@ that do not apply to an agent planned as not run, with the reason."""
 
 from dataclasses import replace
 
-from harness.planning import WorkItem, not_applicable, plan
 from harness.profiles import load_profile
+from harness.run.planning import WorkItem, not_applicable, plan
 from harness.tasks import TASKS_DIR, load_task
 
 
@@ -68,7 +68,7 @@ def _task(mutant, *outcomes, status=None, reason=None):
 
 def test_mutation_summary_counts_mutants_caught_by_a_mandatory_check_or_a_broken_task():
     from harness.model import RunStatus, Tier
-    from harness.mutants import mutation_summary
+    from harness.run.mutants import mutation_summary
 
     M, A = Tier.MANDATORY, Tier.ADVISORY
     tasks = [
@@ -88,7 +88,7 @@ def test_mutation_summary_counts_mutants_caught_by_a_mandatory_check_or_a_broken
 def test_a_failure_that_is_a_consequence_is_its_causes_catch():
     """One defect, one failure: a mutant caught by C8 whose exit C12 also read is C8's catch alone."""
     from harness.model import Tier
-    from harness.mutants import mutation_summary
+    from harness.run.mutants import mutation_summary
 
     task = _task("exit-0-on-stop", ("C8", "fail", Tier.MANDATORY), ("C12", "fail", Tier.MANDATORY))
     c8, c12 = task.checks

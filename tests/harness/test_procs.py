@@ -8,8 +8,18 @@ import time
 
 import psutil
 
-from harness import procs
-from harness.procs import GoneWatch, ProcRef, kill_all, kill_tree, leftovers, signal_group, spawn, tree, wait_gone
+from harness.containment import procs
+from harness.containment.procs import (
+    GoneWatch,
+    ProcRef,
+    kill_all,
+    kill_tree,
+    leftovers,
+    signal_group,
+    spawn,
+    tree,
+    wait_gone,
+)
 
 # A child that starts two children, one of which leaves the session with setsid; once both
 # are ready it prints their PIDs and waits.
@@ -80,7 +90,7 @@ def test_record_pids_become_refs():
 
 
 async def test_an_exit_is_stamped_off_the_pidfd(tmp_path):
-    from harness.procs import ExitStamp
+    from harness.containment.procs import ExitStamp
 
     proc = await spawn([sys.executable, "-c", "import time; print('up', flush=True); time.sleep(120)"],
                        env=dict(os.environ), cwd=str(tmp_path))

@@ -7,9 +7,9 @@ from pathlib import Path
 
 from harness.contract import Verdict
 from harness.model import Outcome, RunStatus, task_verdict
-from harness.planning import WorkItem
 from harness.profiles import load_profile
-from harness.runner import run_item
+from harness.run.planning import WorkItem
+from harness.run.runner import run_item
 from harness.tasks import load_task
 
 TASK = '''name = "one-turn"

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.planning import WorkItem
 from harness.profiles import MissingValue, ProfileError, builtin_names, load_profile, parse_profile
-from harness.runner import run_item
+from harness.run.planning import WorkItem
+from harness.run.runner import run_item
 from harness.tasks import load_task
 
 VALUES = {"adapter": "http", "base_url": "http://127.0.0.1:1/v1", "api_key": "sk-x", "model": "m",
@@ -167,8 +167,8 @@ def test_files_are_never_written_into_the_user_s_own_home(tmp_path, monkeypatch)
     """A profile built in code skips the loader: the writer still refuses the real HOME."""
     from dataclasses import replace
 
-    from harness.planning import WorkItem
-    from harness.rundir import RunDirs, agent_context
+    from harness.run.planning import WorkItem
+    from harness.run.rundir import RunDirs, agent_context
     from harness.tasks import TASKS_DIR, load_task
 
     own_home = tmp_path / "me"

@@ -11,14 +11,14 @@ from types import SimpleNamespace
 import pytest
 
 from fake_server.records import Records
-from harness.history import History
 from harness.model import ProcessExit, RunStatus
-from harness.planning import WorkItem
+from harness.model.history import History
 from harness.profile_model import Budgets
 from harness.profiles import load_profile
-from harness.runner import RETRY_TIMEOUT_FACTOR, run_item
-from harness.steps import NotExercised, Step, play
-from harness.taskrun import TaskRun
+from harness.run.planning import WorkItem
+from harness.run.runner import RETRY_TIMEOUT_FACTOR, run_item
+from harness.run.steps import NotExercised, Step, play
+from harness.run.taskrun import TaskRun
 from harness.tasks import TASKS_DIR, load_task
 
 

@@ -1,10 +1,10 @@
 """Secrets in one place: the file scan keeps raw excerpts and tells the profile's own files
 apart; redaction on write leaves no key anywhere, with one mask."""
 
-from harness import runner
 from harness.model import CheckResult, Evidence, Outcome, RunResult, TaskResult
+from harness.model.redaction import MASK, MIN_SECRET_RUN, redact, redact_text, scan_files
 from harness.report import write_reports
-from harness.secrets import MASK, MIN_SECRET_RUN, redact, redact_text, scan_files
+from harness.run import runner
 
 KEY = "sk-stopbench-0123456789abcdef"
 

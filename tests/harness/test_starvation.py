@@ -9,12 +9,12 @@ from types import SimpleNamespace
 import pytest
 
 from fake_server.records import Late
-from harness.alone import Stopwatch
-from harness.procs import ProcRef
+from harness.containment.procs import ProcRef
 from harness.profile_model import Budgets
-from harness.starvation import CpuSample, between, sample
-from harness.steps import AgentFailed, NotExercised, Step, play
-from harness.taskrun import TaskRun
+from harness.run.steps import AgentFailed, NotExercised, Step, play
+from harness.run.taskrun import TaskRun
+from harness.timing.alone import Stopwatch
+from harness.timing.starvation import CpuSample, between, sample
 
 SPIN = "while True: pass"
 

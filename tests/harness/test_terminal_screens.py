@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from harness.drivers.screen import Screen, ScreenLog
-from harness.planning import WorkItem
 from harness.profiles import load_profile, parse_profile
-from harness.runner import run_item
+from harness.run.planning import WorkItem
+from harness.run.runner import run_item
 from harness.tasks import load_task
 from tests.harness.test_profile_problems import SCENARIO, TASK
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import yaml
 
-from harness.sharding import shard_items
+from harness.model.sharding import shard_items
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKFLOW = yaml.safe_load((ROOT / "examples/ci/stopbench.yml").read_text())

@@ -7,7 +7,7 @@ import re
 
 from harness.model import Observation, TimelineMark
 from harness.report.svg import dot_plot, histogram, percentile_plot, timeline
-from harness.timeline import timeline as marks_of
+from harness.run.timeline import timeline as marks_of
 
 UNIT = re.compile(r"[\d.]+ (µs|ms|s)$")
 

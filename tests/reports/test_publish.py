@@ -14,11 +14,11 @@ import jsonschema
 import pytest
 
 from harness.model import CheckResult, Evidence, LatencySample, Outcome, RunResult, TaskResult, TimelineMark
+from harness.model.redaction import redact
 from harness.report import load_results, render_markdown, report_main
 from harness.report.cli import publish_main
 from harness.report.publish import PublishError, merged, published
 from harness.report.writer import results_text
-from harness.secrets import redact
 
 REPO = Path(__file__).resolve().parents[2]
 VALIDATOR = jsonschema.Draft202012Validator(json.loads((REPO / "harness/report/results.schema.json").read_text()))

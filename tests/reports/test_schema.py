@@ -11,11 +11,11 @@ import jsonschema
 import pytest
 
 from harness.contract import LATENCY_IDS, Verdict
-from harness.fit import FitLog
 from harness.model import RESULTS_FORMAT, RESULTS_VERSION, DecidedBy, Outcome, RunResult, RunStatus, Tier
+from harness.model.fit import FitLog
+from harness.model.sharding import shard_items
 from harness.report.shard import merge
 from harness.report.writer import ResultsCheckpoint, results_text
-from harness.sharding import shard_items
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = json.loads((ROOT / "harness/report/results.schema.json").read_text())
@@ -34,7 +34,7 @@ def test_written_results_validate(validator, run, rival):
 
 
 def test_a_profile_fit_record_validates_and_the_schema_holds_it_to_its_shape(validator, run):
-    """The record the drivers keep (harness.fit), every kind of entry, is what the schema describes."""
+    """The record the drivers keep (harness.model.fit), every kind of entry, is what the schema describes."""
     fit = FitLog()
     fit.matched("the prompt", "(?m)^> $", "when the agent is ready for input", "on the rendered screen")
     fit.undecided("the turn's end", "Done", "when a turn ends", "the step stopped waiting before it showed")

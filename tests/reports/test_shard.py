@@ -11,9 +11,9 @@ import sys
 import pytest
 
 from harness.model import Outcome
+from harness.model.sharding import ShardError, parse_shard, shard_items
 from harness.report import comparable, load_results, merge, merge_main
 from harness.report.writer import results_text
-from harness.sharding import ShardError, parse_shard, shard_items
 
 TASKS = ("interrupt-cancel", "interrupt-timeout", "interrupt-restart")
 ITEMS = [(t, a, r) for t in TASKS for a in ("inproc", "http") for r in range(3)]
@@ -48,7 +48,7 @@ def test_the_split_does_not_depend_on_the_input_order():
 
 def test_the_split_is_the_same_in_every_process():
     """No hash randomisation: two interpreters with different hash seeds cut the same shards."""
-    code = ("import json, sys; from harness.sharding import shard_items; "
+    code = ("import json, sys; from harness.model.sharding import shard_items; "
             "items = [{'task': t, 'tags': sorted({'a', 'b', t})} for t in 'abcdefghij']; "
             "print(json.dumps([shard_items(items, i, 3) for i in (1, 2, 3)]))")
     outputs = {
@@ -106,7 +106,7 @@ def test_comparison_ignores_evidence_text_but_not_verdicts(make_run):
 
 
 def test_merge_recomputes_the_mutation_score_of_the_whole_run(make_run):
-    from harness.mutants import mutation_summary
+    from harness.run.mutants import mutation_summary
 
     failpoints = {"skip-tree-kill": ["C3"], "drop-partial-text": ["C5"]}
 

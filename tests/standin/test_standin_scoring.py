@@ -12,9 +12,9 @@ import pytest
 
 from harness.contract import Verdict
 from harness.model import Outcome, RunStatus, combine_verdicts, task_verdict
-from harness.planning import WorkItem, plan
 from harness.profiles import load_profile
-from harness.runner import run_item
+from harness.run.planning import WorkItem, plan
+from harness.run.runner import run_item
 from harness.tasks import TASKS_DIR, load_all, load_task
 
 PROFILE = Path(__file__).with_name("standin.toml")

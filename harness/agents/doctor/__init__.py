@@ -15,11 +15,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from harness import secrets
-from harness.model import RunStatus
-from harness.planning import WorkItem
+from harness.model import RunStatus, redaction
 from harness.profiles import Profile, template_names
-from harness.runner import ItemOutcome, run_item
+from harness.run.planning import WorkItem
+from harness.run.runner import ItemOutcome, run_item
 from harness.tasks import load_task
 
 TASK = Path(__file__).with_name("task.toml")
@@ -85,7 +84,7 @@ def _report(profile: Profile, driver: str, outcome: ItemOutcome) -> tuple[bool, 
         lines += [f"    | {row}" for row in rows] or ["    (blank)"]
     records = outcome.observation.records if outcome.observation else ()
     reached, request_lines = _requests(records)
-    lines += [secrets.redact_text(line, [key]) for line in request_lines]
+    lines += [redaction.redact_text(line, [key]) for line in request_lines]
     ok = result.status is RunStatus.RAN and not result.reason and reached
     session = ev.get("session")
     if session:

@@ -13,8 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from harness.contract import LATENCY_IDS, Verdict
-from harness.fit import fits_over
 from harness.model import VERDICT_ORDER, RunResult, RunStatus, TaskResult, combine_verdicts, task_verdict
+from harness.model.fit import fits_over
 from harness.report.aggregate.invariants import Standings
 from harness.report.aggregate.outcomes import Cell, Finding, findings, ordered_checks
 from harness.report.latency import StopwatchError, Summary, percentile, recorded_floors, sample_driver
@@ -75,7 +75,7 @@ class Scoreboard:
 
     @property
     def profile_fits(self) -> str:
-        """Whether the profile fit the agent over the board's runs (harness.fit): yes, no (what), unknown."""
+        """Whether the profile fit the agent over the board's runs (harness.model.fit): yes, no (what), unknown."""
         return fits_over(self.tasks)
 
     def count(self, status: RunStatus) -> int:

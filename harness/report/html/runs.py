@@ -9,8 +9,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from harness.contract import check_order
-from harness.fit import fit_word
 from harness.model import RunStatus, TaskResult, task_verdict
+from harness.model.fit import fit_word
 from harness.report.aggregate import attempts_text, run_name, run_title
 from harness.report.evidence import Context, fields
 from harness.report.html.findings import fields_table

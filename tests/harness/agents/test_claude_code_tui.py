@@ -15,9 +15,9 @@ import pytest
 from harness.drivers.base import AgentContext
 from harness.drivers.screen import Screen
 from harness.drivers.terminal import COLUMNS, LINES, TerminalDriver
-from harness.history import History
-from harness.planning import not_applicable
+from harness.model.history import History
 from harness.profiles import fill, load_profile
+from harness.run.planning import not_applicable
 from harness.tasks import TASKS_DIR, load_task
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "agents"

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from harness.checks.testing import CANARY
-from harness.secrets import redact
+from harness.model.redaction import redact
 
 
 @pytest.fixture

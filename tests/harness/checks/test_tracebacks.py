@@ -8,8 +8,8 @@ import pytest
 from harness.checks.base import CheckSpec, run_check
 from harness.contract import Observes
 from harness.model import Outcome, Tier
-from harness.sharding import ShardError, parse_shard
-from harness.tracebacks import frame_lines
+from harness.model.sharding import ShardError, parse_shard
+from harness.model.tracebacks import frame_lines
 
 from .check_runs import stop_in_tool
 
@@ -30,7 +30,7 @@ def test_a_crashing_checkers_traceback_names_each_file_with_its_folder():
 def test_a_harness_frame_is_named_from_the_packages_folder():
     with pytest.raises(ShardError) as info:
         parse_shard("nine")
-    assert frame_lines(info.value)[-1].startswith("harness/sharding.py:")
+    assert frame_lines(info.value)[-1].startswith("harness/model/sharding.py:")
     assert " in parse_shard" in frame_lines(info.value)[-1]
 
 

@@ -3,7 +3,7 @@
 One task run owns a fresh run folder (HOME, sessions, working folder), a network namespace
 where only its fake server answers (``harness.offline``), a fake server, a driver, a recorded
 history and a unique canary API key. Its steps play under their budgets
-(``harness.steps``); whatever happens, every process it learned of (agent, tool windows)
+(``harness.run.steps``); whatever happens, every process it learned of (agent, tool windows)
 is ended by PID and verified gone, and the run folder is removed. What ended the run
 decides its status: the agent's own failure still yields check verdicts, a race that did
 not happen is retried, and only the harness's own faults are errors.
@@ -26,15 +26,11 @@ from typing import Any, TypeVar
 from fake_server import FakeServer
 from fake_server.records import Error, Records, Window
 from fake_server.server import BEACON_PATH
-from harness import secrets
-from harness.alone import CLEANING_UP_FOR, Member, Stopwatch
 from harness.checks import run_checks
 from harness.containment import Containment, EndReport
+from harness.containment.procs import ProcRef, SpawnError, kill_all, leftovers
 from harness.containment.stale import owner_tag
 from harness.drivers import Driver, ProfileMisfit, Unsupported, make_driver
-from harness.fit import note_store
-from harness.history import History
-from harness.measure import timed_latencies
 from harness.model import (
     AgentFailure,
     Attempt,
@@ -45,19 +41,23 @@ from harness.model import (
     ProcessExit,
     RunStatus,
     TaskResult,
+    redaction,
     skipped,
 )
-from harness.observe import observe
+from harness.model.fit import note_store
+from harness.model.history import History
+from harness.model.tracebacks import frame_lines
 from harness.offline import HostNetwork, open_network
-from harness.planning import WorkItem
-from harness.procs import ProcRef, SpawnError, kill_all, leftovers
 from harness.profiles import BUILTIN_DIR, Profile
 from harness.readers import get_reader
-from harness.rundir import RunDirs, agent_context, canary_key
-from harness.steps import AgentFailed, NotExercised, play
-from harness.taskrun import TaskRun
-from harness.timeline import timeline
-from harness.tracebacks import frame_lines
+from harness.run.measure import timed_latencies
+from harness.run.observe import observe
+from harness.run.planning import WorkItem
+from harness.run.rundir import RunDirs, agent_context, canary_key
+from harness.run.steps import AgentFailed, NotExercised, play
+from harness.run.taskrun import TaskRun
+from harness.run.timeline import timeline
+from harness.timing.alone import CLEANING_UP_FOR, Member, Stopwatch
 
 T = TypeVar("T")
 DEFAULT_RETRIES = 2
@@ -117,7 +117,7 @@ async def run_once(profile: Profile, item: WorkItem, *, run_root: Path | None = 
                    timeout_factor: float = 1.0, stopwatch: Stopwatch | None = None) -> ItemOutcome:
     """One try of ``item``; its run folder is removed afterwards unless it is ``run_root``.
     Beside other task runs (``stopwatch`` shared with them) its harness work and its spans
-    take turns with theirs (``harness.alone``)."""
+    take turns with theirs (``harness.timing.alone``)."""
     pausable = _Pausable()
     member = (stopwatch or Stopwatch()).join(pausable.pause, pausable.resume)
     try:
@@ -176,7 +176,7 @@ async def _open_containment(dirs: RunDirs, run_root: Path | None, tag: str) -> C
 
 
 class _Pausable:
-    """What of a task run another run's span pauses (harness.alone): the processes in its
+    """What of a task run another run's span pauses (harness.timing.alone): the processes in its
     containment (frozen) and its fake server's scripted time (held)."""
 
     def __init__(self) -> None:
@@ -242,7 +242,7 @@ async def _run_contained(profile: Profile, item: WorkItem, dirs: RunDirs, contai
         async with member.working():
             obs = observe(item, profile, history=history, records=records, reader=reader, final=final,
                           log_path=driver.log_path, transcript=driver.transcript(), api_key=api_key,
-                          canary_hits=secrets.scan_files(api_key, dirs.root, dirs.profile_files), failure=failure)
+                          canary_hits=redaction.scan_files(api_key, dirs.root, dirs.profile_files), failure=failure)
             checks = run_checks(obs, dict(item.task.checks))
             result = _result(profile, item, started, t0_ns, checks, RunStatus.RAN,
                              failure.what if failure else None, obs, final,
@@ -432,4 +432,4 @@ def _seen(result: TaskResult, driver: Driver | None) -> TaskResult:
 
 def _redacted(result: TaskResult, api_key: str) -> TaskResult:
     """The one place a run's key leaves its result: everything after this is safe to write."""
-    return TaskResult.from_json(secrets.redact(result.to_json(), [api_key]))
+    return TaskResult.from_json(redaction.redact(result.to_json(), [api_key]))

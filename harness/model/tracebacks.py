@@ -8,7 +8,7 @@ from __future__ import annotations
 import traceback
 from pathlib import Path
 
-_PACKAGES_ROOT = Path(__file__).resolve().parent.parent
+_PACKAGES_ROOT = Path(__file__).resolve().parents[2]  # harness/model/tracebacks.py → the folder holding harness/
 
 
 def frame_lines(err: BaseException, *, last: int = 3, source: bool = False) -> list[str]:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import psutil
 
-from harness.sockets import client_inodes
+from harness.containment.sockets import client_inodes
 
 RESET_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGQUIT, signal.SIGHUP, signal.SIGPIPE)
 

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.agents.catalog import get_agent
-from harness.planning import WorkItem
 from harness.profiles import BUILTIN_DIR, Profile, base_values, fill
+from harness.run.planning import WorkItem
 
 VERSION_TIMEOUT_S = 30.0  # failsafe for a version command that hangs
 

@@ -9,12 +9,12 @@ from __future__ import annotations
 from typing import Any
 
 from harness.model import LatencySample, Observation
-from harness.planning import WorkItem
+from harness.run.planning import WorkItem
 
 
 def timed_latencies(item: WorkItem, agent: str, obs: Observation) -> list[tuple[LatencySample, int]]:
     """Each sample with the ``monotonic_ns`` its interval began at (it ends ``value_ns``
-    later): whether it was timed alone is decided on that interval (``harness.alone``)."""
+    later): whether it was timed alone is decided on that interval (``harness.timing.alone``)."""
     samples: list[tuple[LatencySample, int]] = []
 
     def add(lid: str, value: int, *, start_ns: int, **detail: Any) -> None:

@@ -3,7 +3,7 @@
 A ``TaskRun`` owns what the steps share: the driver, the fake server, the recorded
 ``History``, the profile's reader (to capture the store at a kill or a restart), the last
 beacon, the bash windows being watched, a pending timeout or CI watchdog. Steps
-(``harness.steps``) act through it; it never decides a verdict.
+(``harness.run.steps``) act through it; it never decides a verdict.
 """
 
 from __future__ import annotations
@@ -15,15 +15,15 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from fake_server import records
-from harness.alone import Member, Stopwatch
+from harness.containment.procs import GoneWatch, ProcRef, leftovers
+from harness.containment.sockets import unread_bytes
 from harness.drivers import Driver, DriverError
-from harness.history import History
 from harness.model import AgentFailure, LogCapture, ProcessExit, StopDelivery, WindowObservation
-from harness.procs import GoneWatch, ProcRef, leftovers
+from harness.model.history import History
 from harness.profiles import Profile
 from harness.readers import CannotDamage, Damage, Reader, capture
-from harness.sockets import unread_bytes
-from harness.steps import IDLE_GRACE_S, AgentFailed, NotExercised, Step
+from harness.run.steps import IDLE_GRACE_S, AgentFailed, NotExercised, Step
+from harness.timing.alone import Member, Stopwatch
 
 T = TypeVar("T")
 WINDOW_WATCH_S = 600.0  # windows hold at most 600 s; the watch is finished at the task's end
@@ -86,7 +86,7 @@ class TaskRun:
         if watchdog:
             self._watchdog = loop.call_later(delay, self._fire_watchdog)
 
-    # -- spans: where something is timed (harness.alone) ----------------------------------------
+    # -- spans: where something is timed (harness.timing.alone) ----------------------------------------
     async def _take_after(self, delay_s: float) -> None:
         await asyncio.sleep(delay_s)  # a deadline known in advance, not a wait for an effect
         await self.member.take(for_deadline=True)

@@ -13,7 +13,7 @@ What can go wrong while steps play is told apart here, because it decides the ve
   checks still run and the ones the missing behaviour belongs to fail.
 - ``NotExercised`` — a race: the moment the task meant to interrupt never came (the agent's
   own timeout fell before the window opened, the turn ended before Stop arrived), or a
-  budget ran out while the machine kept the agent waiting for a CPU (``harness.starvation``).
+  budget ran out while the machine kept the agent waiting for a CPU (``harness.timing.starvation``).
   The run is retried.
 - anything else (``DriverError`` included) is the harness's own fault.
 """
@@ -29,13 +29,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from fake_server import records
-from harness import starvation
 from harness.contract import TASK_STOP_SOURCES
 from harness.model import AgentFailure, AgentKill, ProcessExit, Restart, StopDelivery
 from harness.profiles import Budgets
+from harness.timing import starvation
 
 if TYPE_CHECKING:
-    from harness.taskrun import TaskRun
+    from harness.run.taskrun import TaskRun
 
 BEACONS = ("request", "chunk", "window", "disconnect")
 KILL_POINTS = ("request-received", "chunk-flushed", "window-opened", "next-request")
@@ -48,7 +48,7 @@ MAX_TURN_TIMEOUT_S = 600.0  # a per-turn timeout T the step budgets can still wa
 IDLE_GRACE_S = 1.0  # failsafe: a beacon posted just before the agent went idle may still be in flight
 DRAIN_BUDGET_S = 2.0  # failsafe: how long a Stop mid-stream waits for the agent to read what was flushed
 # Steps whose own work runs in the harness's loop (spawning, typing, reading the store): they
-# wait while another task run times something (harness.alone). A wait or a settle only listens.
+# wait while another task run times something (harness.timing.alone). A wait or a settle only listens.
 HARNESS_WORK = ("send", "kill", "damage", "queue", "cancel-queued")
 
 

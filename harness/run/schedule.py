@@ -1,7 +1,7 @@
 """The order and overlap of a run's task runs (``stopbench run --jobs N``).
 
 Task runs start in plan order, up to ``jobs`` at a time, sharing one ``Stopwatch``: each
-times its latencies alone (``harness.alone``). A run on the in-process driver starts only
+times its latencies alone (``harness.timing.alone``). A run on the in-process driver starts only
 when no other runs and nothing else starts beside it: its agent lives in the harness's own
 process, where it can be neither frozen nor kept apart; and two runs whose turns time out
 do not run side by side. Results are reported as each run ends; their order in the reports
@@ -15,10 +15,10 @@ import functools
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from harness.alone import Stopwatch
-from harness.planning import WorkItem
 from harness.profiles import Profile
-from harness.runner import DEFAULT_RETRIES, ItemOutcome, run_item
+from harness.run.planning import WorkItem
+from harness.run.runner import DEFAULT_RETRIES, ItemOutcome, run_item
+from harness.timing.alone import Stopwatch
 
 
 async def run_all(profile: Profile, items: Sequence[WorkItem], *, jobs: int = 1, retries: int = DEFAULT_RETRIES,
@@ -66,5 +66,5 @@ def runs_alone(item: WorkItem) -> bool:
 
 def has_deadline(item: WorkItem) -> bool:
     """Whether the item's task gives a turn a timeout: two such runs side by side would each
-    be in its timed turn while the other times its deadline (harness.alone pauses neither)."""
+    be in its timed turn while the other times its deadline (harness.timing.alone pauses neither)."""
     return any(step.do == "send" and "timeout" in step.args for step in item.task.steps)

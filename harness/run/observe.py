@@ -14,7 +14,6 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from harness.history import History
 from harness.model import (
     AgentFailure,
     AgentKill,
@@ -29,9 +28,10 @@ from harness.model import (
     UserInput,
     WindowObservation,
 )
-from harness.planning import WorkItem
+from harness.model.history import History
 from harness.profiles import Profile
 from harness.readers import Reader
+from harness.run.planning import WorkItem
 
 
 def observe(item: WorkItem, profile: Profile, *, history: History, records: tuple[Mapping[str, Any], ...],

@@ -26,29 +26,29 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from harness import signals
+from harness.cli import signals
+from harness.cli.signals import Interrupted
+from harness.cli.usage import Parser
 from harness.contract import DRIVERS
-from harness.machine import null_agent_costs
-from harness.signals import Interrupted
-from harness.usage import Parser
+from harness.timing.machine import null_agent_costs
 
 if TYPE_CHECKING:
     from harness.model import LatencySample, RunResult, TaskResult
-    from harness.planning import WorkItem
     from harness.profiles import Profile
-    from harness.runner import ItemOutcome
+    from harness.run.planning import WorkItem
+    from harness.run.runner import ItemOutcome
     from harness.tasks import Task
 
 # What a command needs is imported when it runs, not here: `stopbench --help`, `list`,
 # `report` and `gate` start at once, and the drivers, the fake server (aiohttp) and the
 # process tools (psutil, pexpect, pyte) are loaded by `run` alone
 # (tests/harness/test_cli_imports.py; benchmarks/startup_bench.py prints the start-up times).
-DEFAULT_RETRIES = 2  # harness.runner.DEFAULT_RETRIES, for --help without loading the runner (a test holds them equal)
+DEFAULT_RETRIES = 2  # harness.run.runner.DEFAULT_RETRIES, for --help without the runner (a test holds them equal)
 
 
 def run_all(*args: Any, **kwargs: Any) -> Any:
-    """``harness.schedule.run_all``, imported on the first call."""
-    from harness.schedule import run_all as schedule_run_all
+    """``harness.run.schedule.run_all``, imported on the first call."""
+    from harness.run.schedule import run_all as schedule_run_all
 
     return schedule_run_all(*args, **kwargs)
 
@@ -61,8 +61,8 @@ def quick_floor_async() -> Any:
 
 
 def _harness_error() -> type[Exception]:
-    """``harness.runner.HarnessError``, imported when an error is being handled."""
-    from harness.runner import HarnessError
+    """``harness.run.runner.HarnessError``, imported when an error is being handled."""
+    from harness.run.runner import HarnessError
 
     return HarnessError
 
@@ -278,8 +278,8 @@ def _folder_name(agent: str) -> str:
 
 
 def run_agent(args: argparse.Namespace, agent: str, report_dir: Path) -> int:
-    from harness.planning import plan
-    from harness.sharding import ShardError, parse_shard, shard_items
+    from harness.model.sharding import ShardError, parse_shard, shard_items
+    from harness.run.planning import plan
 
     profile, tasks = _load(args, agent)
     if args.repeat < 1:
@@ -316,13 +316,13 @@ def run_agent(args: argparse.Namespace, agent: str, report_dir: Path) -> int:
 def _run_items(args: argparse.Namespace, profile: Profile, items: list[WorkItem], planned: list[WorkItem],
                failpoints: dict[str, tuple[str, ...]], report_dir: Path) -> int:
     """The planned task runs of one agent into ``report_dir`` (held), then its reports."""
+    from harness.cli.signals import run_until_signalled
     from harness.model import RunResult
-    from harness.mutants import mutation_summary
-    from harness.provenance import digests, run_header
     from harness.report.progress import Progress
     from harness.report.writer import ResultsCheckpoint, folder_problem, write_text
-    from harness.rundir import make_private
-    from harness.signals import run_until_signalled
+    from harness.run.mutants import mutation_summary
+    from harness.run.provenance import digests, run_header
+    from harness.run.rundir import make_private
 
     done: list[TaskResult] = []
     earlier = RunResult(run={}, tasks=(), latencies=())
@@ -456,7 +456,7 @@ def _summary(run: RunResult, failpoints: dict[str, tuple[str, ...]], written: li
 
 
 def _failpoints(args: argparse.Namespace, profile: Profile) -> dict[str, tuple[str, ...]]:
-    from harness.mutants import FailpointsError, list_failpoints
+    from harness.run.mutants import FailpointsError, list_failpoints
 
     if not args.mutants:
         if args.failpoint:
@@ -478,8 +478,8 @@ def _resumed(path: str, profile: Profile, items: list[WorkItem],
     """The finished task runs of an earlier, incomplete run of the same work: the same agent,
     profile, tasks and scenarios (``now`` holds their digests), or nothing is inherited."""
     from harness.model import RunResult, RunStatus
-    from harness.provenance import driven_version
     from harness.report import ResultsError, load_results
+    from harness.run.provenance import driven_version
 
     try:
         earlier = load_results(path)

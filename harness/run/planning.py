@@ -5,7 +5,7 @@ A work item that does not apply to the agent — the task needs a driver its pro
 or damage its reader cannot do — is still planned, with the reason, so it is reported as
 *not run* instead of silently vanishing or, worse, counting as conformant.
 
-How the work items are split into shards is ``harness.sharding``.
+How the work items are split into shards is ``harness.model.sharding``.
 """
 
 from __future__ import annotations

@@ -19,8 +19,8 @@ from pathlib import Path
 
 from harness.containment.stale import owner_tag
 from harness.drivers import AgentContext, Unsupported
-from harness.planning import WorkItem
 from harness.profiles import Profile, ProfileError, base_values, fill
+from harness.run.planning import WorkItem
 
 ENV_PASSTHROUGH = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR")
 
