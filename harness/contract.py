@@ -65,10 +65,6 @@ def expected_exit_code(expectation: str) -> int:
 TOOL_OUTCOME_UNKNOWN = "TOOL_OUTCOME_UNKNOWN"
 TOOL_NOT_STARTED = "TOOL_NOT_STARTED"
 
-# --- how the harness reaches an agent --------------------------------------------------
-
-DRIVERS = ("inproc", "subprocess", "terminal")
-
 # --- checks ----------------------------------------------------------------------------
 
 

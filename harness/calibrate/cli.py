@@ -16,7 +16,7 @@ from typing import TypeVar
 from harness.calibrate.stopwatch import DELAYS_MS, CalibrationError, calibrate, quick_floor_async, quick_table, report
 from harness.cli.signals import Interrupted, run_until_signalled
 from harness.cli.usage import Parser
-from harness.contract import DRIVERS
+from harness.model.drivers import DRIVERS
 
 T = TypeVar("T")
 EXIT_OK, EXIT_FAILED = 0, 2

@@ -30,6 +30,7 @@ from typing import Any
 
 from harness.checks import REGISTRY
 from harness.model import Observation, RunStatus, StopDelivery
+from harness.model.drivers import DRIVERS
 from harness.profiles import Profile, load_profile
 from harness.report.latency import format_ns, percentile
 from harness.run.planning import WorkItem
@@ -138,7 +139,7 @@ async def measure_one(profile: Profile, item: WorkItem, delay_ms: float) -> list
 
 def agent_stamps(obs: Observation) -> dict[str, Any]:
     """The calibration agent's own stamps for the run's turn (empty when it gave none)."""
-    if obs.driver == "inproc":
+    if DRIVERS[obs.driver].in_process:
         store = getattr(sys.modules.get(INPROC_MODULE), "STAMPS", {})
         turns = store.get(Path(obs.log_path).stem, []) if obs.log_path else []
         return dict(turns[-1]) if turns else {}

@@ -19,6 +19,7 @@ from harness.contract import (
     STOPPED_REASONS,
 )
 from harness.model import Capability, CheckResult, DecidedBy, Observation, Outcome, ProcessExit, StopDelivery
+from harness.model.drivers import DRIVERS
 
 BOX = DecidedBy.BLACK_BOX
 # `run --timeout T` must exit "shortly after T". Measured from spawn, so start-up counts; the
@@ -43,7 +44,8 @@ def exit_codes_tell_the_truth(obs: Observation) -> CheckResult:
     cannot tell a Stop from an error, fails.
     """
     judged = [e for e in obs.exits if e.expect in REASON_FOR_EXPECTATION]
-    hung = obs.failure if obs.driver == "subprocess" and obs.failure and obs.failure.kind == "settle" else None
+    settle_failed = obs.failure is not None and obs.failure.kind == "settle"
+    hung = obs.failure if DRIVERS[obs.driver].process_per_turn and settle_failed else None
     if not judged and hung is None:
         return result("C8", Outcome.SKIPPED, "no headless run whose exit code the task could predict")
     found = Findings("C8")

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from harness.cli import signals
 from harness.cli.signals import Interrupted
 from harness.cli.usage import Parser
-from harness.contract import DRIVERS
+from harness.model.drivers import DRIVERS
 from harness.timing.machine import null_agent_costs
 
 if TYPE_CHECKING:

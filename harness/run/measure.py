@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.model import LatencySample, Observation
+from harness.model.drivers import DRIVERS
 from harness.run.planning import WorkItem
 
 
@@ -24,7 +25,7 @@ def timed_latencies(item: WorkItem, agent: str, obs: Observation) -> list[tuple[
     records = obs.records
     # L1 and L2 are aborts mid-stream; a Stop inside a tool is timed by L3 (the tree kill).
     for stop in (s for s in obs.stops if s.exercised and s.phase == "stream"):
-        if item.driver == "inproc":  # the settlement the API reported, stamped when the agent settled
+        if DRIVERS[item.driver].in_process:  # the settlement the API reported, stamped when the agent settled
             after = [s.mono_ns for s in obs.settlements if s.mono_ns >= stop.mono_ns]
             if after:
                 add("L1", after[0] - stop.mono_ns, start_ns=stop.mono_ns)
@@ -46,7 +47,7 @@ def timed_latencies(item: WorkItem, agent: str, obs: Observation) -> list[tuple[
             continue
         # From the process that resumes: spawned by the restart (terminal) or by the follow-up (headless).
         spawned = restart.mono_ns
-        if item.driver == "subprocess":
+        if DRIVERS[item.driver].process_per_turn:
             follow = next((i.mono_ns for i in obs.inputs if i.mono_ns > restart.mono_ns and not i.queued), None)
             if follow is None:
                 continue

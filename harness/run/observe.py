@@ -28,6 +28,7 @@ from harness.model import (
     UserInput,
     WindowObservation,
 )
+from harness.model.drivers import DRIVERS
 from harness.model.history import History
 from harness.profiles import Profile
 from harness.readers import Reader
@@ -38,7 +39,7 @@ def observe(item: WorkItem, profile: Profile, *, history: History, records: tupl
             reader: Reader | None, final: LogCapture | None, log_path: str | None, transcript: str, api_key: str,
             canary_hits: list[CanaryHit], failure: AgentFailure | None) -> Observation:
     stops = history.of(StopDelivery)
-    if item.driver != "inproc":
+    if not DRIVERS[item.driver].in_process:
         stops = tuple(_seen_on_screen(s, records) for s in stops)
     return Observation(
         task=item.variant, agent=profile.name, adapter=item.adapter, driver=item.driver, api_key=api_key,

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from harness.model.drivers import DRIVERS
 from harness.profiles import Profile
 from harness.readers import get_reader
 from harness.tasks import Task
@@ -52,7 +53,7 @@ def plan(profile: Profile, tasks: Sequence[Task], *, adapters: Sequence[str] | N
     for mutant in mutants:
         for task in tasks:
             for driver in task.drivers:
-                if mutant is not None and driver == "inproc":
+                if mutant is not None and DRIVERS[driver].in_process:
                     continue
                 reason = not_applicable(profile, task, driver)
                 for adapter in adapters or profile.adapters:
@@ -72,9 +73,7 @@ def not_applicable(profile: Profile, task: Task, driver: str) -> str | None:
     if task.name in profile.not_run:
         return f"profile {profile.name!r}: {profile.not_run[task.name]}"
     if driver not in profile.drivers():
-        section = {"inproc": "[inproc] factory", "subprocess": "[headless] command",
-                   "terminal": "[interactive] command"}[driver]
-        return f"profile {profile.name!r} has no {section}"
+        return f"profile {profile.name!r} has no {DRIVERS[driver].plays}"
     spec = profile.headless if driver == "subprocess" else None
     if spec is not None and spec.no_resume and resumes(task):
         return f"the task resumes a session, and profile {profile.name!r} has no headless resume: {spec.no_resume}"

@@ -44,6 +44,7 @@ from harness.model import (
     redaction,
     skipped,
 )
+from harness.model.drivers import DRIVERS
 from harness.model.fit import note_store
 from harness.model.history import History
 from harness.model.tracebacks import frame_lines
@@ -150,7 +151,7 @@ async def run_once(profile: Profile, item: WorkItem, *, run_root: Path | None = 
 async def _open_network(tag: str, item: WorkItem) -> HostNetwork:
     """The run's network (``harness.offline``), opened in a thread. Cut short meanwhile, the
     opening is let finish and undone: a run cancelled before it began leaves no namespace."""
-    opening = asyncio.ensure_future(asyncio.to_thread(open_network, tag, in_process=item.driver == "inproc"))
+    opening = asyncio.ensure_future(asyncio.to_thread(open_network, tag, in_process=DRIVERS[item.driver].in_process))
     try:
         return await asyncio.shield(opening)
     except BaseException:

@@ -15,6 +15,7 @@ import functools
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from harness.model.drivers import DRIVERS
 from harness.profiles import Profile
 from harness.run.planning import WorkItem
 from harness.run.runner import DEFAULT_RETRIES, ItemOutcome, run_item
@@ -61,7 +62,7 @@ async def run_all(profile: Profile, items: Sequence[WorkItem], *, jobs: int = 1,
 def runs_alone(item: WorkItem) -> bool:
     """An in-process agent lives in the harness's own process: it can be neither frozen nor
     kept apart, so its run has no company."""
-    return item.driver == "inproc"
+    return DRIVERS[item.driver].in_process
 
 
 def has_deadline(item: WorkItem) -> bool:

@@ -1,10 +1,9 @@
-"""The step vocabulary of tasks: each kind owns its schema, its validation and its execution.
+"""What each step of a task does, under its budget: one executor per kind of step.
 
-A task is a list of steps (``send``, ``wait``, ``stop``, ``settle``, ``kill``, ``damage``,
-``restart``, ``queue``, ``cancel-queued``). Every interrupt follows a ``wait`` on a beacon —
-a request received, a chunk flushed, a window opened — so nothing depends on timing. Each
-step runs under a budget from the agent's profile (``[timeouts]``): an overrun names the
-step, the budget and what was last seen.
+The steps' schema and validation are the task's (``harness.tasks.steps``); this module holds
+what a kind does when a task run plays it, in ``EXECUTORS`` — a test holds it to the same
+kinds as ``harness.tasks.steps.STEPS``. Each step runs under a budget from the agent's
+profile (``[timeouts]``): an overrun names the step, the budget and what was last seen.
 
 What can go wrong while steps play is told apart here, because it decides the verdict:
 
@@ -21,30 +20,21 @@ What can go wrong while steps play is told apart here, because it decides the ve
 from __future__ import annotations
 
 import asyncio
-import math
 import os
 import time
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
 from fake_server import records
-from harness.contract import TASK_STOP_SOURCES
 from harness.model import AgentFailure, AgentKill, ProcessExit, Restart, StopDelivery
+from harness.model.drivers import DRIVERS
 from harness.profiles import Budgets
+from harness.tasks.steps import STEPS, Step, beacon_name
 from harness.timing import starvation
 
 if TYPE_CHECKING:
     from harness.run.taskrun import TaskRun
 
-BEACONS = ("request", "chunk", "window", "disconnect")
-KILL_POINTS = ("request-received", "chunk-flushed", "window-opened", "next-request")
-SEND_EXPECT = ("completed", "error", "stopped", "timeout")
-DAMAGE_KINDS = ("torn-tail", "mid-file")
-# The keys each beacon of a wait reads: any other is a mistake the wait would silently pass over.
-BEACON_KEYS = {"request": ("request",), "chunk": ("request", "chunk"), "window": ("window",),
-               "disconnect": ("request",)}
-MAX_TURN_TIMEOUT_S = 600.0  # a per-turn timeout T the step budgets can still wait out
 IDLE_GRACE_S = 1.0  # failsafe: a beacon posted just before the agent went idle may still be in flight
 DRAIN_BUDGET_S = 2.0  # failsafe: how long a Stop mid-stream waits for the agent to read what was flushed
 # Steps whose own work runs in the harness's loop (spawning, typing, reading the store): they
@@ -62,71 +52,6 @@ class NotExercised(Exception):
     """The race the task meant to run did not happen; the message gives the timing."""
 
 
-@dataclass(frozen=True)
-class Step:
-    do: str
-    args: Mapping[str, Any]
-    index: int  # 1-based position in the task, for messages
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return self.args.get(key, default)
-
-    def describe(self) -> str:
-        extra = ", ".join(f"{k}={v!r}" for k, v in self.args.items())
-        return f"step {self.index} ({self.do}{': ' + extra if extra else ''})"
-
-
-Fail = Callable[[str, str], Any]
-
-
-@dataclass
-class ParseState:
-    """What validation of a step needs to know about the steps before it."""
-
-    drivers: tuple[str, ...]
-    queued_names: set[str] = field(default_factory=set)
-    last_wait: Step | None = None
-    sent: bool = False
-
-
-@dataclass(frozen=True)
-class StepKind:
-    """One kind of step: its fields, its extra validation, its budget and what it does."""
-
-    name: str
-    required: Mapping[str, type | tuple[type, ...]]
-    optional: Mapping[str, type | tuple[type, ...]]
-    validate: Callable[[Step, str, Fail, ParseState], None]
-    budget: Callable[[Budgets], float]
-    execute: Callable[[TaskRun, Step], Awaitable[None]]
-    needs_agent: bool = True  # may only follow a send (there is an agent to act on)
-
-
-# --- send --------------------------------------------------------------------------------
-
-
-def _validate_text(step: Step, item: str, fail: Fail) -> None:
-    if "text" not in step.args:
-        return
-    if not step.args["text"].strip():
-        fail(f"{item}.text", "must say something: an empty message is no turn")
-    if "\x00" in step.args["text"]:
-        fail(f"{item}.text", "holds a NUL character, which no command line or terminal can carry")
-
-
-def _validate_send(step: Step, item: str, fail: Fail, state: ParseState) -> None:
-    _validate_text(step, item, fail)
-    if step.get("expect", "completed") not in SEND_EXPECT:
-        fail(f"{item}.expect", f"one of {', '.join(SEND_EXPECT)}")
-    if "timeout" in step.args:
-        timeout = step.args["timeout"]
-        if not (math.isfinite(timeout) and 0 < timeout <= MAX_TURN_TIMEOUT_S):
-            fail(f"{item}.timeout", f"must be a number of seconds above 0 and at most {MAX_TURN_TIMEOUT_S:g}, "
-                                    f"not {timeout!r}")
-        if state.drivers != ("subprocess",):
-            fail(f"{item}.timeout", 'a per-turn timeout needs the subprocess driver only (drivers = ["subprocess"])')
-
-
 async def _send(run: TaskRun, step: Step) -> None:
     timeout_s = step.get("timeout")
     if timeout_s is not None:  # a retry lengthens the T the agent is given, its profile's floor too
@@ -138,36 +63,6 @@ async def _send(run: TaskRun, step: Step) -> None:
     run.turn_started(asked_ns)
     if timeout_s is not None:
         run.arm_timeout(float(timeout_s), watchdog=not own_timeout)
-
-
-# --- wait --------------------------------------------------------------------------------
-
-
-def _validate_wait(step: Step, item: str, fail: Fail, state: ParseState) -> None:
-    beacon = step.args["for"]
-    if beacon not in BEACONS:
-        fail(f"{item}.for", f"{beacon!r} is not a beacon ({', '.join(BEACONS)})")
-    needs = BEACON_KEYS[beacon]
-    for key in needs:
-        if key not in step.args:
-            fail(f"{item}.{key}", f"required when waiting for {beacon!r}")
-    for key in step.args:
-        if key != "for" and key not in needs:
-            fail(f"{item}.{key}", f"a wait for {beacon!r} reads no {key!r} (it reads: {', '.join(needs)})")
-    for key in ("request", "chunk"):
-        if key in step.args and step.args[key] < 1:
-            fail(f"{item}.{key}", "numbers start at 1")
-
-
-def beacon_name(step: Step) -> str:
-    beacon = step.get("for")
-    if beacon == "chunk":
-        return f"chunk {step.get('chunk')} of request {step.get('request')}"
-    if beacon == "window":
-        return f"window {step.get('window')}"
-    if beacon == "disconnect":
-        return f"the disconnect of request {step.get('request')}"
-    return f"request {step.get('request')}"
 
 
 def _beacon_predicate(step: Step, streams: bool) -> Callable[[records.Record], bool]:
@@ -200,30 +95,11 @@ async def _wait(run: TaskRun, step: Step) -> None:
     run.last_beacon = (step.get("for"), record)
 
 
-# --- stop --------------------------------------------------------------------------------
-
-
-def _validate_interrupt(step: Step, item: str, fail: Fail, state: ParseState) -> None:
-    if state.last_wait is None:
-        fail(item, f"'{step.do}' must follow a 'wait' on a beacon of the current turn: "
-                   "interrupts are triggered by beacons, never by time")
-    if step.do == "stop":
-        if step.get("source", "user") not in TASK_STOP_SOURCES:
-            fail(f"{item}.source", f"one of {', '.join(TASK_STOP_SOURCES)}")
-        if step.get("phase", "tool") not in ("tool", "stream", "other"):
-            fail(f"{item}.phase", "one of tool, stream, other")
-    else:
-        if "inproc" in state.drivers:
-            fail(item, "the in-process driver cannot SIGKILL the agent; use subprocess or terminal")
-        if step.get("at", "request-received") not in KILL_POINTS:
-            fail(f"{item}.at", f"one of {', '.join(KILL_POINTS)}")
-
-
 async def _stop(run: TaskRun, step: Step) -> None:
     phase, request, window = run.beacon_context()
     phase = step.get("phase", phase)
     chunks_seen = None
-    if phase == "stream" and request is not None and run.driver.name != "inproc":
+    if phase == "stream" and request is not None and not DRIVERS[run.driver.name].in_process:
         chunks_seen = await run.chunks_read_by_agent(request, DRAIN_BUDGET_S)
     await run.member.take()  # from Stop until the turn settled: L1, L2, L3 are timed alone
     delivery = await run.driver.stop(step.get("source", "user"), phase=phase, request=request, window=window,
@@ -233,9 +109,6 @@ async def _stop(run: TaskRun, step: Step) -> None:
                            f"({delivery.how}, phase {phase})")
     if window:
         run.window_stops[window] = delivery.mono_ns
-
-
-# --- settle ------------------------------------------------------------------------------
 
 
 async def _settle(run: TaskRun, step: Step) -> None:
@@ -254,9 +127,6 @@ async def _settle(run: TaskRun, step: Step) -> None:
                                         by="agent-timeout"))
 
 
-# --- kill --------------------------------------------------------------------------------
-
-
 async def _kill(run: TaskRun, step: Step) -> None:
     assert run.last_beacon is not None
     beacon, record = run.last_beacon
@@ -271,24 +141,8 @@ async def _kill(run: TaskRun, step: Step) -> None:
     ))
 
 
-# --- damage and restart ------------------------------------------------------------------
-
-
-def _validate_damage(step: Step, item: str, fail: Fail, state: ParseState) -> None:
-    if step.args["kind"] not in DAMAGE_KINDS:
-        fail(f"{item}.kind", f"one of {', '.join(DAMAGE_KINDS)}")
-
-
 async def _damage(run: TaskRun, step: Step) -> None:
     run.damage_store(step.get("kind"))
-
-
-def _validate_restart(step: Step, item: str, fail: Fail, state: ParseState) -> None:
-    _validate_text(step, item, fail)
-    if step.get("expect", "ready") not in ("ready", "refused"):
-        fail(f"{item}.expect", "one of ready, refused")
-    if "inproc" in state.drivers:
-        fail(item, "the in-process driver cannot restart the agent")
 
 
 async def _restart(run: TaskRun, step: Step) -> None:
@@ -312,17 +166,6 @@ async def _restart(run: TaskRun, step: Step) -> None:
                                damage_where=damage.where if damage else None))
 
 
-# --- inbox -------------------------------------------------------------------------------
-
-
-def _validate_queue(step: Step, item: str, fail: Fail, state: ParseState) -> None:
-    _validate_text(step, item, fail)
-    if "subprocess" in state.drivers:
-        fail(item, "a headless run takes no input while it runs; queue needs terminal or inproc")
-    if step.get("as") in state.queued_names:
-        fail(f"{item}.as", f"{step.get('as')!r} names an earlier queue step already")
-
-
 async def _queue(run: TaskRun, step: Step) -> None:
     """Type an item while the turn runs. When a kill follows, the agent is frozen as soon as
     its acknowledgement is seen: an item the agent showed as queued is judged as it stood
@@ -333,72 +176,15 @@ async def _queue(run: TaskRun, step: Step) -> None:
     run.queued[step.get("as", f"q{len(run.queued) + 1}")] = item_id
 
 
-def _validate_cancel(step: Step, item: str, fail: Fail, state: ParseState) -> None:
-    if step.args["item"] not in state.queued_names:
-        fail(f"{item}.item", f"{step.args['item']!r} names no earlier queue step (as = …)")
-
-
 async def _cancel_queued(run: TaskRun, step: Step) -> None:
     await run.driver.cancel_queued(run.queued[step.get("item")])
 
 
-def _no_validation(step: Step, item: str, fail: Fail, state: ParseState) -> None:
-    return None
-
-
-STEPS: dict[str, StepKind] = {kind.name: kind for kind in (
-    StepKind("send", {"text": str}, {"timeout": (int, float), "expect": str}, _validate_send,
-             lambda b: b.startup, _send, needs_agent=False),
-    StepKind("wait", {"for": str}, {"request": int, "chunk": int, "window": str}, _validate_wait,
-             lambda b: b.turn, _wait, needs_agent=False),
-    StepKind("stop", {}, {"source": str, "phase": str}, _validate_interrupt, lambda b: b.settle, _stop),
-    StepKind("settle", {}, {}, _no_validation, lambda b: b.settle, _settle),
-    StepKind("kill", {}, {"at": str}, _validate_interrupt, lambda b: b.settle, _kill),
-    StepKind("damage", {"kind": str}, {}, _validate_damage, lambda b: b.settle, _damage, needs_agent=False),
-    StepKind("restart", {}, {"expect": str, "text": str}, _validate_restart, lambda b: b.startup, _restart),
-    StepKind("queue", {"text": str}, {"as": str}, _validate_queue, lambda b: b.turn, _queue),
-    StepKind("cancel-queued", {"item": str}, {}, _validate_cancel, lambda b: b.turn, _cancel_queued),
-)}
-
-
-def parse_steps(steps: Any, fail: Fail, drivers: tuple[str, ...]) -> tuple[Step, ...]:
-    """Validate a task's ``[[steps]]``; ``fail(item, problem)`` raises the task's error."""
-    if not isinstance(steps, list) or not steps:
-        fail("steps", "required: at least one [[steps]] table")
-    state = ParseState(drivers=drivers)
-    out: list[Step] = []
-    for n, raw in enumerate(steps, 1):
-        item = f"steps[{n}]"
-        if not isinstance(raw, dict) or not isinstance(raw.get("do"), str):
-            fail(item, f"each step needs do = one of {', '.join(STEPS)}")
-        kind = STEPS.get(raw["do"])
-        if kind is None:
-            fail(f"{item}.do", f"{raw['do']!r} is not a step (known: {', '.join(STEPS)})")
-            continue
-        args = {k: v for k, v in raw.items() if k != "do"}
-        for key in kind.required:
-            if key not in args:
-                fail(f"{item}.{key}", f"required by '{kind.name}'")
-        for key, value in args.items():
-            typ = kind.required.get(key) or kind.optional.get(key)
-            if typ is None:
-                takes = ", ".join([*kind.required, *kind.optional]) or "nothing"
-                fail(f"{item}.{key}", f"'{kind.name}' takes no {key!r} (takes: {takes})")
-            elif isinstance(value, bool) or not isinstance(value, typ):
-                fail(f"{item}.{key}", f"wrong type {type(value).__name__}")
-        step = Step(do=kind.name, args=args, index=n)
-        if kind.needs_agent and not state.sent:
-            fail(item, f"'{kind.name}' before any 'send': there is no agent to act on yet")
-        kind.validate(step, item, fail, state)
-        if kind.name == "wait":
-            state.last_wait = step
-        if kind.name in ("send", "restart"):  # a new turn (or process): earlier beacons are stale
-            state.sent = True
-            state.last_wait = None
-        if kind.name == "queue" and "as" in args:
-            state.queued_names.add(args["as"])
-        out.append(step)
-    return tuple(out)
+Executor = Callable[["TaskRun", Step], Awaitable[None]]
+EXECUTORS: dict[str, Executor] = {
+    "send": _send, "wait": _wait, "stop": _stop, "settle": _settle, "kill": _kill, "damage": _damage,
+    "restart": _restart, "queue": _queue, "cancel-queued": _cancel_queued,
+}
 
 
 async def play(run: TaskRun, steps: tuple[Step, ...], budgets: Budgets) -> None:
@@ -420,8 +206,8 @@ def _script_late_ns(run: TaskRun, after: int) -> int:
 async def _play_step(run: TaskRun, step: Step, budgets: Budgets) -> None:
     from harness.drivers.base import DriverError  # here: loading a task (`stopbench list`) loads no driver
 
-    kind = STEPS[step.do]
-    budget = kind.budget(budgets)
+    budget: float = getattr(budgets, STEPS[step.do].budget)
+    execute = EXECUTORS[step.do]
     cpu_before = starvation.sample(_agent_pids(run))
     paused_before = run.member.paused_ns()
     records_before = len(run.server.records)
@@ -429,9 +215,9 @@ async def _play_step(run: TaskRun, step: Step, budgets: Budgets) -> None:
         async with asyncio.timeout(budget):
             if step.do in HARNESS_WORK:
                 async with run.member.working():
-                    await kind.execute(run, step)
+                    await execute(run, step)
             else:
-                await kind.execute(run, step)
+                await execute(run, step)
     except DriverError as exc:
         # The driver could not do the step: the agent's fault when its process is gone
         # (it exited before its prompt, say), the harness's otherwise.

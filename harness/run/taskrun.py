@@ -22,7 +22,8 @@ from harness.model import AgentFailure, LogCapture, ProcessExit, StopDelivery, W
 from harness.model.history import History
 from harness.profiles import Profile
 from harness.readers import CannotDamage, Damage, Reader, capture
-from harness.run.steps import IDLE_GRACE_S, AgentFailed, NotExercised, Step
+from harness.run.steps import IDLE_GRACE_S, AgentFailed, NotExercised
+from harness.tasks.steps import Step
 from harness.timing.alone import Member, Stopwatch
 
 T = TypeVar("T")

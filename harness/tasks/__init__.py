@@ -2,7 +2,7 @@
 this package (found with ``importlib.resources``, so an installed wheel has them too).
 
 A task is a scenario (what the fake model answers, when each chunk flushes, which bash
-windows open), a short list of steps in a small vocabulary (``harness.run.steps``, which owns
+windows open), a short list of steps in a small vocabulary (``harness.tasks.steps``, which owns
 each step's schema, validation and execution), and the checks that apply with their tier.
 Every interrupt in a task follows a ``wait`` on a beacon — a request received, a chunk
 flushed, a window opened — so nothing depends on timing. The format is documented in
@@ -21,10 +21,10 @@ from typing import Any, NoReturn
 from fake_server import ScenarioError
 from fake_server import load_scenario as read_scenario
 from fake_server.scenario import Scenario
-from harness.contract import DRIVERS
 from harness.datafile import DataFileError, read_toml
 from harness.model import Tier
-from harness.run.steps import Step, parse_steps
+from harness.model.drivers import DRIVERS
+from harness.tasks.steps import Step, parse_steps
 
 TASKS_DIR = Path(str(files(__name__)))
 

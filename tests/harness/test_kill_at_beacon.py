@@ -13,8 +13,9 @@ from harness.containment.procs import leftovers
 from harness.model import AgentKill, ProcessExit
 from harness.model.history import History
 from harness.profiles import load_profile
-from harness.run.steps import STEPS, Step, play
+from harness.run.steps import EXECUTORS, play
 from harness.run.taskrun import TaskRun
+from harness.tasks.steps import Step
 
 FAKE = Path(__file__).with_name("fake_agent.toml")
 BUDGET_S = 30  # failsafe: every wait ends on the agent's output or the beacon
@@ -46,7 +47,7 @@ async def test_the_agent_is_frozen_as_the_request_arrives_and_killed_at_that_mom
         await asyncio.wait_for(driver._stdout.wait_for("working", what="working"), BUDGET_S)
         pid = driver.processes()[-1].pid
         run.kill_follows = True
-        waiting = asyncio.ensure_future(STEPS["wait"].execute(run, wait))
+        waiting = asyncio.ensure_future(EXECUTORS["wait"](run, wait))
         await asyncio.sleep(0)  # let the wait register before the request arrives
         arrived = fake_server.records.append(Request(api="chat", path="/v1/chat/completions", headers={},
                                                      status=200))
@@ -54,7 +55,7 @@ async def test_the_agent_is_frozen_as_the_request_arrives_and_killed_at_that_mom
         await asyncio.wait_for(waiting, BUDGET_S)
         assert not signalled and await stopped(pid)
         run.kill_follows = False
-        await STEPS["kill"].execute(run, kill)
+        await EXECUTORS["kill"](run, kill)
     finally:
         await driver.close()
     (killed,) = history.of(AgentKill)

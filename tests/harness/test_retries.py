@@ -17,9 +17,10 @@ from harness.profile_model import Budgets
 from harness.profiles import load_profile
 from harness.run.planning import WorkItem
 from harness.run.runner import RETRY_TIMEOUT_FACTOR, run_item
-from harness.run.steps import NotExercised, Step, play
+from harness.run.steps import NotExercised, play
 from harness.run.taskrun import TaskRun
 from harness.tasks import TASKS_DIR, load_task
+from harness.tasks.steps import Step
 
 
 @pytest.mark.slow(reason="a task run retried until its race happens")

@@ -11,8 +11,9 @@ import pytest
 from fake_server.records import Late
 from harness.containment.procs import ProcRef
 from harness.profile_model import Budgets
-from harness.run.steps import AgentFailed, NotExercised, Step, play
+from harness.run.steps import AgentFailed, NotExercised, play
 from harness.run.taskrun import TaskRun
+from harness.tasks.steps import Step
 from harness.timing.alone import Stopwatch
 from harness.timing.starvation import CpuSample, between, sample
 

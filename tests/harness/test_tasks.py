@@ -77,7 +77,7 @@ def test_a_minimal_task_loads(tmp_path):
      "steps[2].chunk", "required when waiting for 'chunk'"),
     (BASE + '[[steps]]\ndo = "send"\ntext = "x"\n[[steps]]\ndo = "cancel-queued"\nitem = "q"\n',
      "steps[2].item", "names no earlier queue step"),
-    (BASE + '[[steps]]\ndo = "send"\ntext = "x"\n[[steps]]\ndo = "queue"\ntext = "y"\n', "steps[2]", "headless run takes no input"),
+    (BASE + '[[steps]]\ndo = "send"\ntext = "x"\n[[steps]]\ndo = "queue"\ntext = "y"\n', "steps[2]", "subprocess driver takes no input while a turn runs"),
     (BASE + '[[steps]]\ndo = "settle"\n', "steps[1]", "before any 'send'"),
     (BASE + '[[steps]]\ndo = "send"\ntext = "x"\n[[steps]]\ndo = "wait"\nfor = "request"\nrequest = 1\n'
      '[[steps]]\ndo = "send"\ntext = "y"\n[[steps]]\ndo = "stop"\n', "steps[4]", "must follow a 'wait'"),

@@ -1,0 +1,53 @@
+"""The drivers, as data: what each one can do to an agent, and where its code is.
+
+Tasks validate their steps against these abilities, planning tells which work items a
+profile can run, measuring and the checks read how a driver's observations came about — none
+of them imports a driver. ``harness.drivers`` imports a driver's module only when a run
+needs it (``DriverSpec.implementation``). Adding a driver is its module and one entry here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class DriverSpec:
+    """One driver: its name on the command line and in tasks, and its abilities."""
+
+    name: str
+    implementation: str  # "module:Class", imported when a run uses the driver
+    section: str  # the profile section it plays ("headless" means [headless] command)
+    in_process: bool = False  # the agent runs inside the harness: no process to signal, freeze, kill or restart
+    process_per_turn: bool = False  # every turn is a process of its own, the next one resuming the session
+    per_turn_timeout: bool = False  # a send may hand the agent its own per-turn timeout (--timeout T)
+    can_queue: bool = True  # a message can be typed while a turn runs, and withdrawn
+
+    @property
+    def can_kill(self) -> bool:
+        return not self.in_process
+
+    @property
+    def can_restart(self) -> bool:
+        return not self.in_process
+
+    @property
+    def plays(self) -> str:
+        """What of a profile this driver needs, in words: ``[headless] command``."""
+        return f"[{self.section}] {'factory' if self.in_process else 'command'}"
+
+
+DRIVERS: dict[str, DriverSpec] = {spec.name: spec for spec in (
+    DriverSpec("inproc", "harness.drivers.inproc:InprocDriver", "inproc", in_process=True),
+    DriverSpec("subprocess", "harness.drivers.headless:HeadlessDriver", "headless", process_per_turn=True,
+               per_turn_timeout=True, can_queue=False),
+    DriverSpec("terminal", "harness.drivers.terminal:TerminalDriver", "interactive"),
+)}
+
+
+def driver_spec(name: str) -> DriverSpec:
+    """The driver called ``name``; ``ValueError`` naming the known ones otherwise."""
+    try:
+        return DRIVERS[name]
+    except KeyError:
+        raise ValueError(f"unknown driver {name!r} (known: {', '.join(DRIVERS)})") from None
