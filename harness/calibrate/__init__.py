@@ -1,6 +1,6 @@
 """Calibration: the error and floor of stopbench's own stopwatch, with an agent of known timing.
 
-``stopbench calibrate`` (``harness.calibrate.cli.main``) times the calibration agent through
+``stopbench calibrate`` (``harness.cli.calibrate.main``) times the calibration agent through
 the ordinary drivers and prints measured − D per latency and driver; ``quick_floor()`` is the
 few-hundred-millisecond version (D = 0) that a run puts in its results header. The agent
 itself (``agent.py``, ``agent_inproc.py``) imports nothing of the harness; the names below are

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.contract import LATENCY_IDS, Verdict
+from harness.model.sharding import work_key
 
 RESULTS_FORMAT = "stopbench-results"
 RESULTS_VERSION = 2
@@ -219,6 +220,11 @@ class TaskResult:
     def error(self) -> str | None:
         """The harness's own failure, if that is what ended the run."""
         return self.reason if self.status is RunStatus.ERRORED else None
+
+    @property
+    def key(self) -> str:
+        """The work item this is the result of (``WorkItem.key``: one format, ``work_key``)."""
+        return work_key(self.task, self.adapter, self.repeat, self.mutant)
 
     def to_json(self) -> dict[str, Any]:
         return {

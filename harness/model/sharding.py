@@ -30,6 +30,12 @@ class ShardError(ValueError):
         super().__init__(problem)
 
 
+def work_key(task: str, adapter: str, repeat: int, mutant: str | None) -> str:
+    """The one name of a work item and of its result, stable across runs and machines: what
+    shards are cut on, and what ``--resume`` matches finished task runs by."""
+    return f"{task}/{adapter}/{repeat}/{mutant or '-'}"
+
+
 def parse_shard(spec: str) -> tuple[int, int]:
     """``"2/3"`` -> ``(2, 3)``; the index is 1-based."""
     m = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", spec or "")

@@ -5,7 +5,6 @@ so any results file â€” from this machine, a CI artifact or a merge of shards â€
 and gates the same way.
 """
 
-from harness.report.cli import diff_main, gate_main, merge_main, report_main
 from harness.report.gate import compare, format_gate, format_gate_markdown
 from harness.report.html import render_html
 from harness.report.junit import render_junit
@@ -17,19 +16,15 @@ from harness.report.writer import format_written, write_reports
 __all__ = [
     "ResultsError",
     "comparable",
-    "diff_main",
     "compare",
     "format_gate",
     "format_gate_markdown",
     "format_written",
-    "gate_main",
     "load_results",
     "merge",
-    "merge_main",
     "parse_results",
     "render_html",
     "render_junit",
     "render_markdown",
-    "report_main",
     "write_reports",
 ]

@@ -95,7 +95,7 @@ def _difference(key: str, theirs: Any, ours: Any) -> tuple[str, Any, Any]:
 def _merged_mutation(ordered: Sequence[RunResult], tasks: Sequence[TaskResult]) -> dict[str, Any]:
     """The mutation score of the whole run, recomputed from all tasks by the runner's own
     function (each shard's score only counts the mutant runs it made)."""
-    from harness.run.mutants import mutation_summary
+    from harness.model.mutation import mutation_summary
 
     targets: dict[str, list[str]] = {}
     for r in ordered:

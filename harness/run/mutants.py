@@ -1,18 +1,15 @@
 """Mutants: the agent with one failpoint on, run through the same tasks.
 
 The profile lists the agent's failpoints (each with the checks it targets); a mutant is
-caught when a scored check fails on it, and the mutation score says how many were.
+caught when a scored check fails on it, and the mutation score says how many were
+(``harness.model.mutation``: the one definition the reports share).
 """
 
 from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Mapping, Sequence
-from typing import Any
 
-from harness.contract import check_order
-from harness.model import RunStatus, TaskResult, Tier
 from harness.profiles import Profile, base_values, fill
 
 LIST_TIMEOUT_S = 60.0  # failsafe for a listing command that hangs
@@ -50,28 +47,3 @@ def list_failpoints(profile: Profile) -> dict[str, tuple[str, ...]]:
             checks = value[0] if isinstance(value, list) and value else []
         failpoints[str(name)] = tuple(str(c) for c in checks)
     return failpoints
-
-
-def mutation_summary(tasks: Sequence[TaskResult], failpoints: Mapping[str, Sequence[str]]) -> dict[str, Any]:
-    """Per mutant: which checks failed on any task (caught it), and the mutation score.
-
-    A mutant is caught when at least one scored (mandatory) check failed or a task could not
-    complete with it on; it should fail the checks it targets, and the table says if it did.
-    """
-    mutants: dict[str, Any] = {}
-    for name, targets in failpoints.items():
-        runs = [t for t in tasks if t.mutant == name]
-        failed_checks = sorted({c.check for t in runs for c in t.checks  # a consequence is its cause's
-                                if c.counts_as_failure and c.tier is Tier.MANDATORY}, key=check_order)
-        errors = sorted({t.task for t in runs if t.status is RunStatus.ERRORED})
-        mutants[name] = {
-            "targets": list(targets),
-            "failed": failed_checks,
-            "task_errors": errors,
-            "targets_caught": bool(set(targets) & set(failed_checks)),
-            "caught": bool(failed_checks or errors),
-            "runs": len(runs),
-        }
-    caught = sum(m["caught"] for m in mutants.values())
-    return {"caught": caught, "total": len(mutants), "score": caught / len(mutants) if mutants else None,
-            "mutants": mutants}

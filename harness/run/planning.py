@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from harness.model.drivers import DRIVERS
+from harness.model.sharding import work_key
 from harness.profiles import Profile
 from harness.readers import get_reader
 from harness.tasks import Task
@@ -37,7 +38,7 @@ class WorkItem:
     @property
     def key(self) -> str:
         """Stable across runs and machines: what shards are cut on and results matched by."""
-        return f"{self.variant}/{self.adapter}/{self.repeat}/{self.mutant or '-'}"
+        return work_key(self.variant, self.adapter, self.repeat, self.mutant)
 
 
 def plan(profile: Profile, tasks: Sequence[Task], *, adapters: Sequence[str] | None = None, repeat: int = 1,

@@ -16,9 +16,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "reports"))
 from report_builders import build_run  # noqa: E402
 
 from harness import cli  # noqa: E402
+from harness.cli.report import gate_main  # noqa: E402
 from harness.model import RunResult  # noqa: E402
-from harness.report import compare, format_gate, gate_main  # noqa: E402
+from harness.report import compare, format_gate  # noqa: E402
 from harness.report.writer import results_text  # noqa: E402
+from harness.run import session  # noqa: E402
 
 
 async def _no_floor() -> int:
@@ -77,9 +79,9 @@ def test_a_run_records_its_load_when_it_ends(tmp_path, monkeypatch):
     async def run_all(profile, todo, **kwargs):
         return None
 
-    monkeypatch.setattr(cli, "run_all", run_all)
-    monkeypatch.setattr(cli, "null_agent_costs", lambda: {"loadavg": [0.0, 0.0, 0.0], "cpus": 2})
-    monkeypatch.setattr(cli, "quick_floor_async", _no_floor)
+    monkeypatch.setattr(session, "run_all", run_all)
+    monkeypatch.setattr(session, "null_agent_costs", lambda: {"loadavg": [0.0, 0.0, 0.0], "cpus": 2})
+    monkeypatch.setattr(session, "quick_floor_async", _no_floor)
     cli.main(["run", "--task", "exit-codes", "--adapter", "http", "--report-dir", str(tmp_path)])
     machine = RunResult.from_json(json.loads((tmp_path / "results.json").read_text())).run["machine"]
     assert machine["loadavg"] == [0.0, 0.0, 0.0] and len(machine["loadavg_end"]) == 3

@@ -18,6 +18,7 @@ from report_builders import build_run  # noqa: E402
 from harness import cli  # noqa: E402
 from harness.model.sharding import shard_items  # noqa: E402
 from harness.report import comparable, merge  # noqa: E402
+from harness.run import session  # noqa: E402
 
 
 async def _no_floor() -> int:
@@ -50,9 +51,9 @@ def runs_nothing(monkeypatch):
     async def run_all(profile, todo, **kwargs):
         return None
 
-    monkeypatch.setattr(cli, "run_all", run_all)
-    monkeypatch.setattr(cli, "null_agent_costs", dict)
-    monkeypatch.setattr(cli, "quick_floor_async", _no_floor)
+    monkeypatch.setattr(session, "run_all", run_all)
+    monkeypatch.setattr(session, "null_agent_costs", dict)
+    monkeypatch.setattr(session, "quick_floor_async", _no_floor)
 
 
 def shard(tmp_path: Path, index: int, tasks: str) -> str:

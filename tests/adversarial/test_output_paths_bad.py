@@ -16,6 +16,7 @@ from report_builders import build_run  # noqa: E402
 from harness import cli  # noqa: E402
 from harness.model.sharding import shard_items  # noqa: E402
 from harness.report.writer import results_text  # noqa: E402
+from harness.run import session  # noqa: E402
 
 
 def listing(folder: Path) -> list[str]:
@@ -33,7 +34,7 @@ def test_run_into_a_report_dir_that_is_a_file_refuses_before_any_task_run(tmp_pa
     taken = tmp_path / "reports"
     taken.write_text("not a folder\n")
     started: list[object] = []
-    monkeypatch.setattr(cli, "run_all", lambda *a, **k: started.append(a))
+    monkeypatch.setattr(session, "run_all", lambda *a, **k: started.append(a))
     code = cli.main(["run", "--task", "exit-codes", "--adapter", "http", "--report-dir", str(taken)])
     err = capsys.readouterr().err
     assert code == 2 and f"--report-dir {taken}: is a file, not a folder" in err
@@ -43,7 +44,7 @@ def test_run_into_a_report_dir_that_is_a_file_refuses_before_any_task_run(tmp_pa
 def test_run_whose_results_file_would_be_a_folder_refuses_before_any_task_run(tmp_path, monkeypatch, capsys):
     (tmp_path / "results.json").mkdir()
     started: list[object] = []
-    monkeypatch.setattr(cli, "run_all", lambda *a, **k: started.append(a))
+    monkeypatch.setattr(session, "run_all", lambda *a, **k: started.append(a))
     code = cli.main(["run", "--task", "exit-codes", "--adapter", "http", "--report-dir", str(tmp_path)])
     assert code == 2 and f"{tmp_path / 'results.json'}: is a folder; name a file" in capsys.readouterr().err
     assert started == [] and listing(tmp_path) == ["results.json"]
@@ -52,8 +53,8 @@ def test_run_whose_results_file_would_be_a_folder_refuses_before_any_task_run(tm
 def test_run_keeping_run_folders_where_a_file_is_refuses_before_any_task_run(tmp_path, monkeypatch, capsys):
     (tmp_path / "runs").write_text("a file\n")
     started: list[object] = []
-    monkeypatch.setattr(cli, "run_all", lambda *a, **k: started.append(a))
-    monkeypatch.setattr(cli, "quick_floor_async", lambda: started.append("the stopwatch's floor measured"))
+    monkeypatch.setattr(session, "run_all", lambda *a, **k: started.append(a))
+    monkeypatch.setattr(session, "quick_floor_async", lambda: started.append("the stopwatch's floor measured"))
     code = cli.main(["run", "--keep", "--task", "exit-codes", "--adapter", "http", "--report-dir", str(tmp_path)])
     assert code == 2 and f"--keep {(tmp_path / 'runs').resolve()}: is a file, not a folder" in capsys.readouterr().err
     assert started == [] and listing(tmp_path) == ["runs"]  # refused before seconds of measuring the machine

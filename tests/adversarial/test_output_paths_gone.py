@@ -12,19 +12,20 @@ from pathlib import Path
 import pytest
 
 from harness import cli
+from harness.run import session
 
 
 @pytest.mark.slow(reason="a stopbench run of the reference agent")
 def test_a_report_folder_replaced_by_a_file_mid_run_loses_no_result(tmp_path, monkeypatch, capsys):
     report_dir = tmp_path / "reports"
-    real_run_all = cli.run_all
+    real_run_all = session.run_all
 
     def run_all(*args, **kwargs):
         shutil.rmtree(report_dir, ignore_errors=True)
         report_dir.write_text("in the way\n")  # the folder is gone before the first task run ends
         return real_run_all(*args, **kwargs)
 
-    monkeypatch.setattr(cli, "run_all", run_all)
+    monkeypatch.setattr(session, "run_all", run_all)
     code = cli.main(["run", "--task", "exit-codes", "--adapter", "http", "--report-dir", str(report_dir)])
     err = capsys.readouterr().err
     assert code == 2, err

@@ -14,6 +14,7 @@ import pytest
 from harness import cli
 from harness.report import writer
 from harness.report.folder_lock import LOCK_NAME, FolderLocked, hold_folder
+from harness.run import session
 
 HOLD = """
 import sys
@@ -41,7 +42,7 @@ def holder(tmp_path):
 def test_a_second_run_into_a_held_folder_refuses_before_any_task_run(holder, monkeypatch, capsys):
     folder, pid = holder
     started: list[object] = []
-    monkeypatch.setattr(cli, "run_all", lambda *a, **k: started.append(a))
+    monkeypatch.setattr(session, "run_all", lambda *a, **k: started.append(a))
     code = cli.main(["run", "--task", "exit-codes", "--adapter", "http", "--report-dir", str(folder)])
     err = capsys.readouterr().err
     assert code == 2, err

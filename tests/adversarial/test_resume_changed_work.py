@@ -10,6 +10,7 @@ import pytest
 
 from harness import cli
 from harness.profiles import BUILTIN_DIR
+from harness.run import session
 from harness.tasks import TASKS_DIR
 
 
@@ -30,9 +31,9 @@ def work(tmp_path, monkeypatch):
     async def run_all(profile, todo, **kwargs):
         asked.append([i.key for i in todo])
 
-    monkeypatch.setattr(cli, "run_all", run_all)
-    monkeypatch.setattr(cli, "null_agent_costs", dict)  # what the machine costs is beside the point here
-    monkeypatch.setattr(cli, "quick_floor_async", _no_floor)
+    monkeypatch.setattr(session, "run_all", run_all)
+    monkeypatch.setattr(session, "null_agent_costs", dict)  # what the machine costs is beside the point here
+    monkeypatch.setattr(session, "quick_floor_async", _no_floor)
     argv = ["run", "--agent", str(profile), "--tasks-dir", str(tasks), "--adapter", "http",
             "--report-dir", str(tmp_path / "reports")]
     cli.main(argv)

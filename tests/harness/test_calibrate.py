@@ -16,7 +16,6 @@ import pytest
 
 from harness.calibrate import stopwatch
 from harness.calibrate.agent import ResponseParser, Step, delay_ns_from_env, http_request, parse_args
-from harness.calibrate.cli import main as calibrate_main
 from harness.calibrate.stopwatch import (
     AIM_NS,
     L4_LESS_START_UP,
@@ -26,6 +25,7 @@ from harness.calibrate.stopwatch import (
     error_table,
     quick_floor_async,
 )
+from harness.cli.calibrate import main as calibrate_main
 
 D_MS = 20.0
 D_NS = int(D_MS * 1e6)
@@ -135,7 +135,7 @@ def test_calibrate_quick_prints_the_floor_as_a_table(monkeypatch, capsys, tmp_pa
     async def floor():
         return QUICK_FLOOR
 
-    monkeypatch.setattr("harness.calibrate.cli.quick_floor_async", floor)
+    monkeypatch.setattr("harness.cli.calibrate.quick_floor_async", floor)
     assert calibrate_main(["--quick", "--json", str(tmp_path / "floor.json")]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("stopbench calibrate --quick: the floor of stopbench's own stopwatch (D = 0) in 0.7 s; "
@@ -152,7 +152,7 @@ def test_calibrate_quick_says_why_the_floor_could_not_be_measured(monkeypatch, c
     async def floor():
         return {"error": "CalibrationError: no sample", "took_s": 0.1}
 
-    monkeypatch.setattr("harness.calibrate.cli.quick_floor_async", floor)
+    monkeypatch.setattr("harness.cli.calibrate.quick_floor_async", floor)
     assert calibrate_main(["--quick"]) == 2
     out, err = capsys.readouterr()
     assert out == "" and "the quick floor could not be measured: CalibrationError: no sample" in err

@@ -34,3 +34,9 @@ def test_importing_the_command_and_listing_load_nothing_of_a_run():
 
 def test_the_retries_default_in_the_help_is_the_runners():
     assert cli.DEFAULT_RETRIES == runner.DEFAULT_RETRIES
+
+
+def test_the_drivers_named_in_the_help_are_the_registered_ones():
+    from harness.model.drivers import DRIVERS
+
+    assert cli.DRIVER_NAMES == ", ".join(DRIVERS)

@@ -8,6 +8,7 @@ import json
 
 from harness import cli
 from harness.cli.signals import Interrupted
+from harness.run import session
 
 RUN = ["run", "--task", "exit-codes", "--driver", "subprocess"]  # three task runs: one per adapter
 
@@ -26,9 +27,9 @@ def test_the_machine_is_measured_after_the_first_task_run_and_before_the_rest(tm
         events.append("null agent")
         return {"null_spawn_exit_ms": 20.0, "loadavg": [0.5, 0.5, 0.5], "cpus": 2}
 
-    monkeypatch.setattr(cli, "run_all", run_all)
-    monkeypatch.setattr(cli, "null_agent_costs", null_costs)
-    monkeypatch.setattr(cli, "quick_floor_async", floor)
+    monkeypatch.setattr(session, "run_all", run_all)
+    monkeypatch.setattr(session, "null_agent_costs", null_costs)
+    monkeypatch.setattr(session, "quick_floor_async", floor)
     cli.main([*RUN, "--report-dir", str(tmp_path)])
     assert events == [["inproc"], "null agent", "floor", ["http", "openai-sdk"]]
     machine = json.loads((tmp_path / "results.json").read_text())["run"]["machine"]
@@ -42,9 +43,9 @@ def test_a_run_cut_short_in_its_first_task_run_says_the_machine_was_not_measured
     async def run_all(profile, todo, **kwargs):
         raise Interrupted("SIGINT received")
 
-    monkeypatch.setattr(cli, "run_all", run_all)
-    monkeypatch.setattr(cli, "null_agent_costs", lambda: measured.append("null agent"))
-    monkeypatch.setattr(cli, "quick_floor_async", lambda: measured.append("floor"))
+    monkeypatch.setattr(session, "run_all", run_all)
+    monkeypatch.setattr(session, "null_agent_costs", lambda: measured.append("null agent"))
+    monkeypatch.setattr(session, "quick_floor_async", lambda: measured.append("floor"))
     assert cli.main([*RUN, "--report-dir", str(tmp_path)]) == 2
     results = json.loads((tmp_path / "results.json").read_text())
     assert measured == [] and results["run"]["incomplete"]

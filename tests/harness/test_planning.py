@@ -68,7 +68,7 @@ def _task(mutant, *outcomes, status=None, reason=None):
 
 def test_mutation_summary_counts_mutants_caught_by_a_mandatory_check_or_a_broken_task():
     from harness.model import RunStatus, Tier
-    from harness.run.mutants import mutation_summary
+    from harness.model.mutation import mutation_summary
 
     M, A = Tier.MANDATORY, Tier.ADVISORY
     tasks = [
@@ -88,10 +88,24 @@ def test_mutation_summary_counts_mutants_caught_by_a_mandatory_check_or_a_broken
 def test_a_failure_that_is_a_consequence_is_its_causes_catch():
     """One defect, one failure: a mutant caught by C8 whose exit C12 also read is C8's catch alone."""
     from harness.model import Tier
-    from harness.run.mutants import mutation_summary
+    from harness.model.mutation import mutation_summary
 
     task = _task("exit-0-on-stop", ("C8", "fail", Tier.MANDATORY), ("C12", "fail", Tier.MANDATORY))
     c8, c12 = task.checks
     task = replace(task, checks=(c8, replace(c12, consequence_of="C8")))
     summary = mutation_summary([task], {"exit-0-on-stop": ("C8",)})
     assert summary["mutants"]["exit-0-on-stop"]["failed"] == ["C8"] and summary["caught"] == 1
+
+
+def test_a_mutant_that_only_leaves_a_check_undecided_survived_in_the_score_and_in_the_reports():
+    """One definition of caught: the exit code's mutation score and the reports' failpoint rows agree."""
+    from harness.model import RunResult, Tier
+    from harness.model.mutation import caught_by, mutation_summary
+    from harness.report.aggregate import failpoints, scoreboards
+
+    undecided = _task("no-settle-on-stop", ("C1", "unknown", Tier.MANDATORY), ("C9", "pass", Tier.MANDATORY))
+    summary = mutation_summary([undecided], {"no-settle-on-stop": ("C1",)})
+    assert caught_by(undecided) == [] and summary["caught"] == 0
+    run = RunResult(run={"agent": "a", "mutation": summary}, tasks=(undecided,), latencies=())
+    (row,) = failpoints([run], scoreboards([run]))
+    assert row.caught_by == []

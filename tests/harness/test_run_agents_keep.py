@@ -11,7 +11,8 @@ import pytest
 
 from harness import cli
 from harness.agents.install import MARKER
-from harness.cli import installed_profiles, main
+from harness.cli import main
+from harness.cli.run import installed_profiles
 
 
 @pytest.fixture

@@ -13,6 +13,7 @@ import yaml
 
 from harness import cli
 from harness.profiles import builtin_names, load_profile
+from harness.run import session
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKFLOW = yaml.safe_load((ROOT / "examples/ci/leaderboard-matrix.yml").read_text())
@@ -65,8 +66,8 @@ async def _no_floor() -> dict:
 
 @pytest.mark.slow(reason="stopbench runs of the reference agent and a stand-in agent, twice")
 def test_separate_per_agent_runs_make_the_leaderboard_one_run_of_both_makes(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(cli, "null_agent_costs", dict)
-    monkeypatch.setattr(cli, "quick_floor_async", _no_floor)
+    monkeypatch.setattr(session, "null_agent_costs", dict)
+    monkeypatch.setattr(session, "quick_floor_async", _no_floor)
     task = ["--task", "exit-codes", "--adapter", "http"]
     assert cli.main(["run", "--agent", "reference", "--agent", str(STANDIN), *task,
                      "--report-dir", str(tmp_path / "one")]) == 0

@@ -13,10 +13,10 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from harness.cli.report import publish_main, report_main
 from harness.model import CheckResult, Evidence, LatencySample, Outcome, RunResult, TaskResult, TimelineMark
 from harness.model.redaction import redact
-from harness.report import load_results, render_markdown, report_main
-from harness.report.cli import publish_main
+from harness.report import load_results, render_markdown
 from harness.report.publish import PublishError, merged, published
 from harness.report.writer import results_text
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 import xml.etree.ElementTree as ET
 
-from harness.report import load_results, report_main, write_reports
+from harness.cli.report import report_main
+from harness.report import load_results, write_reports
 from harness.report.load import parse_results
 from harness.report.writer import results_text
 

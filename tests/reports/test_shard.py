@@ -10,9 +10,10 @@ import sys
 
 import pytest
 
+from harness.cli.report import merge_main
 from harness.model import Outcome
 from harness.model.sharding import ShardError, parse_shard, shard_items
-from harness.report import comparable, load_results, merge, merge_main
+from harness.report import comparable, load_results, merge
 from harness.report.writer import results_text
 
 TASKS = ("interrupt-cancel", "interrupt-timeout", "interrupt-restart")
@@ -106,7 +107,7 @@ def test_comparison_ignores_evidence_text_but_not_verdicts(make_run):
 
 
 def test_merge_recomputes_the_mutation_score_of_the_whole_run(make_run):
-    from harness.run.mutants import mutation_summary
+    from harness.model.mutation import mutation_summary
 
     failpoints = {"skip-tree-kill": ["C3"], "drop-partial-text": ["C5"]}
 

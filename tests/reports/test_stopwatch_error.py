@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from harness import cli
+from harness.cli import run as cli_run
 from harness.model import LatencySample, RunResult
 from harness.report.html import render_html
 from harness.report.latency import recorded_floors
@@ -68,7 +68,7 @@ def test_a_floor_that_failed_or_was_not_measured_shows_nothing():
 
 def test_the_terminal_table_shows_each_figure_with_its_error(capsys):
     run = run_with(FLOOR)
-    cli._summary(run, {}, [])
+    cli_run._summary(run, {}, [], None)
     lines = capsys.readouterr().out.splitlines()
     (l2,) = [line for line in lines if " L2 " in line and "1.46 ms" in line]
     assert l2.endswith("± 370.0 µs (floor at load 2.1)")

@@ -7,7 +7,8 @@ each invariant: the leaderboard's matrix) and ``verdicts`` (the report's verdict
 the leaderboard's order).
 """
 
-from harness.report.aggregate.failpoints import FailpointRow, caught_by, failpoints
+from harness.model.mutation import caught_by
+from harness.report.aggregate.failpoints import FailpointRow, failpoints
 from harness.report.aggregate.invariants import INVARIANTS, STANDING_MEANING, Standing, Standings
 from harness.report.aggregate.outcomes import (
     RANK_READER,

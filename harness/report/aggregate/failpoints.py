@@ -1,9 +1,8 @@
 """Failpoints: which of them the checks caught, per agent.
 
 Tasks run with a failpoint (``mutant``) are expected to fail; they are never failures of the
-agent. A failpoint is *caught* when any of its task runs (any task, any adapter) failed a
-mandatory check, left one undecided, or could not complete — the runner's mutation score
-counts the same way.
+agent. A failpoint is *caught* when any of its task runs (any task, any adapter) gave it away
+(``harness.model.mutation.caught_by``, the definition the mutation score uses too).
 """
 
 from __future__ import annotations
@@ -12,17 +11,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from harness.contract import check_order
-from harness.model import Outcome, RunResult, TaskResult, Tier
+from harness.model import RunResult, TaskResult
+from harness.model.mutation import TASK_ERROR, caught_by
 from harness.report.aggregate.outcomes import ordered_checks
 from harness.report.aggregate.scoreboard import Scoreboard
-
-
-def caught_by(mutant_task: TaskResult) -> list[str]:
-    """What gave a failpoint away in one task run: the mandatory checks that failed or
-    stayed undecided, or the harness error. Empty when the failpoint went unnoticed."""
-    found = ["task error"] if mutant_task.error is not None else []
-    return found + [c.check for c in mutant_task.checks if c.tier is Tier.MANDATORY and (
-        c.counts_as_failure or c.outcome is Outcome.UNKNOWN)]
 
 
 @dataclass(frozen=True)
@@ -37,7 +29,7 @@ class FailpointRow:
     @property
     def caught_by(self) -> list[str]:
         found = {c for t in self.runs for c in caught_by(t)}
-        return sorted(found, key=lambda c: (c != "task error", check_order(c), c))
+        return sorted(found, key=lambda c: (c != TASK_ERROR, check_order(c), c))
 
     @property
     def caught(self) -> bool:
