@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.stopbench-installed
 
-.PHONY: eval test test-fast lint typecheck bench stress agents leaderboard clean browser
+.PHONY: eval test test-fast lint typecheck layers bench stress agents leaderboard clean browser
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -28,7 +28,7 @@ browser:
 eval: $(STAMP)
 	$(VENV)/bin/stopbench run --agent reference --jobs 2 --report-dir reports
 
-test: lint typecheck browser $(STAMP)
+test: lint typecheck layers browser $(STAMP)
 	$(PY) -m pytest -q
 	PYTHON=$(PYTHON) bash scripts/wheel_check.sh
 
@@ -42,6 +42,10 @@ lint: $(STAMP)
 
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy
+
+# The import contracts in pyproject.toml ([tool.importlinter]): data flows one way.
+layers: $(STAMP)
+	$(VENV)/bin/lint-imports --no-cache
 
 bench: $(STAMP)
 	$(PY) benchmarks/fake_server_bench.py

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from harness.containment import Containment
-from harness.model import Outcome, Tier
 from harness.containment.procs import ProcRef, kill_all
+from harness.model import Outcome, Tier
 
 ROOT = Path(__file__).resolve().parent
 
@@ -39,8 +39,8 @@ class TaskFile(pytest.File):
 
     def collect(self):
         from harness.checks import REGISTRY
-        from harness.run.planning import plan
         from harness.profiles import load_profile
+        from harness.run.planning import plan
         from harness.tasks import load_task
 
         config = self.config
@@ -146,10 +146,10 @@ def make_driver(agent_profile, run_dirs):
     ended by PID at teardown, and the test fails if one survives."""
     from types import SimpleNamespace
 
+    from harness.containment.procs import kill_all, leftovers
     from harness.drivers import make_driver as build
     from harness.model.history import History
     from harness.run.planning import WorkItem
-    from harness.containment.procs import kill_all, leftovers
     from harness.run.rundir import agent_context, canary_key
 
     drivers = []

@@ -109,7 +109,8 @@ def run_agent(args: argparse.Namespace, agent: str, report_dir: Path) -> int:
     profile, tasks = _load(args, agent)
     for option, least in (("repeat", 1), ("jobs", 1), ("retries", 0)):
         if getattr(args, option) < least:
-            raise UsageError(f"--{option} must be at least {least}, got {getattr(args, option)}")
+            bound = f"at least {least}" if least else "0 or more"
+            raise UsageError(f"--{option} must be {bound}, got {getattr(args, option)}")
     adapters = split(args.adapter)
     for adapter in adapters:
         if adapter not in profile.adapters:

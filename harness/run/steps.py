@@ -30,7 +30,7 @@ from harness.model import AgentFailure, AgentKill, ProcessExit, Restart, StopDel
 from harness.model.drivers import DRIVERS
 from harness.profiles import Budgets
 from harness.tasks.steps import STEPS, Step, beacon_name
-from harness.timing import starvation
+from harness.timing.fault import StepWatch
 
 if TYPE_CHECKING:
     from harness.run.taskrun import TaskRun
@@ -208,9 +208,7 @@ async def _play_step(run: TaskRun, step: Step, budgets: Budgets) -> None:
 
     budget: float = getattr(budgets, STEPS[step.do].budget)
     execute = EXECUTORS[step.do]
-    cpu_before = starvation.sample(_agent_pids(run))
-    paused_before = run.member.paused_ns()
-    records_before = len(run.server.records)
+    watch = StepWatch.start(_agent_pids(run), run.member.paused_ns(), len(run.server.records))
     try:
         async with asyncio.timeout(budget):
             if step.do in HARNESS_WORK:
@@ -226,23 +224,14 @@ async def _play_step(run: TaskRun, step: Step, budgets: Budgets) -> None:
             raise
         raise AgentFailed(run.failure(step, _awaited(step), f"{exc} (the agent exited)", exit_)) from None
     except TimeoutError:
-        use = starvation.between(cpu_before, starvation.sample(_agent_pids(run)))
-        overrun = (f"the agent did not get there within the {budget:g} s budget of {step.do!r} steps "
-                   f"([timeouts] in its profile): {use.describe()}")
-        paused_s = (run.member.paused_ns() - paused_before) / 1e9
-        if paused_s >= budget * starvation.STARVED_SHARE:
-            raise NotExercised(f"step {step.index} ({step.do}): {overrun}; it was paused {paused_s:.2f} s for "
-                               "other task runs' timing (--jobs) — the harness, not the agent, decided it") from None
-        if use.starved:
-            raise NotExercised(f"step {step.index} ({step.do}): {overrun} — the machine, not the agent, "
-                               "decided it") from None
-        late_ns = _script_late_ns(run, records_before)
-        if late_ns >= budget * 1e9 * starvation.STARVED_SHARE:
-            raise NotExercised(f"step {step.index} ({step.do}): {overrun}; the fake server played its script "
-                               f"{late_ns / 1e6:.0f} ms late (its 'late' records: too many streams for this "
-                               "machine) — the machine, not the agent, decided it") from None
+        overrun = watch.overrun(budget, _agent_pids(run))
+        told = (f"the agent did not get there within the {budget:g} s budget of {step.do!r} steps "
+                f"([timeouts] in its profile): {overrun.cpu.describe()}")
+        why = overrun.machines_fault(run.member.paused_ns(), lambda after: _script_late_ns(run, after))
+        if why is not None:
+            raise NotExercised(f"step {step.index} ({step.do}): {told}; {why}") from None
         await _pattern_never_matched(run, step)
-        raise AgentFailed(run.failure(step, _awaited(step), f"{overrun}; last seen: {run.last_seen()}")) from None
+        raise AgentFailed(run.failure(step, _awaited(step), f"{told}; last seen: {run.last_seen()}")) from None
 
 
 async def _pattern_never_matched(run: TaskRun, step: Step) -> None:

@@ -2,11 +2,11 @@
 
 from types import SimpleNamespace
 
-from harness.checks.testing import Clock
 from harness.model import Observation, ProcessExit, Restart, Settlement, StopDelivery, UserInput, WindowObservation
 from harness.run.measure import timed_latencies
 from harness.run.observe import visible_prefix
 from harness.run.planning import WorkItem
+from tests.harness.checks.observations import Clock
 
 KEY = "sk-stopbench-0123456789abcdef"
 

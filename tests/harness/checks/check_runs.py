@@ -8,9 +8,9 @@ from __future__ import annotations
 import base64
 import json
 
-from harness.checks.testing import CANARY, LogBuilder, RunBuilder, call, chat, msg
 from harness.contract import TOOL_NOT_STARTED, TOOL_OUTCOME_UNKNOWN
 from harness.model import Conventions, WindowObservation
+from tests.harness.checks.observations import CANARY, LogBuilder, RunBuilder, call, chat, msg
 
 SYSTEM = msg("system", "You are a coding agent.")
 RESUME_NOTE = "Session resumed. Files may have changed since; read them again before editing."

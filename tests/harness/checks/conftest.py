@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from harness.checks.testing import CANARY
 from harness.model.redaction import redact
+from tests.harness.checks.observations import CANARY
 
 
 @pytest.fixture

@@ -10,9 +10,9 @@ import pytest
 
 from harness.checks import REGISTRY, get_check, run_check, run_checks
 from harness.checks.base import CheckSpec, check
-from harness.checks.testing import Clock, LogBuilder, RunBuilder
 from harness.contract import CHECK_IDS, CHECKS, Observes
 from harness.model import Capability, Observation, Outcome, Tier, verdict_of
+from tests.harness.checks.observations import Clock, LogBuilder, RunBuilder
 
 from .check_runs import kill_at_request, kill_in_tool, stop_in_tool
 

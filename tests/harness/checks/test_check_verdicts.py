@@ -9,9 +9,9 @@ import json
 import pytest
 
 from harness.checks import REGISTRY, run_check
-from harness.checks.testing import RunBuilder
 from harness.contract import Observes
 from harness.model import Capability
+from tests.harness.checks.observations import RunBuilder
 
 from .check_runs import (
     headless_runs,

@@ -1,7 +1,7 @@
 """The record views the checkers share: history balance, window-to-call mapping, refusals."""
 
-from harness.checks.testing import RunBuilder, call, msg
 from harness.checks.views import balance_problems, message, refused_records, requests, window_call
+from tests.harness.checks.observations import RunBuilder, call, msg
 
 
 def history(*raw):

@@ -7,9 +7,9 @@ import dataclasses
 from pathlib import Path
 
 from harness.checks import run_check
-from harness.checks.testing import RunBuilder, call, msg
 from harness.model import LogCapture, Outcome
 from harness.readers import READERS
+from tests.harness.checks.observations import RunBuilder, call, msg
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "agents"
 CLAUDE_KILL_TOOL = FIXTURES / "claude-code-2.1.197" / "kill-tool"

@@ -6,8 +6,8 @@ import dataclasses
 import pytest
 
 from harness.checks import run_check
-from harness.checks.testing import CANARY
 from harness.model import CanaryHit, Outcome
+from tests.harness.checks.observations import CANARY
 
 from .check_runs import kill_in_tool, leaky_run, stop_in_tool
 

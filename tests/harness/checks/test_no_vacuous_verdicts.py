@@ -18,9 +18,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.checks import REGISTRY, run_check
-from harness.checks.testing import without_reader
 from harness.checks.views import first_request_after, windows_open_at, windows_opened
 from harness.model import Observation, Outcome
+from tests.harness.checks.observations import without_reader
 
 from .check_runs import (
     headless_runs,

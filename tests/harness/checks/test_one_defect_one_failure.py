@@ -127,8 +127,8 @@ def test_a_resume_refused_for_want_of_a_store_is_one_failure():
 def test_a_resume_refused_on_an_empty_store_is_one_failure():
     """Qwen Code killed as request 1 arrived had created its chat file and written nothing in it
     (0 bytes); the restart's "No saved session found" rests on that empty store, which C11 fails."""
-    from harness.checks.testing import RunBuilder, msg
     from harness.readers import READERS
+    from tests.harness.checks.observations import RunBuilder, msg
 
     class Empty:
         def to_bytes(self) -> bytes:
@@ -154,7 +154,7 @@ def test_a_run_that_never_exited_after_the_watchdog_is_c8s_failure_alone():
     """opencode SIGTERMed by CI's watchdog while its background npm install ran never exited;
     the harness ended it after the settle budget. The open turn is the record of that end, not a
     turn left open by a process never killed: C8 fails ("never exited"), C1 does not."""
-    from harness.checks.testing import RunBuilder, call, msg
+    from tests.harness.checks.observations import RunBuilder, call, msg
 
     run = RunBuilder()
     started = run.clock.tick()
@@ -179,7 +179,7 @@ def test_a_blank_resume_after_a_kill_that_left_nothing_on_disk_is_one_failure():
     """llm writes a turn only once it has ended: killed as request 1 arrived, it left nothing, and
     its resume is a blank conversation. C7's blank fork and C11's missing message both rest on the
     kill having left nothing of the session on disk: one defect, counted once."""
-    from harness.checks.testing import msg
+    from tests.harness.checks.observations import msg
 
     from .check_runs import kill_at_request
 

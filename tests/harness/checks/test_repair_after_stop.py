@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from harness.checks import run_check
-from harness.checks.testing import RunBuilder, call, msg, with_conventions
 from harness.model import Outcome, WindowObservation
+from tests.harness.checks.observations import RunBuilder, call, msg, with_conventions
 
 from .check_runs import _answered_turn, _first_request
 

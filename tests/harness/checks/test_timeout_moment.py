@@ -9,8 +9,8 @@ from __future__ import annotations
 import dataclasses
 
 from harness.checks import run_check
-from harness.checks.testing import RunBuilder
 from harness.model import Outcome, StopDelivery
+from tests.harness.checks.observations import RunBuilder
 
 from .check_runs import timeout_run
 

@@ -7,7 +7,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.checks.testing import Clock, LogBuilder
 from harness.model import Capability, LogCapture, Snapshot
 from harness.readers import CannotDamage, UnknownReader, capture, get_reader
 from harness.readers.contract_v1 import (
@@ -17,6 +16,7 @@ from harness.readers.contract_v1 import (
     event_field_problems,
     read_contract_v1,
 )
+from tests.harness.checks.observations import Clock, LogBuilder
 
 READER = ContractV1Reader()
 

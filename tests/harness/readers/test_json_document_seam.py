@@ -9,9 +9,9 @@ import json
 import pytest
 
 from harness.checks import run_check
-from harness.checks.testing import RunBuilder, call, msg
 from harness.model import Capability, Outcome, Snapshot
 from harness.readers import CannotDamage, LogDamaged
+from tests.harness.checks.observations import RunBuilder, call, msg
 
 from .json_document_reader import DocumentStore, JsonDocumentReader
 

@@ -7,7 +7,7 @@ The store is produced as bytes and every capture (after a kill, before and after
 the final store) goes through the profile's reader — by default the real contract-v1 reader,
 taken from the readers' registry — so a hand-made log is held to its format exactly as an
 agent's is. A test may give another reader and another store (``reader=``, ``store=``).
-This module builds observations for tests; it is not a checker, and no checker imports it.
+It lives with the tests: it builds observations for them, and no part of the harness imports it.
 """
 
 from __future__ import annotations
