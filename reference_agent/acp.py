@@ -72,12 +72,17 @@ class Channel:
 
     def __init__(self, fd: int):
         self.fd = fd
+        self.gone = False  # the client closed its end: what is left to send is dropped
         self._encoder = msgspec.json.Encoder()
 
     def send(self, message: dict[str, Any]) -> None:
         data = memoryview(self._encoder.encode({"jsonrpc": "2.0", **message}) + b"\n")
-        while data:
-            data = data[os.write(self.fd, data):]
+        try:
+            while data and not self.gone:
+                data = data[os.write(self.fd, data):]
+        except BrokenPipeError:
+            self.gone = True
+            print("refagent: acp: the client closed the connection's output; nothing more is sent", file=sys.stderr)
 
     def respond(self, request_id: Any, result: Any) -> None:
         self.send({"id": request_id, "result": result})

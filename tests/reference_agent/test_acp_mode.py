@@ -183,14 +183,16 @@ async def cancelled_mid_stream(client: Client, session_id: str) -> dict:
     return await client.response(request_id)
 
 
-async def cancelled_in_window(client: Client, session_id: str, window: str = "w1") -> tuple[int, list[int]]:
-    """A prompt whose bash window is running when session/cancel arrives: (request id, window PIDs)."""
+async def cancelled_in_window(client: Client, session_id: str, cancel: bool = True) -> tuple[int, list[int]]:
+    """A prompt whose bash window is running when session/cancel arrives (with ``cancel``):
+    (request id, window PIDs)."""
     request_id = await client.request("session/prompt", prompt(session_id, "tool please"))
-    record = await asyncio.wait_for(client.server.records.wait_window(window), WAIT_S)  # type: ignore[attr-defined]
+    record = await asyncio.wait_for(client.server.records.wait_window("w1"), WAIT_S)  # type: ignore[attr-defined]
     pids = [p.pid for p in record.pids]
     client.window_pids += pids  # type: ignore[attr-defined]
-    client.started.update(started_of(record.to_json()))
-    await client.notify("session/cancel", {"sessionId": session_id})
+    client.started.update(started_of(record.to_json()))  # type: ignore[attr-defined]
+    if cancel:
+        await client.notify("session/cancel", {"sessionId": session_id})
     return request_id, pids
 
 
@@ -261,6 +263,41 @@ async def test_sigterm_stops_the_running_turn_answers_it_and_exits_3(acp):
     client.proc.send_signal(signal.SIGTERM)
     assert (await client.response(request_id))["result"] == {"stopReason": "cancelled"}
     assert await asyncio.wait_for(client.proc.wait(), WAIT_S) == 3
+
+
+async def test_sigint_stops_the_running_turn_and_serving_goes_on(acp):
+    client = await acp()
+    session_id, log = await opened(client)
+    request_id = await client.request("session/prompt", prompt(session_id, "stream please"))
+    await asyncio.wait_for(client.server.records.wait_chunk(request=1, chunk=2), WAIT_S)
+    client.proc.send_signal(signal.SIGINT)
+    assert (await client.response(request_id))["result"] == {"stopReason": "cancelled"}
+    assert (await client.call("session/prompt", prompt(session_id, "hello")))["result"] == {"stopReason": "end_turn"}
+    ended = [(e["reason"], e.get("source")) for e in read_events(log) if e["type"] == "turn_ended"]
+    assert ended == [("aborted", "user"), ("completed", None)]
+
+
+async def test_cancel_request_naming_the_prompt_stops_its_turn(acp):
+    client = await acp()
+    session_id, log = await opened(client)
+    request_id = await client.request("session/prompt", prompt(session_id, "stream please"))
+    await asyncio.wait_for(client.server.records.wait_chunk(request=1, chunk=2), WAIT_S)
+    await client.notify("$/cancel_request", {"requestId": request_id + 1})  # another request: nothing happens
+    await client.notify("$/cancel_request", {"requestId": request_id})
+    assert (await answered_without_updates_after(client, request_id))["result"] == {"stopReason": "cancelled"}
+    assert [e["reason"] for e in read_events(log) if e["type"] == "turn_ended"] == ["aborted"]
+
+
+async def test_session_close_cancels_the_running_prompt_first(acp):
+    client = await acp()
+    session_id, _ = await opened(client)
+    request_id, pids = await cancelled_in_window(client, session_id, cancel=False)
+    close_id = await client.request("session/close", {"sessionId": session_id})
+    answer = await client.response(request_id)
+    assert answer["result"] == {"stopReason": "cancelled"}
+    assert (await client.response(close_id))["result"] == {}
+    assert alive(pids, client.started) == []
+    assert (await client.call("session/prompt", prompt(session_id, "hello")))["error"]["code"] == -32002
 
 
 async def test_after_kill_9_session_load_replays_every_turn_with_how_it_ended(acp):
