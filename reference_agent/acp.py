@@ -41,7 +41,7 @@ from . import failpoints
 from .api import default_sessions_dir, log_path_of, open_session
 from .engine import Session, Turn
 from .log import LogDamage, load
-from .state import NOT_STARTED_TEXT, OUTCOME_UNKNOWN_TEXT
+from .state import NOT_STARTED_TEXT, OUTCOME_UNKNOWN_TEXT, parse_arguments
 
 PROTOCOL_VERSION = 1
 # A settlement's reason -> the prompt's stop reason; an ``error`` settlement is an error response.
@@ -190,12 +190,14 @@ def live_updates(event: dict[str, Any]) -> list[dict[str, Any]]:
 
 def replay_updates(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The whole durable conversation as updates: user and assistant text, and each tool
-    call with the outcome the log recorded. A call the log has no result for (a kill cut it
-    off) ends ``failed`` with the words the in-memory repair gives the model."""
+    call the model asked for with the outcome the log recorded. Calls are opened and closed
+    as the model's history does it (``state.History``): a call with no result (a Stop before
+    it ran, or a kill) ends ``failed`` with the words the in-memory repair gives the model,
+    ``TOOL_OUTCOME_UNKNOWN`` once its ``tool_call`` was recorded, else ``TOOL_NOT_STARTED``."""
     endings = {e["turn"]: e["reason"] for e in events if e["type"] == "turn_ended"}
     forget = failpoints.on("acp-load-forgets-interrupted")
     inbox: dict[str, str] = {}
-    calls: dict[str, bool] = {}  # call_id -> started, of calls with no result yet
+    calls: dict[str, bool] = {}  # call_id -> its tool_call recorded, of calls with no result yet
     updates: list[dict[str, Any]] = []
 
     def close_open_calls() -> None:
@@ -211,6 +213,7 @@ def replay_updates(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
             continue
         if forget and endings.get(event.get("turn"), "interrupted") in ("aborted", "interrupted"):
             continue
+        call_id = event.get("call_id")
         if kind == "turn_started":
             close_open_calls()
             texts = [inbox[i] for i in event.get("inbox") or () if i in inbox]
@@ -221,14 +224,15 @@ def replay_updates(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
             close_open_calls()
             if event.get("text"):
                 updates.append(chunk("agent_message_chunk", event["text"]))
-        elif kind == "tool_call":
-            calls[event["call_id"]] = False
-            updates.append(tool_call_update(event["call_id"], event["name"], event.get("arguments"), "pending"))
-        elif kind == "tool_started" and event.get("call_id") in calls:
-            calls[event["call_id"]] = True
-        elif kind == "tool_result" and event.get("call_id") in calls:
-            del calls[event["call_id"]]
-            updates.append(result_update(event["call_id"], event.get("output") or "", event.get("exit_code"),
+            for call in event.get("tool_calls") or ():
+                calls[call["id"]] = False
+                updates.append(tool_call_update(call["id"], call["name"], parse_arguments(call["arguments"]),
+                                                "pending"))
+        elif kind == "tool_call" and call_id in calls:
+            calls[call_id] = True
+        elif kind == "tool_result" and call_id in calls:
+            del calls[call_id]
+            updates.append(result_update(call_id, event.get("output") or "", event.get("exit_code"),
                                          bool(event.get("aborted"))))
     close_open_calls()
     return updates
@@ -397,8 +401,6 @@ class Agent:
             raise RpcError(INVALID_PARAMS, f"'cwd' must be an absolute path, got {cwd!r}")
         if cwd is not None and not os.path.isdir(cwd):
             raise RpcError(INVALID_PARAMS, f"'cwd' {cwd!r} is not a folder")
-        if params.get("mcpServers"):
-            print("refagent: acp: MCP servers are not supported; the ones given are ignored", file=sys.stderr)
         a = self.args
         try:
             session = await open_session(sessions_dir=self.sessions_dir, cwd=cwd, adapter=a.adapter, model=a.model,
@@ -408,6 +410,8 @@ class Agent:
         except (ValueError, FileNotFoundError) as exc:
             raise RpcError(INVALID_PARAMS, str(exc)) from None
         print(f"refagent: session {session.id} {session.log_path}", file=sys.stderr, flush=True)
+        if params.get("mcpServers"):
+            print("refagent: acp: MCP servers are not supported; the ones given are ignored", file=sys.stderr)
         self.bindings[session.id] = Binding(self.channel, session)
         return session
 

@@ -18,7 +18,8 @@ import psutil
 import pytest
 from refagent_testkit import CANARY_KEY, REFAGENT, alive, kill_pids, read_events, reset_signals, started_of
 
-from reference_agent.state import OUTCOME_UNKNOWN_TEXT
+from reference_agent.acp import replay_updates
+from reference_agent.state import NOT_STARTED_TEXT, OUTCOME_UNKNOWN_TEXT
 
 SCENARIO = """
 name = "acp"
@@ -175,10 +176,17 @@ async def answered_without_updates_after(client: Client, request_id: int) -> dic
     return answer
 
 
-async def cancelled_mid_stream(client: Client, session_id: str) -> dict:
+async def streaming(client: Client, session_id: str) -> int:
+    """A prompt whose answer is streaming (its first update received, a second chunk sent,
+    the rest stalled): its request id."""
     request_id = await client.request("session/prompt", prompt(session_id, "stream please"))
     await client.until(lambda m: m.get("method") == "session/update")
     await asyncio.wait_for(client.server.records.wait_chunk(request=1, chunk=2), WAIT_S)  # type: ignore[attr-defined]
+    return request_id
+
+
+async def cancelled_mid_stream(client: Client, session_id: str) -> dict:
+    request_id = await streaming(client, session_id)
     await client.notify("session/cancel", {"sessionId": session_id})
     return await client.response(request_id)
 
@@ -211,9 +219,7 @@ async def test_a_prompt_streams_its_answer_and_ends_the_turn(acp):
 async def test_cancel_mid_stream_answers_cancelled_and_keeps_the_partial_text(acp):
     client = await acp()
     session_id, log = await opened(client)
-    request_id = await client.request("session/prompt", prompt(session_id, "stream please"))
-    await client.until(lambda m: m.get("method") == "session/update")
-    await asyncio.wait_for(client.server.records.wait_chunk(request=1, chunk=2), WAIT_S)
+    request_id = await streaming(client, session_id)
     await client.notify("session/cancel", {"sessionId": session_id})
     answer = await answered_without_updates_after(client, request_id)
     assert answer["result"] == {"stopReason": "cancelled"}
@@ -245,8 +251,7 @@ async def test_cancel_in_a_bash_window_ends_its_tree_and_fails_the_call_before_t
 async def test_end_of_input_stops_the_running_turn_answers_it_and_exits_0(acp):
     client = await acp()
     session_id, log = await opened(client)
-    request_id = await client.request("session/prompt", prompt(session_id, "stream please"))
-    await asyncio.wait_for(client.server.records.wait_chunk(request=1, chunk=2), WAIT_S)
+    request_id = await streaming(client, session_id)
     client.proc.stdin.close()
     answer = await client.response(request_id)
     assert answer["result"] == {"stopReason": "cancelled"}
@@ -258,8 +263,7 @@ async def test_end_of_input_stops_the_running_turn_answers_it_and_exits_0(acp):
 async def test_sigterm_stops_the_running_turn_answers_it_and_exits_3(acp):
     client = await acp()
     session_id, _ = await opened(client)
-    request_id = await client.request("session/prompt", prompt(session_id, "stream please"))
-    await asyncio.wait_for(client.server.records.wait_chunk(request=1, chunk=2), WAIT_S)
+    request_id = await streaming(client, session_id)
     client.proc.send_signal(signal.SIGTERM)
     assert (await client.response(request_id))["result"] == {"stopReason": "cancelled"}
     assert await asyncio.wait_for(client.proc.wait(), WAIT_S) == 3
@@ -268,8 +272,7 @@ async def test_sigterm_stops_the_running_turn_answers_it_and_exits_3(acp):
 async def test_sigint_stops_the_running_turn_and_serving_goes_on(acp):
     client = await acp()
     session_id, log = await opened(client)
-    request_id = await client.request("session/prompt", prompt(session_id, "stream please"))
-    await asyncio.wait_for(client.server.records.wait_chunk(request=1, chunk=2), WAIT_S)
+    request_id = await streaming(client, session_id)
     client.proc.send_signal(signal.SIGINT)
     assert (await client.response(request_id))["result"] == {"stopReason": "cancelled"}
     assert (await client.call("session/prompt", prompt(session_id, "hello")))["result"] == {"stopReason": "end_turn"}
@@ -280,8 +283,7 @@ async def test_sigint_stops_the_running_turn_and_serving_goes_on(acp):
 async def test_cancel_request_naming_the_prompt_stops_its_turn(acp):
     client = await acp()
     session_id, log = await opened(client)
-    request_id = await client.request("session/prompt", prompt(session_id, "stream please"))
-    await asyncio.wait_for(client.server.records.wait_chunk(request=1, chunk=2), WAIT_S)
+    request_id = await streaming(client, session_id)
     await client.notify("$/cancel_request", {"requestId": request_id + 1})  # another request: nothing happens
     await client.notify("$/cancel_request", {"requestId": request_id})
     assert (await answered_without_updates_after(client, request_id))["result"] == {"stopReason": "cancelled"}
@@ -369,6 +371,29 @@ async def test_protocol_errors_name_the_problem(acp):
     assert len(client.received) == mark + 1
 
 
+def test_replay_closes_each_call_the_model_asked_for_as_its_history_does():
+    """Two calls asked for; a kill after the first one's tool_call was recorded: the first
+    one's outcome is unknown, the second never started (what the next request tells the model)."""
+    calls = [{"id": "a", "name": "bash", "arguments": '{"command": "make"}'},
+             {"id": "b", "name": "read_file", "arguments": '{"path": "out.txt"}'}]
+    events = [
+        {"type": "turn_started", "turn": 1, "input": "build it", "inbox": []},
+        {"type": "assistant_message", "turn": 1, "text": "Building.", "tool_calls": calls},
+        {"type": "tool_call", "turn": 1, "call_id": "a", "name": "bash", "arguments": {"command": "make"}},
+        {"type": "tool_started", "turn": 1, "call_id": "a", "pid": 1, "pgid": 1, "tag": "t"},
+        {"type": "turn_started", "turn": 2, "input": "again?", "inbox": []},
+    ]
+    replay = replay_updates(events)
+    assert [(u["sessionUpdate"], u.get("toolCallId"), u.get("status")) for u in replay] == [
+        ("user_message_chunk", None, None), ("agent_message_chunk", None, None),
+        ("tool_call", "a", "pending"), ("tool_call", "b", "pending"),
+        ("tool_call_update", "a", "failed"), ("tool_call_update", "b", "failed"),
+        ("user_message_chunk", None, None)]
+    assert replay[2]["kind"] == "execute" and replay[2]["rawInput"] == {"command": "make"}
+    assert replay[3]["kind"] == "read" and replay[3]["locations"] == [{"path": "out.txt"}]
+    assert [u["content"][0]["content"]["text"] for u in replay[4:6]] == [OUTCOME_UNKNOWN_TEXT, NOT_STARTED_TEXT]
+
+
 # --- the failpoints: each is a wrong behaviour the harness must catch ----------------------
 
 async def test_failpoint_acp_cancel_ends_turn_answers_end_turn(acp):
@@ -390,8 +415,7 @@ async def test_failpoint_acp_updates_after_cancel_sends_the_failed_call_after_th
 async def test_failpoint_acp_prompt_never_resolves_leaves_the_cancelled_prompt_unanswered(acp):
     client = await acp("acp-prompt-never-resolves")
     session_id, log = await opened(client)
-    request_id = await client.request("session/prompt", prompt(session_id, "stream please"))
-    await asyncio.wait_for(client.server.records.wait_chunk(request=1, chunk=2), WAIT_S)
+    request_id = await streaming(client, session_id)
     await client.notify("session/cancel", {"sessionId": session_id})
     client.proc.stdin.close()  # the agent settles the turn and exits: its whole output is then known
     while await client.receive() is not None:
