@@ -296,11 +296,12 @@ class Agent:
                 self.notified(method, params)
                 return
             result = await self.request(method, params, request_id)
-        except RpcError as exc:
+        except Exception as exc:  # noqa: BLE001 - a failed request is answered; serving goes on
+            error = exc if isinstance(exc, RpcError) else RpcError(INTERNAL_ERROR, f"{type(exc).__name__}: {exc}")
             if "id" in message:
-                self.channel.fail(request_id, exc)
+                self.channel.fail(request_id, error)
             else:
-                print(f"refagent: acp: notification {method!r}: {exc.message}", file=sys.stderr)
+                print(f"refagent: acp: notification {method!r}: {error.message}", file=sys.stderr)
             return
         if result is not _LATER:
             self.channel.respond(request_id, result)

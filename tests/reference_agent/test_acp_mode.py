@@ -394,6 +394,15 @@ def test_replay_closes_each_call_the_model_asked_for_as_its_history_does():
     assert [u["content"][0]["content"]["text"] for u in replay[4:6]] == [OUTCOME_UNKNOWN_TEXT, NOT_STARTED_TEXT]
 
 
+async def test_a_request_that_fails_inside_the_agent_is_answered_and_serving_goes_on(acp, tmp_path):
+    (tmp_path / "sessions").write_text("")  # a file where the sessions folder should be
+    client = await acp()
+    await client.call("initialize", {"protocolVersion": 1})
+    answer = await client.call("session/new", {"cwd": str(client.work), "mcpServers": []})
+    assert answer["error"]["code"] == -32603 and "sessions" in answer["error"]["message"]
+    assert "result" in await client.call("initialize", {"protocolVersion": 1})
+
+
 # --- the failpoints: each is a wrong behaviour the harness must catch ----------------------
 
 async def test_failpoint_acp_cancel_ends_turn_answers_end_turn(acp):
