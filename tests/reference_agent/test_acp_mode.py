@@ -34,6 +34,14 @@ match = { contains = "second tool" }
 [[responses.frames]]
 shell = { window = { id = "w2", depth = 1, fanout = 1, hold_s = 120 } }
 [[responses]]
+match = { contains = "quick tool" }
+[[responses.frames]]
+shell = "echo hi"
+[[responses]]
+match = { last = "tool" }
+[[responses.frames]]
+text = "Tool done."
+[[responses]]
 match = { contains = "stream please" }
 [[responses.frames]]
 text = "Streaming a long answer"
@@ -214,6 +222,21 @@ async def test_a_prompt_streams_its_answer_and_ends_the_turn(acp):
     assert all(m["params"]["sessionId"] == session_id for m in client.received if m.get("method"))
     ended = [e for e in read_events(log) if e["type"] == "turn_ended"]
     assert [e["reason"] for e in ended] == ["completed"]
+
+
+async def test_a_bash_call_is_announced_run_and_completed_with_its_output(acp):
+    client = await acp()
+    session_id, _ = await opened(client)
+    answer = await client.call("session/prompt", prompt(session_id, "quick tool"))
+    assert answer["result"] == {"stopReason": "end_turn"}
+    updates = client.updates()
+    assert [(u["sessionUpdate"], u.get("status")) for u in updates] == [
+        ("tool_call", "pending"), ("tool_call_update", "in_progress"), ("tool_call_update", "completed"),
+        ("agent_message_chunk", None)]
+    assert updates[0]["title"] == "bash: echo hi" and updates[0]["rawInput"] == {"command": "echo hi"}
+    assert updates[2]["content"] == [{"type": "content", "content": {"type": "text", "text": "hi\n"}}]
+    assert updates[2]["rawOutput"] == {"exitCode": 0, "aborted": False}
+    assert updates[3]["content"]["text"] == "Tool done."
 
 
 async def test_cancel_mid_stream_answers_cancelled_and_keeps_the_partial_text(acp):
