@@ -5,6 +5,9 @@
 Prints p50/p90/p99/max with n, and /proc/loadavg before and after, for:
 
 - L1 Stop → settlement on the inproc adapter.
+- ACP: ``refagent acp`` spawned until ``initialize`` and ``session/new`` are answered, next to
+  the interpreter spawned to echo one line; ``session/cancel`` mid-stream until the prompt
+  is answered ``cancelled``.
 - L2 Stop → the fake server sees the connection closed, on aiohttp and through the openai
   SDK. The server runs in a process of its own, as it does when the harness scores an
   agent: sharing the agent's event loop, it would only see the hang-up once the agent's
@@ -137,6 +140,75 @@ async def bench_inproc_stop(tmp: Path, n: int) -> list[int]:
         samples.append(ending["mono_ns"] - t0)
         await session.close()
     return samples
+
+
+# --- ACP ------------------------------------------------------------------------------------
+
+def _rpc(request_id: int | None, method: str, params: dict[str, Any]) -> bytes:
+    message = {"jsonrpc": "2.0", "method": method, "params": params}
+    if request_id is not None:
+        message["id"] = request_id
+    return json.dumps(message).encode() + b"\n"
+
+
+def _read_until(proc: subprocess.Popen, predicate: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
+    assert proc.stdout is not None
+    while True:
+        line = proc.stdout.readline()
+        if not line:
+            raise RuntimeError("refagent acp ended its output early")
+        message = json.loads(line)
+        if predicate(message):
+            return message
+
+
+def bench_acp(tmp: Path, n: int) -> tuple[list[int], list[int], list[int], list[int]]:
+    """``refagent acp`` (inproc adapter): spawn -> initialize answered, spawn -> session/new
+    answered, and session/cancel sent mid-stream -> the prompt answered ``cancelled``; next to
+    a floor, the same interpreter spawned to echo one line back."""
+    scenario = _write(tmp / "acp-stall.toml", STALL)
+    agent = [str(Path(sys.executable).parent / "refagent"), "acp", "--adapter", "inproc", "--scenario", str(scenario),
+             "--sessions-dir", str(tmp / "acp"), "--cwd", str(tmp)]
+    echo = [sys.executable, "-c", "import sys; sys.stdout.write(sys.stdin.readline())"]
+    opening = (_rpc(1, "initialize", {"protocolVersion": 1})
+               + _rpc(2, "session/new", {"cwd": str(tmp), "mcpServers": []}))
+    initialized: list[int] = []
+    opened: list[int] = []
+    cancelled: list[int] = []
+    floor: list[int] = []
+    for _ in range(n):
+        t0 = time.monotonic_ns()
+        proc = subprocess.Popen(agent, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                start_new_session=True)
+        assert proc.stdin is not None
+        try:
+            proc.stdin.write(opening)
+            proc.stdin.flush()
+            _read_until(proc, lambda m: m.get("id") == 1)
+            initialized.append(time.monotonic_ns() - t0)
+            session_id = _read_until(proc, lambda m: m.get("id") == 2)["result"]["sessionId"]
+            opened.append(time.monotonic_ns() - t0)
+            proc.stdin.write(_rpc(3, "session/prompt", {"sessionId": session_id,
+                                                         "prompt": [{"type": "text", "text": "go"}]}))
+            proc.stdin.flush()
+            _read_until(proc, lambda m: m.get("method") == "session/update")
+            t1 = time.monotonic_ns()
+            proc.stdin.write(_rpc(None, "session/cancel", {"sessionId": session_id}))
+            proc.stdin.flush()
+            answer = _read_until(proc, lambda m: m.get("id") == 3)
+            cancelled.append(time.monotonic_ns() - t1)
+            assert answer["result"] == {"stopReason": "cancelled"}, answer
+            proc.stdin.close()
+            proc.wait(30)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        t0 = time.monotonic_ns()
+        done = subprocess.run(echo, input=opening, capture_output=True, check=True)
+        floor.append(time.monotonic_ns() - t0)
+        assert done.stdout.startswith(opening.split(b"\n")[0])
+    return initialized, opened, cancelled, floor
 
 
 # --- L2 -------------------------------------------------------------------------------------
@@ -497,6 +569,11 @@ async def main() -> None:
         print(f"refagent benchmark (python {sys.version.split()[0]}, sqlite {sqlite3.sqlite_version}); "
               f"loadavg {loadavg()}", flush=True)
         report("L1", "inproc: stop -> settlement", await bench_inproc_stop(tmp, n))
+        initialized, opened, cancelled, floor = bench_acp(tmp, n_tree)
+        report("ACP", "acp: spawn -> initialize answered", initialized, "startup")
+        report("ACP", "acp: spawn -> session/new answered", opened, "startup and a new log")
+        report("ACP", "  floor: python spawn -> one line echoed", floor, "the interpreter's own start")
+        report("ACP", "acp: session/cancel -> prompt answered", cancelled, "inproc, mid-stream")
         for adapter in ("http", "openai-sdk"):
             closed, settled = await bench_http_stop(tmp, n, adapter)
             report("L2", f"{adapter}: stop -> server sees socket closed", closed)

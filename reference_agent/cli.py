@@ -1,4 +1,4 @@
-"""``refagent``: run one turn headless, chat in a terminal, fork or search a session, list failpoints.
+"""``refagent``: run one turn headless, chat in a terminal, serve ACP, fork or search a session, list failpoints.
 
 Exit codes of ``run`` (contract C8): 0 completed; 2 error, blocked, max_tokens or bad input
 (a damaged log included); 3 aborted or interrupted. SIGINT and SIGTERM are Stop: the turn
@@ -59,10 +59,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action=_VersionAction)
     sub = parser.add_subparsers(dest="command", required=True)
 
-    def session_options(p: argparse.ArgumentParser) -> None:
-        resume = p.add_mutually_exclusive_group()
-        resume.add_argument("--resume", metavar="ID", help="continue this session")
-        resume.add_argument("--continue", dest="continue_", action="store_true", help="continue the latest session")
+    def session_options(p: argparse.ArgumentParser, *, resume_options: bool = True) -> None:
+        if resume_options:
+            resume = p.add_mutually_exclusive_group()
+            resume.add_argument("--resume", metavar="ID", help="continue this session")
+            resume.add_argument("--continue", dest="continue_", action="store_true",
+                                help="continue the latest session")
         p.add_argument("--adapter", choices=["http", "inproc", "openai-sdk"], default="http")
         p.add_argument("--base-url", default=os.environ.get("OPENAI_BASE_URL"))
         p.add_argument("--api-key", default=os.environ.get("OPENAI_API_KEY"))
@@ -78,6 +80,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("prompt")
     chat = sub.add_parser("chat", help="interactive session in the terminal")
     session_options(chat)
+    acp = sub.add_parser("acp", help="serve the Agent Client Protocol on stdin/stdout (sessions: session/new, "
+                                     "session/load)")
+    session_options(acp, resume_options=False)
     fk = sub.add_parser("fork", help="copy a session up to an event into a new session")
     fk.add_argument("session_id")
     fk.add_argument("--at", type=int, required=True, metavar="SEQ")
@@ -125,6 +130,10 @@ def _main(argv: list[str] | None) -> int:
             return _search(args)
         if args.command == "run":
             return asyncio.run(_run(args))
+        if args.command == "acp":
+            from .acp import acp_main
+
+            return asyncio.run(acp_main(args, _version))
         from .chat import chat_main
 
         return asyncio.run(chat_main(args, _open))

@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from refagent_testkit import CANARY_KEY, REFAGENT, alive, kill_pids, read_events, reset_signals, write_scenario
@@ -58,7 +59,7 @@ def test_catalog_lists_every_failpoint_of_the_contract_with_its_checks():
     out = subprocess.run([REFAGENT, "failpoints", "--json"], capture_output=True, text=True, check=True,
                          start_new_session=True, preexec_fn=reset_signals).stdout
     listed = json.loads(out)
-    assert set(listed) == set(failpoints.CATALOG) and len(listed) == 22
+    assert set(listed) == set(failpoints.CATALOG) and len(listed) == 26
     assert all(entry["checks"] and entry["description"] for entry in listed.values())
     assert failpoints.active() == frozenset()
 
@@ -305,6 +306,8 @@ def test_failpoints_are_read_from_the_environment_once_at_start():
 
 
 def test_every_failpoint_has_a_test_here():
-    source = open(__file__, encoding="utf-8").read()
+    here = Path(__file__).parent  # the ACP mode's failpoints are tested with it
+    source = "".join((here / name).read_text(encoding="utf-8") for name in ("test_refagent_failpoints.py",
+                                                                            "test_acp_mode.py"))
     untested = [name for name in failpoints.CATALOG if f'"{name}"' not in source]
     assert untested == []
