@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fake_server.records import Disconnect
 from harness.checks import REGISTRY
 from harness.model import Observation, RunStatus, StopDelivery
 from harness.model.drivers import DRIVERS
@@ -186,8 +187,8 @@ def breakdown(latency: str, obs: Observation, st: Mapping[str, Any], delay_ns: i
     if latency == "L1":
         return {**parts, "shut": settled_ns(obs, stop) - st["act"]}
     if latency == "L2":
-        gone = next((r["mono_ns"] for r in obs.records if r.get("kind") == "disconnect" and r.get("source") == "server"
-                     and r.get("request") == stop.request and r["mono_ns"] >= stop.mono_ns), None)
+        gone = next((r.mono_ns for r in obs.records if isinstance(r, Disconnect) and r.source == "server"
+                     and r.request == stop.request and r.mono_ns >= stop.mono_ns), None)
         if gone is None:
             return {}
         return {**parts, "server": gone - st["act"]}

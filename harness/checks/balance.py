@@ -9,9 +9,14 @@ from harness.checks.views import (
     balance_problems,
     event_calls,
     first_request_after,
+    parsed,
+    refused,
     refused_records,
     request_item,
+    request_number,
+    sent_messages,
     tool_answer,
+    unbalanced,
 )
 from harness.model import AgentFailure, CheckResult, DecidedBy, Observation, Outcome, SessionLog
 
@@ -42,26 +47,26 @@ def next_request_is_balanced(obs: Observation) -> CheckResult:
                 found.cannot(f"no model request followed kill {n} (pid {kill.pid} at {kill.at}), so the next "
                              "request could not be judged", kill=n)
             continue
-        if req.refused and (req.unbalanced or not req.parsed):
-            found.fail(BOX, f"the server refused request {req.number}, the first after kill {n}: {req.error}",
+        if refused(req) and (unbalanced(req) or not parsed(req)):
+            found.fail(BOX, f"the server refused request {req.request}, the first after kill {n}: {req.error}",
                        request_item(req))
             continue
         at_kill = known_at(obs, kill)
         problems_before = len(found.problems)
-        for problem in balance_problems(req.messages):
-            found.fail(BOX, f"request {req.number}: {problem}", request_item(req))
+        for problem in balance_problems(sent_messages(req)):
+            found.fail(BOX, f"request {req.request}: {problem}", request_item(req))
         for call_id, known in at_kill.calls.items():
-            made, answer = tool_answer(req.messages, call_id)
+            made, answer = tool_answer(sent_messages(req), call_id)
             half = BOX if known.box else LOG
             if made is None:
-                found.fail(half, f"request {req.number}: tool call {call_id}, known at kill {n} ({known.how}), is "
+                found.fail(half, f"request {req.request}: tool call {call_id}, known at kill {n} ({known.how}), is "
                            "missing from the history (dropped)", request_item(req), call_id=call_id,
-                           fact=dropped_call_fact(req.number, call_id))
+                           fact=dropped_call_fact(request_number(req), call_id))
                 if at_kill.log is not None and call_id not in _recorded_calls(at_kill.log):
                     found.fail(half, f"the dropped tool call {call_id} had no record in the store left by kill {n}",
                                kill=n, call_id=call_id, fact=undurable_call_fact(n, call_id))
             elif answer is None:
-                found.fail(half, f"request {req.number}: tool call {call_id} has no tool result", request_item(req),
+                found.fail(half, f"request {req.request}: tool call {call_id} has no tool result", request_item(req),
                            call_id=call_id)
         if len(found.problems) == problems_before:
             found.ok(BOX, request_item(req, note=f"the first request after kill {n} (pid {kill.pid} at {kill.at})"),
@@ -83,4 +88,4 @@ def _recorded_calls(log: SessionLog) -> set[str]:
 
 def _refused_unbalanced(failure: AgentFailure) -> bool:
     """The run ended on the server refusing the agent's history as unbalanced."""
-    return any(r.unbalanced for r in refused_records(failure.records)) or "unbalanced" in failure.what
+    return any(unbalanced(r) for r in refused_records(failure.records)) or "unbalanced" in failure.what

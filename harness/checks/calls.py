@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from harness.checks.views import (
     event_calls,
     requests_between,
+    sent_messages,
     tool_answer,
     window_call,
     window_response_calls,
@@ -67,11 +68,11 @@ def known_at(obs: Observation, kill: AgentKill) -> CallsAtKill:
         calls[call.call_id] = call
 
     for req in requests_between(obs, 0, kill.mono_ns):  # already history: made and answered before the kill
-        for m in req.messages:
+        for m in sent_messages(req):
             for cid in m.call_ids:
                 if cid:
-                    _, answer = tool_answer(req.messages, cid)
-                    learn(KnownCall(cid, Known.HISTORY, f"carried in request {req.number}",
+                    _, answer = tool_answer(sent_messages(req), cid)
+                    learn(KnownCall(cid, Known.HISTORY, f"carried in request {req.request}",
                                     answer.text if answer else None))
     finished = {d.window for d in windows_done(obs, kill.mono_ns) if d.finished}
     for window in windows_opened(obs, kill.mono_ns):

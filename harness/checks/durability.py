@@ -7,21 +7,25 @@ import dataclasses
 import os
 from collections.abc import Callable, Sequence
 
+from fake_server.records import Request
 from harness.checks.base import Findings, Item, captures, check, event_item, result
 from harness.checks.facts import dropped_call_fact, left_nothing, no_store_fact, refusal_fact, undurable_call_fact
 from harness.checks.process import convention_problem
 from harness.checks.views import (
     Message,
-    Request,
+    calls,
     clip,
     event_calls,
     event_messages,
     first_request_after,
     last_request_before,
+    parsed,
     request,
     request_item,
+    request_number,
     response_to,
     same_text,
+    sent_messages,
     squeeze,
     tool_answer,
     window_call,
@@ -258,7 +262,7 @@ def _resumed_carries(obs: Observation, number: int, kill: AgentKill, found: Find
     content. None when no restart and request followed the kill."""
     restart = next((r for r in obs.restarts if r.mono_ns > kill.mono_ns and r.damage != "mid-file"), None)
     req = first_request_after(obs, restart.mono_ns) if restart else None
-    if req is None or not req.parsed:
+    if req is None or not parsed(req):
         return None
     problems = checkpoint_carried(obs, kill, req)
     # A kill that left nothing of the session on disk is what a resume that lacks it rests on.
@@ -288,38 +292,38 @@ def killed_window(obs: Observation, kill: AgentKill) -> tuple[str | None, str | 
 
 def checkpoint_carried(obs: Observation, kill: AgentKill, resumed: Request) -> list[Item]:
     """What a kill at a checkpoint made durable that ``resumed`` does not carry (C7, C11)."""
-    users = [m.text for m in resumed.messages if m.role == "user"]
+    users = [m.text for m in sent_messages(resumed) if m.role == "user"]
     if kill.at in ("request-received", "chunk-flushed"):
         killed = killed_request(obs, kill)
-        said = [m.text for m in killed.messages if m.role == "user"] if killed else []
+        said = [m.text for m in sent_messages(killed) if m.role == "user"] if killed else []
         words = _user_words(obs, said[-1]) if said else ""
         if said and not any(squeeze(words) in squeeze(u) for u in users):
-            return [request_item(resumed, note=f"request {resumed.number} after the restart lacks the user's message "
-                                 f"{clip(said[-1], 60)!r}, durable since request {killed.number if killed else '?'} "
+            return [request_item(resumed, note=f"request {resumed.request} after the restart lacks the user's message "
+                                 f"{clip(said[-1], 60)!r}, durable since request {killed.request if killed else '?'} "
                                  f"arrived")]
         return []
     if kill.at == "window-opened":
         window, call_id = killed_window(obs, kill)
-        if call_id and tool_answer(resumed.messages, call_id)[0] is None:
-            return [request_item(resumed, note=f"request {resumed.number} after the restart lacks tool call {call_id}, "
-                                 f"durable since window {window} opened")
-                    | {"fact": dropped_call_fact(resumed.number, call_id)}]
+        if call_id and tool_answer(sent_messages(resumed), call_id)[0] is None:
+            return [request_item(resumed, note=f"request {resumed.request} after the restart lacks tool call "
+                                 f"{call_id}, durable since window {window} opened")
+                    | {"fact": dropped_call_fact(request_number(resumed), call_id)}]
         return []
     if kill.at == "next-request":
         killed = killed_request(obs, kill)
-        step = [m for m in killed.messages if m.role == "assistant" and m.tool_calls][-1:] if killed else []
+        step = [m for m in sent_messages(killed) if m.role == "assistant" and m.tool_calls][-1:] if killed else []
         out = []
         for call in step[0].tool_calls if step else ():
             if not call.id:
                 continue
-            made, answer = tool_answer(resumed.messages, call.id)
-            _, was = tool_answer(killed.messages if killed else (), call.id)
+            made, answer = tool_answer(sent_messages(resumed), call.id)
+            _, was = tool_answer(sent_messages(killed) if killed else (), call.id)
             if made is None or answer is None:
-                dropped = {"fact": dropped_call_fact(resumed.number, call.id)} if made is None else {}
-                out.append(request_item(resumed, note=f"request {resumed.number} after the restart lacks tool call "
+                dropped = {"fact": dropped_call_fact(request_number(resumed), call.id)} if made is None else {}
+                out.append(request_item(resumed, note=f"request {resumed.request} after the restart lacks tool call "
                                         f"{call.id} or its result, durable since the step settled") | dropped)
             elif was is not None and not same_text(answer.text, was.text):
-                out.append(request_item(resumed, note=f"request {resumed.number} answers tool call {call.id} "
+                out.append(request_item(resumed, note=f"request {resumed.request} answers tool call {call.id} "
                                         f"{clip(answer.text, 60)!r}, not its settled result {clip(was.text, 60)!r}"))
         return out
     return []
@@ -335,18 +339,18 @@ def _request_durable(obs: Observation, kill: AgentKill, log: SessionLog) -> list
     if killed is None:
         return [{"at": kill.at, "note": f"killed at {kill.at}, but the server recorded no request before the kill"}]
     if obs.has(Capability.REQUESTS):
-        wanted = _signature(killed.messages)
+        wanted = _signature(sent_messages(killed))
         logged = log.of_type("model_request")
         if any(_signature(event_messages(e)) == wanted for e in logged):
             return []
         last = [event_item(logged[-1], note="the last model_request in the store")] if logged else []
-        return [request_item(killed, note=f"the server received request {killed.number} but the log left by the "
+        return [request_item(killed, note=f"the server received request {killed.request} but the log left by the "
                              "kill holds no model_request for it (not durable before the stream opened)"), *last]
-    said = [m.text for m in killed.messages if m.role == "user"]
+    said = [m.text for m in sent_messages(killed) if m.role == "user"]
     inputs = [str(e.get("input", "")) for e in log.of_type("turn_started")]
     words = _user_words(obs, said[-1]) if said else ""
     if said and not any(squeeze(words) in squeeze(i) for i in inputs):
-        return [request_item(killed, note=f"the server received request {killed.number} but the log left by the kill "
+        return [request_item(killed, note=f"the server received request {killed.request} but the log left by the kill "
                              f"does not hold its user message {clip(said[-1], 60)!r} (the store does not record "
                              "requests; the turn's input is what it makes durable)")]
     return []
@@ -389,11 +393,11 @@ def _undurable(obs: Observation, kill: AgentKill, call_id: str | None) -> Item:
 
 def _step_durable(obs: Observation, kill: AgentKill, log: SessionLog) -> list[Item]:
     killed = killed_request(obs, kill)
-    number = killed.number if killed else None
+    number = request_number(killed) if killed else None
     previous = response_to(obs, number - 1) if number and number > 1 else None
     if previous is None or number is None:
         return [{"at": kill.at, "note": f"killed at {kill.at}, but there is no previous step to check"}]
-    call_ids = [c.id for c in previous.tool_calls]
+    call_ids = [c.id for c in calls(previous)]
     messages = log.of_type("assistant_message")
     if call_ids:
         message = next((e for e in messages if [c.id for c in event_calls(e)] == call_ids), None)

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from fake_server.records import Request
 from harness.checks.base import Findings, check, event_item, log_half, result
-from harness.checks.views import Request, clip, request_item, requests_between, same_text
+from harness.checks.views import clip, request_item, requests_between, same_text, sent_messages
 from harness.model import Capability as Cap
 from harness.model import CheckResult, DecidedBy, Observation, Outcome, SessionEvent, SessionLog, UserInput
 
@@ -54,7 +55,7 @@ def inbox_items_never_vanish(obs: Observation) -> CheckResult:
 
 def _carriers(obs: Observation, after_ns: int, text: str) -> list[Request]:
     return [r for r in requests_between(obs, after_ns)
-            if any(m.role == "user" and text in m.text for m in r.messages)]
+            if any(m.role == "user" and text in m.text for m in sent_messages(r))]
 
 
 def _first_carrier(obs: Observation, item: UserInput) -> Request | None:
@@ -104,7 +105,7 @@ def _delivered(obs: Observation, log: SessionLog, queued: SessionEvent, delivere
                    "turn_started does not list it", event_item(delivered))
         return
     later = requests_between(obs, delivered.mono_ns or 0)
-    if later and not any(text in m.text for r in later for m in r.messages):
+    if later and not any(text in m.text for r in later for m in sent_messages(r)):
         found.fail(LOG, f"inbox item {item_id} is marked delivered but its text reached no later model request",
                    event_item(delivered))
         return

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import re
 
+from fake_server.records import Request
 from harness.checks.base import Findings, check, event_item, log_half, result, turn_at
 from harness.checks.views import (
-    Request,
     clip,
     first_request_after,
     last_request_before,
     request_item,
+    request_number,
     response_to,
+    sent_messages,
     squeeze,
     streamed_text,
     window_call,
@@ -85,7 +87,7 @@ def _expected_text(obs: Observation, stop: StopDelivery) -> tuple[str, str, bool
 
 def _previous_request(obs: Observation, before_ns: int) -> int | None:
     previous = last_request_before(obs, before_ns)
-    return previous.number if previous else None
+    return request_number(previous) if previous else None
 
 
 def _scripted(obs: Observation, number: int | None) -> str:
@@ -111,17 +113,17 @@ def kept_problem(text: str, scripted: str, seen: str) -> str | None:
 
 def _carried(req: Request, stop: StopDelivery, scripted: str, seen: str, found: Findings) -> None:
     """The next request carries the kept text as an ordinary (not last) assistant message."""
-    candidates = [(i, m) for i, m in enumerate(req.messages) if m.role == "assistant"]
+    candidates = [(i, m) for i, m in enumerate(sent_messages(req)) if m.role == "assistant"]
     matching = [(i, m) for i, m in candidates if kept_problem(m.text, scripted, seen) is None]
     if not matching:
         near = next((m for _, m in candidates if squeeze(m.text).startswith(squeeze(seen))), None)
         why = kept_problem(near.text, scripted, seen) if near else None
-        found.fail(BOX, f"request {req.number} after the Stop does not carry the kept text {clip(seen, 80)!r} as an "
+        found.fail(BOX, f"request {req.request} after the Stop does not carry the kept text {clip(seen, 80)!r} as an "
                    "assistant message" + (f": its message {why}" if why else ""), request_item(req))
         return
     position, kept = matching[-1]
-    if position == len(req.messages) - 1:
-        found.fail(BOX, f"request {req.number} ends with the partial assistant text: it is sent as a continuation, "
+    if position == len(sent_messages(req)) - 1:
+        found.fail(BOX, f"request {req.request} ends with the partial assistant text: it is sent as a continuation, "
                    "not as ordinary history", request_item(req))
         return
     found.ok(BOX, request_item(req, note=f"carries the text seen before Stop ({stop.how})"),

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 
 from harness.checks.base import Findings, Item, check, event_item, failure_item, result, stops_seen
 from harness.checks.facts import exit_fact
-from harness.checks.views import request_item, requests_between, windows_opened
+from harness.checks.views import request_item, request_number, requests_between, windows_opened
 from harness.contract import (
     ERROR_REASONS,
     EXIT_CODE_FOR_REASON,
@@ -232,15 +232,15 @@ def stop_means_stop(obs: Observation) -> CheckResult:
         until = "the next user input" if resume_ns else "the end of the run"
         quiet = True
         for req in requests_between(obs, stop.mono_ns, resume_ns):
-            if req.number != stop.request:
+            if request_number(req) != stop.request:
                 quiet = False
-                found.fail(BOX, f"request {req.number} was sent {(req.mono_ns - stop.mono_ns) / 1e6:.1f} ms after "
+                found.fail(BOX, f"request {req.request} was sent {(req.mono_ns - stop.mono_ns) / 1e6:.1f} ms after "
                            f"Stop ({stop.how}), before {until}", request_item(req))
         for window in windows_opened(obs):
             if window.mono_ns > stop.mono_ns and (resume_ns is None or window.mono_ns < resume_ns):
                 quiet = False
                 found.fail(BOX, f"tool window {window.window} started {(window.mono_ns - stop.mono_ns) / 1e6:.1f} ms "
-                           f"after Stop, before {until}", window=window.window, pids=list(window.pids))
+                           f"after Stop, before {until}", window=window.window, pids=[p.pid for p in window.pids])
         if quiet:
             found.ok(BOX, stop=stop.how, phase=stop.phase, quiet_until=until)
     return found.result(f"nothing new started after {len(stops)} Stop(s)")

@@ -6,13 +6,16 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from fake_server.records import Request
 from harness.checks.base import Findings, check, event_item, result, stops_seen
 from harness.checks.calls import NEVER_RAN, Known, KnownCall, Says, is_repair, known_at, says, wording
 from harness.checks.views import (
-    Request,
     clip,
     first_request_after,
+    parsed,
     request_item,
+    request_number,
+    sent_messages,
     squeeze,
     tool_answer,
     window_call,
@@ -76,9 +79,9 @@ def repair_says_what_is_known(obs: Observation) -> CheckResult:
         at_kill = known_at(obs, kill)
         if not at_kill.calls:
             continue
-        if req is None or not req.parsed:
+        if req is None or not parsed(req):
             found.cannot(f"no readable model request followed kill {n}, so its repair could not be read"
-                         + (f" (request {req.number} was refused; C4 judges it)" if req else ""), kill=n)
+                         + (f" (request {req.request} was refused; C4 judges it)" if req else ""), kill=n)
             continue
         answers.extend(_answers(n, req, at_kill.calls.values(), conventions, found))
     declared_unknown, declared_not_started = conventions.repair_outcome_unknown, conventions.repair_not_started
@@ -116,14 +119,14 @@ def _judge_ended(obs: Observation, stop: StopDelivery, window: str, call_id: str
     what = f"{'a timeout' if stop.source == 'timeout' else 'Stop'} ({stop.how})"
     judged = False
     req = first_request_after(obs, stop.mono_ns)
-    answer = tool_answer(req.messages, call_id)[1] if req is not None and req.parsed else None
+    answer = tool_answer(sent_messages(req), call_id)[1] if req is not None and parsed(req) else None
     if req is not None and answer is not None:
         judged = True
         said = _said_after_stop(answer.text, obs.conventions)
         item = request_item(req, note=f"answers tool call {call_id} {clip(answer.text, 80)!r}")
         if said in NEVER_RAN_CLASSES:
             found.fail(BOX, f"tool call {call_id} was running in window {window} when {what} ended it, but request "
-                       f"{req.number} answers it {clip(answer.text, 80)!r}: {said.value}", item, call_id=call_id)
+                       f"{req.request} answers it {clip(answer.text, 80)!r}: {said.value}", item, call_id=call_id)
         else:
             found.ok(BOX, item, call_id=call_id, window=window)
     logged = [e for e in obs.log.of_type("tool_result") if e.get("call_id") == call_id] if obs.log else []
@@ -158,15 +161,15 @@ def _answers(kill: int, req: Request, calls: Iterable[KnownCall], conventions: C
              found: Findings) -> list[Answer]:
     out = []
     for call in calls:
-        _, answer = tool_answer(req.messages, call.call_id)
+        _, answer = tool_answer(sent_messages(req), call.call_id)
         if answer is None:
-            found.note(kill=kill, request=req.number, call_id=call.call_id,
+            found.note(kill=kill, request=request_number(req), call_id=call.call_id,
                        note="no tool result to read (the balance of the request is C4's)")
             if call.known is not Known.HISTORY:
-                found.cannot(f"tool call {call.call_id} has no result in request {req.number}, so its repair "
+                found.cannot(f"tool call {call.call_id} has no result in request {req.request}, so its repair "
                              "could not be read (C4 judges the balance)", kill=kill, call_id=call.call_id)
             continue
-        out.append(Answer(kill, req.number, call, answer.text, says(answer.text, conventions)))
+        out.append(Answer(kill, request_number(req), call, answer.text, says(answer.text, conventions)))
     return out
 
 

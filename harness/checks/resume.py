@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from fake_server.records import Request
 from harness.checks.base import (
     Findings,
     captures,
@@ -15,7 +16,15 @@ from harness.checks.base import (
 )
 from harness.checks.durability import AT_THE_END, checkpoint_carried
 from harness.checks.facts import left_nothing, no_store_fact
-from harness.checks.views import Request, clip, first_request_after, last_request_before, request_item, squeeze
+from harness.checks.views import (
+    clip,
+    first_request_after,
+    last_request_before,
+    parsed,
+    request_item,
+    sent_messages,
+    squeeze,
+)
 from harness.model import CheckResult, DecidedBy, LogCapture, Observation, Restart, SessionLog
 
 BOX, LOG = DecidedBy.BLACK_BOX, DecidedBy.LOG
@@ -43,10 +52,10 @@ def resume_continues_the_session(obs: Observation) -> CheckResult:
     log = log_half(obs, found)
     for number, restart in restarts:
         req = first_request_after(obs, restart.mono_ns)
-        if req is None or not req.parsed:
+        if req is None or not parsed(req):
             if not found.failed:
                 found.cannot(f"no readable model request followed restart {number}"
-                             + (f" (request {req.number} was refused: C4 judges it)" if req else ""), restart=number)
+                             + (f" (request {req.request} was refused: C4 judges it)" if req else ""), restart=number)
             continue
         _carries_history(obs, number, restart, req, found)
         if isinstance(log, SessionLog):
@@ -70,7 +79,7 @@ def _nothing_to_resume(obs: Observation, found: Findings) -> None:
 
 
 def _carries_history(obs: Observation, number: int, restart: Restart, req: Request, found: Findings) -> None:
-    users = [m.text for m in req.messages if m.role == "user"]
+    users = [m.text for m in sent_messages(req) if m.role == "user"]
     problems = 0
     previous = [r.mono_ns for r in obs.restarts if r.mono_ns < restart.mono_ns]
     kill = next((k for k in reversed(obs.kills)
@@ -80,7 +89,7 @@ def _carries_history(obs: Observation, number: int, restart: Restart, req: Reque
                if kill is not None and kill.log is not None and left_nothing(kill.log) else {})
     for item in obs.inputs:
         if item.mono_ns < restart.mono_ns and not item.queued and not any(item.text in t for t in users):
-            found.fail(BOX, f"request {req.number} after restart {number} lacks the earlier user input "
+            found.fail(BOX, f"request {req.request} after restart {number} lacks the earlier user input "
                        f"{clip(item.text, 60)!r}: a blank fork", request_item(req) | nothing)
             problems += 1
     if kill is not None:
@@ -143,11 +152,11 @@ def resume_note_is_sent(obs: Observation) -> CheckResult:
         wanted = f"the session_resumed note {clip(note, 60)!r}" if note else "a note that the session resumed"
         carries = _mentions(note)
         if _count(req, carries) > (_count(previous, carries) if previous else 0):
-            found.ok(half, request_item(req, note=f"request {req.number} carries {wanted}"))
+            found.ok(half, request_item(req, note=f"request {req.request} carries {wanted}"))
             if half is LOG:
                 found.ok(BOX, restart=number)
         else:
-            found.fail(half, f"request {req.number} lacks {wanted}", request_item(req))
+            found.fail(half, f"request {req.request} lacks {wanted}", request_item(req))
     return found.result("every resumed session told the model it had resumed",
                         nothing="no model request followed a restart")
 
@@ -162,7 +171,7 @@ def _mentions(note: str | None) -> Callable[[str], bool]:
 
 def _count(req: Request, carries: Callable[[str], bool]) -> int:
     """How many messages of a request carry the note: a new resume adds one more."""
-    return sum(1 for m in req.messages if carries(m.text))
+    return sum(1 for m in sent_messages(req) if carries(m.text))
 
 
 def _resume_note(log: SessionLog | None, after_ns: int) -> str | None:

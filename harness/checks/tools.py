@@ -9,7 +9,9 @@ from typing import Any
 from harness.checks.base import Findings, Item, NoLog, check, event_item, log_half, result, turn_at, wants_reader
 from harness.checks.views import (
     first_request_after,
+    parsed,
     request_item,
+    sent_messages,
     tool_answer,
     window_call,
     windows_open_at,
@@ -139,11 +141,11 @@ def _tree(window: WindowObservation, stop: StopDelivery, found: Findings) -> Non
 def _result_sent(obs: Observation, stop: StopDelivery, window: str, call_id: str | None, found: Findings) -> bool:
     """The next model request after Stop carries a tool result for the stopped call."""
     req = first_request_after(obs, stop.mono_ns)
-    if req is None or call_id is None or not req.parsed:
+    if req is None or call_id is None or not parsed(req):
         return False
-    _, answer = tool_answer(req.messages, call_id)
+    _, answer = tool_answer(sent_messages(req), call_id)
     if answer is None:
-        found.fail(BOX, f"request {req.number}, the first after Stop ({stop.how}), carries no result for call "
+        found.fail(BOX, f"request {req.request}, the first after Stop ({stop.how}), carries no result for call "
                    f"{call_id}, which ran in window {window}", request_item(req), call_id=call_id)
         return False
     found.ok(BOX, request_item(req, note=f"carries the result of the stopped call {call_id}"), window=window)

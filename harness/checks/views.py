@@ -1,13 +1,12 @@
-"""Read-only views over an observation's fake-server records, and the questions checkers ask
-of them.
+"""The questions checkers ask of an observation's fake-server records, and of canonical messages.
 
-This is the one module that touches a record's fields: checkers get typed views
-(``Request``, ``Response``, ``Window``…) and never index a record themselves, so when the
-records become typed classes only this module changes. The views answer the questions every
+Records are the fake server's own typed values (``fake_server.records``: ``Request``,
+``Response``, ``Chunk``, ``Window``…), carried as they are from the server to the checkers:
+every field a record has is there by construction. These functions answer the questions every
 checker asks ("the first request after this kill", "the response to request 3", "which tool
-call opened window w1"). Everything is ordered by ``mono_ns``, the one clock all processes
-share. A record missing a field a view needs raises (``KeyError``): the safe wrapper turns
-that into ``unknown``, never into a verdict on half-read evidence.
+call opened window w1"), ordered by ``mono_ns``, the one clock all processes share. A
+request's history and a ``model_request`` event's are read as the same ``Message`` values, so
+that a check compares what the agent sent with what its store kept in one vocabulary.
 """
 
 from __future__ import annotations
@@ -16,11 +15,13 @@ import json
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
+from fake_server import records as records_
+from fake_server.records import Chunk, Request, Response, Window, WindowDone
 from harness.model import Observation, SessionEvent
 
-Record = Mapping[str, Any]
+R = TypeVar("R", bound=records_.Record)
 EXCERPT_CHARS = 160
 
 
@@ -127,86 +128,55 @@ def tool_answer(msgs: Sequence[Message], call_id: str) -> tuple[Message | None, 
 
 
 # --- records ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Request:
-    """A model request the fake server received."""
-
-    number: int
-    mono_ns: int
-    status: int | None
-    error: str | None
-    messages: tuple[Message, ...]
-    parsed: bool  # the server could read its history (a refused parse has no canonical messages)
-
-    @property
-    def refused(self) -> bool:
-        return self.error is not None or (self.status is not None and self.status >= 400)
-
-    @property
-    def unbalanced(self) -> bool:
-        """The server refused it because its history is not balanced (its error names the calls)."""
-        return self.refused and bool(self.error) and UNBALANCED_WORDS.search(self.error or "") is not None
-
+# The fake server's records are typed (``fake_server.records``); these ask them the questions
+# checkers share, and read a request's canonical history as ``Message`` values.
 
 # How the fake server's strict wires word a refusal of an unbalanced history (Chat, Responses,
 # Anthropic): each names the tool call, tool use or function call output it found unanswered.
 UNBALANCED_WORDS = re.compile(r"tool_call|tool call|tool_use|tool_result|tool output|function call", re.I)
 
 
-@dataclass(frozen=True)
-class Response:
-    """What the fake server scripted in answer to a request."""
-
-    number: int
-    mono_ns: int
-    text: str
-    tool_calls: tuple[Call, ...]
+def sent_messages(req: Request) -> tuple[Message, ...]:
+    """The canonical history a request carried (none when the server could not read it)."""
+    return tuple(message(m) for m in req.canonical["messages"]) if req.canonical else ()
 
 
-@dataclass(frozen=True)
-class Chunk:
-    number: int  # the request it answers
-    chunk: int
-    text: str
-    mono_ns: int
+def parsed(req: Request) -> bool:
+    """The server could read the request's history (a refused parse has no canonical messages)."""
+    return req.canonical is not None
 
 
-@dataclass(frozen=True)
-class Window:
-    """A bash window program reporting it is running (its beacon)."""
-
-    window: str
-    mono_ns: int
-    pids: tuple[Any, ...]
+def refused(req: Request) -> bool:
+    return req.error is not None or req.status >= 400
 
 
-@dataclass(frozen=True)
-class WindowDone:
-    window: str
-    mono_ns: int
-    finished: bool  # ran to its end (False: it was ended early)
+def unbalanced(req: Request) -> bool:
+    """The server refused it because its history is not balanced (its error names the calls)."""
+    return refused(req) and bool(req.error) and UNBALANCED_WORDS.search(req.error or "") is not None
 
 
-def _of_kind(records: Iterable[Record], kind: str) -> Iterator[Record]:
-    return (r for r in records if r.get("kind") == kind)
+def request_number(req: Request) -> int:
+    """A request's number: the server's store numbers every request it keeps."""
+    if req.request is None:
+        raise ValueError(f"a request record at {req.mono_ns} has no number")
+    return req.request
 
 
-def _request(r: Record) -> Request:
-    canonical = r.get("canonical")
-    msgs = tuple(message(m) for m in (canonical or {}).get("messages") or () if isinstance(m, Mapping))
-    error = r.get("error")
-    return Request(number=r["request"], mono_ns=r["mono_ns"], status=r.get("status"),
-                   error=str(error) if error else None, messages=msgs, parsed=canonical is not None)
+def calls(response: Response) -> tuple[Call, ...]:
+    """The tool calls a response scripted."""
+    return tuple(_call(c) for c in response.tool_calls)
+
+
+def _of(records: Iterable[records_.Record], kind: type[R]) -> list[R]:
+    return [r for r in records if isinstance(r, kind)]
 
 
 def requests(obs: Observation) -> list[Request]:
-    return [_request(r) for r in _of_kind(obs.records, "request")]
+    return _of(obs.records, Request)
 
 
 def request(obs: Observation, number: int) -> Request | None:
-    return next((r for r in requests(obs) if r.number == number), None)
+    return next((r for r in requests(obs) if r.request == number), None)
 
 
 def requests_between(obs: Observation, after_ns: int, before_ns: int | None = None) -> list[Request]:
@@ -227,17 +197,11 @@ def last_request_before(obs: Observation, before_ns: int) -> Request | None:
 def response_to(obs: Observation, number: int | None) -> Response | None:
     if number is None:
         return None
-    r = next((r for r in _of_kind(obs.records, "response") if r.get("request") == number), None)
-    if r is None:
-        return None
-    return Response(number=number, mono_ns=r["mono_ns"], text=str(r.get("text") or ""),
-                    tool_calls=tuple(_call(c) for c in r.get("tool_calls") or ()))
+    return next((r for r in _of(obs.records, Response) if r.request == number), None)
 
 
 def chunks_of(obs: Observation, number: int) -> list[Chunk]:
-    chunks = [Chunk(number=number, chunk=r["chunk"], text=str(r.get("text") or ""), mono_ns=r["mono_ns"])
-              for r in _of_kind(obs.records, "chunk") if r.get("request") == number]
-    return sorted(chunks, key=lambda c: c.chunk)
+    return sorted((r for r in _of(obs.records, Chunk) if r.request == number), key=lambda c: c.chunk)
 
 
 def streamed_text(obs: Observation, number: int, upto_chunk: int | None = None) -> str:
@@ -246,14 +210,11 @@ def streamed_text(obs: Observation, number: int, upto_chunk: int | None = None) 
 
 
 def windows_opened(obs: Observation, before_ns: int | None = None) -> list[Window]:
-    return [Window(window=r["window"], mono_ns=r["mono_ns"],
-                   pids=tuple(p.get("pid") if isinstance(p, Mapping) else p for p in r.get("pids") or ()))
-            for r in _of_kind(obs.records, "window") if before_ns is None or r["mono_ns"] < before_ns]
+    return [r for r in _of(obs.records, Window) if before_ns is None or r.mono_ns < before_ns]
 
 
 def windows_done(obs: Observation, before_ns: int | None = None) -> list[WindowDone]:
-    return [WindowDone(window=r["window"], mono_ns=r["mono_ns"], finished=bool(r.get("finished")))
-            for r in _of_kind(obs.records, "window_done") if before_ns is None or r["mono_ns"] < before_ns]
+    return [r for r in _of(obs.records, WindowDone) if before_ns is None or r.mono_ns < before_ns]
 
 
 def window_opened(obs: Observation, window: str) -> Window | None:
@@ -279,22 +240,22 @@ def window_call(obs: Observation, window: str) -> tuple[int | None, str | None]:
     req = last_request_before(obs, opened.mono_ns)
     if req is None:
         return None, None
-    response = response_to(obs, req.number)
-    calls = list(response.tool_calls) if response else []
+    response = response_to(obs, req.request)
+    made = list(calls(response)) if response else []
     naming = re.compile(rf"(?<![\w-]){re.escape(window)}(?![\w-])")
-    named = [c for c in calls if naming.search(str(c.arguments or ""))]
+    named = [c for c in made if naming.search(str(c.arguments or ""))]
     if len(named) == 1:
-        return req.number, named[0].id
-    if len(calls) == 1:
-        return req.number, calls[0].id
-    return req.number, None
+        return req.request, named[0].id
+    if len(made) == 1:
+        return req.request, made[0].id
+    return req.request, None
 
 
 def window_response_calls(obs: Observation, window: str) -> tuple[Call, ...]:
     """Every call of the response that opened ``window`` (the agent received that whole response)."""
     number, _ = window_call(obs, window)
     response = response_to(obs, number)
-    return response.tool_calls if response else ()
+    return calls(response) if response else ()
 
 
 # --- evidence --------------------------------------------------------------------------
@@ -302,7 +263,8 @@ def window_response_calls(obs: Observation, window: str) -> tuple[Call, ...]:
 
 def request_item(req: Request, note: str | None = None) -> dict[str, Any]:
     """A model request the fake server received, as evidence: number and message outline."""
-    item: dict[str, Any] = {"request": req.number, "status": req.status, "messages": message_outline(req.messages)}
+    item: dict[str, Any] = {"request": req.request, "status": req.status,
+                            "messages": message_outline(sent_messages(req))}
     if req.error:
         item["error"] = clip(req.error, 2 * EXCERPT_CHARS)
     if note:
@@ -310,27 +272,28 @@ def request_item(req: Request, note: str | None = None) -> dict[str, Any]:
     return item
 
 
-def record_item(record: Record) -> dict[str, Any]:
+def record_item(record: records_.Record) -> dict[str, Any]:
     """Any record, as evidence: its kind and the fields that identify it."""
-    keep = ("kind", "request", "chunk", "window", "status", "error", "problem", "after_chunk", "finished")
-    return {k: clip(record[k]) if isinstance(record[k], str) else record[k] for k in keep if k in record}
+    keep = ("request", "chunk", "window", "status", "error", "problem", "after_chunk", "finished")
+    values = {"kind": record.kind, **{k: getattr(record, k) for k in keep if getattr(record, k, None) is not None}}
+    return {k: clip(v) if isinstance(v, str) else v for k, v in values.items()}
 
 
-def refused_records(records: Iterable[Record]) -> list[Request]:
+def refused_records(records: Iterable[records_.Record]) -> list[Request]:
     """The requests among ``records`` the server refused."""
-    return [req for req in (_request(r) for r in _of_kind(records, "request") if "mono_ns" in r) if req.refused]
+    return [req for req in _of(records, Request) if refused(req)]
 
 
 def record_texts(obs: Observation) -> Iterator[tuple[str, str]]:
     """Every record as text, with where it is, for the canary scan. A request's headers are
     left out: carrying the key in its authentication header is what the key is for."""
     for r in obs.records:
-        kind = r.get("kind")
-        if kind == "request":
-            body = {k: v for k, v in r.items() if k != "headers"}
-            yield f"request {r.get('request')} sent to the model", json.dumps(body, default=str)
+        data = r.to_json()
+        if isinstance(r, Request):
+            body = {k: v for k, v in data.items() if k != "headers"}
+            yield f"request {r.request} sent to the model", json.dumps(body, default=str)
         else:
-            yield f"{kind} record {r.get('index', '')}".rstrip(), json.dumps(dict(r), default=str)
+            yield f"{r.kind} record {r.index or ''}".rstrip(), json.dumps(data, default=str)
 
 
 # --- text ------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from fake_server.records import Record, Request
 from harness.model.session import Capability, LogCapture, LogFormat, SessionLog, Snapshot
 
 # ---------------------------------------------------------------------------
@@ -143,7 +144,7 @@ class AgentFailure:
     what: str  # "the agent exited 1", "the server refused request 2: unbalanced history"
     after_restart: bool = False
     exit: ProcessExit | None = None
-    records: tuple[Mapping[str, Any], ...] = ()  # the server's last records
+    records: tuple[Record, ...] = ()  # the server's last records
     kind: str = ""  # the step's kind ("settle", "wait", …): which behaviour went missing
 
 
@@ -168,7 +169,7 @@ class Observation:
     adapter: str
     driver: str
     api_key: str  # the canary key handed to the agent (C13)
-    records: tuple[Mapping[str, Any], ...] = ()  # fake-server records, in order
+    records: tuple[Record, ...] = ()  # fake-server records, in order, typed as the server wrote them
     inputs: tuple[UserInput, ...] = ()
     stops: tuple[StopDelivery, ...] = ()
     settlements: tuple[Settlement, ...] = ()
@@ -187,8 +188,8 @@ class Observation:
     failure: AgentFailure | None = None
     conventions: Conventions = field(default_factory=Conventions)
 
-    def requests(self) -> list[Mapping[str, Any]]:
-        return [r for r in self.records if r.get("kind") == "request"]
+    def requests(self) -> list[Request]:
+        return [r for r in self.records if isinstance(r, Request)]
 
     def has(self, capability: Capability) -> bool:
         """Whether the agent's store records this (False for a black-box agent)."""

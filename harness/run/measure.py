@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from fake_server.records import Disconnect, Request
 from harness.model import LatencySample, Observation
 from harness.model.drivers import DRIVERS
 from harness.run.planning import WorkItem
@@ -30,8 +31,8 @@ def timed_latencies(item: WorkItem, agent: str, obs: Observation) -> list[tuple[
             if after:
                 add("L1", after[0] - stop.mono_ns, start_ns=stop.mono_ns)
         if stop.request is not None:  # L2 needs a real connection: the server's own record
-            gone = [r["mono_ns"] for r in records if r.get("kind") == "disconnect" and r.get("source") == "server"
-                    and r.get("request") == stop.request and r["mono_ns"] >= stop.mono_ns]
+            gone = [r.mono_ns for r in records if isinstance(r, Disconnect) and r.source == "server"
+                    and r.request == stop.request and r.mono_ns >= stop.mono_ns]
             if gone:
                 add("L2", gone[0] - stop.mono_ns, start_ns=stop.mono_ns, request=stop.request)
     for w in obs.windows:
@@ -52,7 +53,7 @@ def timed_latencies(item: WorkItem, agent: str, obs: Observation) -> list[tuple[
             if follow is None:
                 continue
             spawned = follow
-        first = next((r for r in records if r.get("kind") == "request" and r["mono_ns"] > spawned), None)
+        first = next((r for r in records if isinstance(r, Request) and r.mono_ns > spawned), None)
         if first is not None:
-            add("L7", first["mono_ns"] - spawned, start_ns=spawned, request=first.get("request"))
+            add("L7", first.mono_ns - spawned, start_ns=spawned, request=first.request)
     return samples

@@ -11,9 +11,8 @@ where results are written.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
-from typing import Any
 
+from fake_server.records import Record, Response
 from harness.model import (
     AgentFailure,
     AgentKill,
@@ -35,7 +34,7 @@ from harness.readers import Reader
 from harness.run.planning import WorkItem
 
 
-def observe(item: WorkItem, profile: Profile, *, history: History, records: tuple[Mapping[str, Any], ...],
+def observe(item: WorkItem, profile: Profile, *, history: History, records: tuple[Record, ...],
             reader: Reader | None, final: LogCapture | None, log_path: str | None, transcript: str, api_key: str,
             canary_hits: list[CanaryHit], failure: AgentFailure | None) -> Observation:
     stops = history.of(StopDelivery)
@@ -57,12 +56,11 @@ def observe(item: WorkItem, profile: Profile, *, history: History, records: tupl
     )
 
 
-def _seen_on_screen(stop: StopDelivery, records: tuple[Mapping[str, Any], ...]) -> StopDelivery:
+def _seen_on_screen(stop: StopDelivery, records: tuple[Record, ...]) -> StopDelivery:
     if stop.text_seen is None:
         return stop
-    responses = [r for r in records if r.get("kind") == "response"
-                 and (stop.request is None or r.get("request") == stop.request)]
-    scripted = str(responses[-1].get("text") or "") if responses else ""
+    responses = [r for r in records if isinstance(r, Response) and (stop.request is None or r.request == stop.request)]
+    scripted = responses[-1].text if responses else ""
     return dataclasses.replace(stop, text_seen=visible_prefix(scripted, stop.text_seen) or None)
 
 

@@ -67,6 +67,8 @@ DEFAULT_RETRIES = 2
 # down (``import openai`` alone takes seconds under load) may not have started working by T.
 RETRY_TIMEOUT_FACTOR = 3.0
 TAIL_CHARS = 1500
+# The fields that identify a record in the evidence's outline of what the server saw.
+OUTLINED = ("request", "chunk", "window", "status", "problem", "error")
 CONTAIN_BUDGET_S = 10.0  # failsafe: ending a frozen cgroup takes milliseconds
 
 
@@ -239,7 +241,7 @@ async def _run_contained(profile: Profile, item: WorkItem, dirs: RunDirs, contai
             async with member.working():
                 final = run.capture("final")
                 note_store(driver.fit, profile.log_reader, final)
-            records = tuple(r.to_json() for r in server.records)  # the observation's plain, versioned form
+            records = tuple(server.records)  # typed as the server wrote them; plain JSON only in the results
         async with member.working():
             obs = observe(item, profile, history=history, records=records, reader=reader, final=final,
                           log_path=driver.log_path, transcript=driver.transcript(), api_key=api_key,
@@ -403,8 +405,8 @@ def _evidence(profile: Profile, item: WorkItem, obs: Observation, final: LogCapt
         return {"pid": e.pid, "role": e.role, "argv": list(e.argv), "returncode": e.returncode, "signal": e.signal,
                 "stdout_tail": e.stdout_tail[-TAIL_CHARS:], "stderr_tail": e.stderr_tail[-TAIL_CHARS:]}
 
-    records = [{k: r.get(k) for k in ("index", "kind", "request", "chunk", "window", "status", "problem", "error")
-                if r.get(k) is not None} for r in obs.records]
+    records = [{"index": r.index, "kind": r.kind, **{k: getattr(r, k) for k in OUTLINED
+                                                    if getattr(r, k, None) is not None}} for r in obs.records]
     evidence: dict[str, object] = {"processes": [process(e) for e in obs.exits], "records": records,
                                    "log_path": obs.log_path, "reproduce": reproducer(profile, item),
                                    "start_ns": t0_ns}

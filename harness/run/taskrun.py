@@ -165,7 +165,7 @@ class TaskRun:
                 task.cancel()
 
     def failure(self, step: Step, awaited: str, what: str, exit_: ProcessExit | None = None) -> AgentFailure:
-        last = tuple(r.to_json() for r in list(self.server.records)[-RECORDS_IN_FAILURE:])
+        last = tuple(list(self.server.records)[-RECORDS_IN_FAILURE:])
         return AgentFailure(step=step.describe(), awaited=awaited, what=what, after_restart=self.restarted,
                             exit=exit_ or self.history.last(ProcessExit), records=last, kind=step.do)
 

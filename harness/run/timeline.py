@@ -9,6 +9,7 @@ results JSON carries the marks so any tool can draw them; the HTML report draws 
 
 from __future__ import annotations
 
+from fake_server import records
 from harness.model import Observation, TimelineMark
 
 MAX_CHUNK_MARKS = 60  # per request: a long stream is drawn as its span plus the first chunks
@@ -36,37 +37,34 @@ def timeline(obs: Observation, start_ns: int) -> tuple[TimelineMark, ...]:
     for n, restart in enumerate(obs.restarts, 1):
         damage = f" on {restart.damage} damage" if restart.damage else ""
         add(TimelineMark("harness", "restart", ms(restart.mono_ns), f"restart {n}{damage}"))
-    requests = {r.get("request"): r for r in obs.records if r.get("kind") == "request"}
-    ends: dict[object, int] = {}
+    requests = {r.request: r for r in obs.records if isinstance(r, records.Request)}
+    ends: dict[int | None, int] = {}
     for r in obs.records:
-        if r.get("kind") in ("stream_end", "disconnect") and r.get("request") not in ends:
-            ends[r.get("request")] = r["mono_ns"]
-    for number, r in requests.items():
-        status = r.get("status")
-        label = f"request {number}" + (f" → {status}" if status and status != 200 else "")
+        if isinstance(r, (records.StreamEnd, records.Disconnect)) and r.request not in ends:
+            ends[r.request] = r.mono_ns
+    for number, req in requests.items():
+        label = f"request {number}" + (f" → {req.status}" if req.status and req.status != 200 else "")
         end = ends.get(number)
-        add(TimelineMark("model", "request", ms(r["mono_ns"]), label, end_ms=ms(end) if end else None,
+        add(TimelineMark("model", "request", ms(req.mono_ns), label, end_ms=ms(end) if end else None,
                          ref=f"request {number}"))
-    chunks: dict[object, int] = {}
+    chunks: dict[int, int] = {}
     for r in obs.records:
-        kind = r.get("kind")
-        if kind == "chunk":
-            chunks[r.get("request")] = chunks.get(r.get("request"), 0) + 1
-            if chunks[r.get("request")] <= MAX_CHUNK_MARKS:
-                text = str(r.get("text") or "")[:30]
-                add(TimelineMark("model", "chunk", ms(r["mono_ns"]), f"chunk {r.get('chunk')} of request "
-                                 f"{r.get('request')}: {text!r}", ref=f"request {r.get('request')}"))
-        elif kind == "disconnect":
-            add(TimelineMark("model", "disconnect", ms(r["mono_ns"]), f"request {r.get('request')}: client closed "
-                             f"after chunk {r.get('after_chunk')}", ref=f"request {r.get('request')}"))
-        elif kind == "side":
-            add(TimelineMark("model", "side", ms(r["mono_ns"]), "side request (answered, not scripted)"))
-        elif kind == "error" and r.get("status") == UNSERVED and r.get("request") is None:
-            add(TimelineMark(PROBE_LANE, "probe", ms(r["mono_ns"]),
-                             f"{r.get('method') or '?'} {str(r.get('path'))[:60]} → {UNSERVED}: a path the server "
+        if isinstance(r, records.Chunk):
+            chunks[r.request] = chunks.get(r.request, 0) + 1
+            if chunks[r.request] <= MAX_CHUNK_MARKS:
+                add(TimelineMark("model", "chunk", ms(r.mono_ns), f"chunk {r.chunk} of request "
+                                 f"{r.request}: {r.text[:30]!r}", ref=f"request {r.request}"))
+        elif isinstance(r, records.Disconnect):
+            add(TimelineMark("model", "disconnect", ms(r.mono_ns), f"request {r.request}: client closed "
+                             f"after chunk {r.after_chunk}", ref=f"request {r.request}"))
+        elif isinstance(r, records.Side):
+            add(TimelineMark("model", "side", ms(r.mono_ns), "side request (answered, not scripted)"))
+        elif isinstance(r, records.Error) and r.status == UNSERVED and r.request is None:
+            add(TimelineMark(PROBE_LANE, "probe", ms(r.mono_ns),
+                             f"{r.method or '?'} {str(r.path)[:60]} → {UNSERVED}: a path the server "
                              "does not serve (harmless)"))
-        elif kind == "error":
-            add(TimelineMark("model", "error", ms(r["mono_ns"]), f"refused: {str(r.get('problem'))[:80]}"))
+        elif isinstance(r, records.Error):
+            add(TimelineMark("model", "error", ms(r.mono_ns), f"refused: {r.problem[:80]}"))
     for e in obs.exits:
         code = f"exit {e.returncode}" if e.returncode is not None else f"signal {e.signal}"
         add(TimelineMark("agent", "process", ms(e.started_ns), f"{e.role} pid {e.pid}: {code}", end_ms=ms(e.ended_ns),
@@ -76,8 +74,7 @@ def timeline(obs: Observation, start_ns: int) -> tuple[TimelineMark, ...]:
         add(TimelineMark("agent", "settled", ms(settled.mono_ns), f"settled: {settled.reason or '?'}{source} — "
                          f"{settled.how}"))
     for w in obs.windows:
-        opened = next((r["mono_ns"] for r in obs.records if r.get("kind") == "window" and r.get("window") == w.window),
-                      None)
+        opened = next((r.mono_ns for r in obs.records if isinstance(r, records.Window) and r.window == w.window), None)
         if opened is None:
             continue
         pids = ", ".join(f"{p.get('pid')} {p.get('role')}" for p in w.pids)

@@ -81,31 +81,32 @@ def describe(proc: subprocess.Popen) -> dict:
 
 def window_beacon() -> tuple[str, int] | None:
     """The ``--beacon`` a running window helper of id w1 was given, read off its command line
-    (this test's own: other runs on the machine have windows of that id too), and its PID."""
+    (this test's own: other runs on the machine have windows of that id too), and its network
+    namespace as an open descriptor."""
     for proc in psutil.Process().children(recursive=True):
         try:
             argv = proc.cmdline()
         except psutil.Error:
             continue
         if "fake_server.window" in argv and "w1" in argv and "--beacon" in argv:
-            return argv[argv.index("--beacon") + 1], proc.pid
+            try:  # its network namespace, held open: the helper may exit once it has reported
+                netns = os.open(f"/proc/{proc.pid}/ns/net", os.O_RDONLY)
+            except FileNotFoundError:
+                continue
+            return argv[argv.index("--beacon") + 1], netns
     return None
 
 
-def post_beside(pid: int, url: str, record: dict) -> int:
-    """``post`` from the network namespace ``pid`` is in: the fake server listens in the run's
-    own (docs/offline.md), where only the run's processes — the agent, which sees the window
-    command it runs — can reach it. The post is made from a thread of its own that enters it."""
-    theirs, ours = f"/proc/{pid}/ns/net", "/proc/thread-self/ns/net"
+def post_beside(netns: int, url: str, record: dict) -> int:
+    """``post`` from the network namespace ``netns`` (an open descriptor): the fake server
+    listens in the run's own (docs/offline.md), where only the run's processes — the agent,
+    which sees the window command it runs — can reach it. The post is made from a thread of its
+    own that enters it."""
     status: list[int] = []
 
     def run() -> None:
-        if os.stat(theirs).st_ino != os.stat(ours).st_ino:
-            fd = os.open(theirs, os.O_RDONLY)
-            try:
-                setns(fd)
-            finally:
-                os.close(fd)
+        if os.fstat(netns).st_ino != os.stat("/proc/thread-self/ns/net").st_ino:
+            setns(netns)
         status.append(post(url, record))
 
     thread = threading.Thread(target=run)
@@ -130,13 +131,16 @@ async def forge(victim: dict) -> list[int]:
     async with asyncio.timeout(FIND_WINDOW_S):
         while (found := await asyncio.to_thread(window_beacon)) is None:
             await asyncio.sleep(0.01)  # polls the process table for the helper to appear
-    beacon, helper = found
+    beacon, netns = found
     server_root = beacon.split("/", 3)
     open_beacon = "/".join(server_root[:3]) + "/_stopbench/beacon"
     record = {"kind": "window", "pids": [victim], "marker": "/nonexistent"}
-    as_helper = await asyncio.to_thread(post_beside, helper, beacon.rstrip("/") + "/_stopbench/beacon",
-                                        {**record, "window": "w9"})
-    unauthenticated = await asyncio.to_thread(post_beside, helper, open_beacon, {**record, "window": "w8"})
+    try:
+        as_helper = await asyncio.to_thread(post_beside, netns, beacon.rstrip("/") + "/_stopbench/beacon",
+                                            {**record, "window": "w9"})
+        unauthenticated = await asyncio.to_thread(post_beside, netns, open_beacon, {**record, "window": "w8"})
+    finally:
+        os.close(netns)
     return [as_helper, unauthenticated]
 
 

@@ -2,6 +2,7 @@
 
 from types import SimpleNamespace
 
+from fake_server.records import Disconnect, Request
 from harness.model import Observation, ProcessExit, Restart, Settlement, StopDelivery, UserInput, WindowObservation
 from harness.run.measure import timed_latencies
 from harness.run.observe import visible_prefix
@@ -27,9 +28,9 @@ def test_l1_to_l4_from_one_observation():
     clock = Clock()
     stop_stream = StopDelivery(mono_ns=clock.tick(), source="user", how="api", phase="stream", exercised=True, request=1)
     settled = Settlement(mono_ns=clock.tick(), reason="aborted", source="user", how="api")  # 1 ms after the stop
-    disconnect = {"kind": "disconnect", "source": "server", "request": 1, "mono_ns": stop_stream.mono_ns + 1_600_000}
-    stale = {"kind": "disconnect", "source": "server", "request": 1, "mono_ns": stop_stream.mono_ns - 5}
-    played = {"kind": "disconnect", "source": "inproc", "request": 1, "mono_ns": stop_stream.mono_ns + 1}
+    disconnect = Disconnect(source="server", request=1, after_chunk=3, mono_ns=stop_stream.mono_ns + 1_600_000)
+    stale = Disconnect(source="server", request=1, after_chunk=3, mono_ns=stop_stream.mono_ns - 5)
+    played = Disconnect(source="inproc", request=1, after_chunk=3, mono_ns=stop_stream.mono_ns + 1)
     window = WindowObservation("w1", ({"pid": 1},), stop_ns=100, gone_ns=148_000_100)
     not_stopped = WindowObservation("w2", ({"pid": 2},), stop_ns=None, gone_ns=5)
     timed = ProcessExit(pid=9, role="run", started_ns=0, ended_ns=2_250_000_000, returncode=3, signal=None,
@@ -48,12 +49,14 @@ def test_l1_to_l4_from_one_observation():
     assert {s.repeat for s in samples.values()} == {3}
 
 
+def _request(number: int, mono_ns: int) -> Request:
+    return Request(request=number, mono_ns=mono_ns, api="chat", path="/v1/chat/completions", headers={}, status=200)
+
+
 def test_l7_runs_from_the_resuming_process_to_its_first_request():
     restart = Restart(mono_ns=1_000, before=None, after_load=None)
     follow_up = UserInput("Carry on.", mono_ns=5_000)  # headless: the follow-up spawns the resuming process
-    early = {"kind": "request", "request": 1, "mono_ns": 500}
-    first = {"kind": "request", "request": 2, "mono_ns": 9_000}
-    later = {"kind": "request", "request": 3, "mono_ns": 12_000}
+    early, first, later = (_request(1, 500), _request(2, 9_000), _request(3, 12_000))
     obs = _observation(restarts=(restart,), inputs=(follow_up,), records=(early, first, later))
     [headless] = latencies(_item("subprocess"), "a", obs)
     assert (headless.latency, headless.value_ns, headless.detail["request"]) == ("L7", 4_000, 2)

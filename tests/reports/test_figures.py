@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+from fake_server.records import Error, Request
 from harness.model import Observation, TimelineMark
 from harness.report.svg import dot_plot, histogram, percentile_plot, timeline
 from harness.run.timeline import timeline as marks_of
@@ -37,10 +38,11 @@ def test_a_timeline_axis_uses_one_unit_and_says_which():
 
 def test_a_probe_of_an_unserved_path_is_drawn_apart_from_an_error():
     start = 1_000_000_000
-    records = ({"kind": "error", "mono_ns": start + 2_000_000, "path": "/v1/models", "method": "GET", "status": 404,
-                "problem": "Invalid URL (GET /v1/models)"},
-               {"kind": "request", "mono_ns": start + 3_000_000, "request": 1, "status": 200},
-               {"kind": "error", "mono_ns": start + 4_000_000, "request": 2, "problem": "no scripted response left"})
+    records = (Error(mono_ns=start + 2_000_000, path="/v1/models", method="GET", status=404,
+                     problem="Invalid URL (GET /v1/models)"),
+               Request(mono_ns=start + 3_000_000, request=1, status=200, api="chat", path="/v1/chat/completions",
+                       headers={}),
+               Error(mono_ns=start + 4_000_000, request=2, problem="no scripted response left"))
     obs = Observation(task="t", agent="a", adapter="http", driver="subprocess", api_key="k", records=records)
     marks = marks_of(obs, start)
     probe = next(m for m in marks if m.kind == "probe")

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from fake_server.records import Error, Record, Request, Side
 from harness.model import RunStatus, redaction
 from harness.profiles import Profile, template_names
 from harness.run.planning import WorkItem
@@ -103,19 +104,18 @@ def _report(profile: Profile, driver: str, outcome: ItemOutcome) -> tuple[bool, 
     return ok, lines
 
 
-def _requests(records: tuple[Mapping[str, Any], ...]) -> tuple[bool, list[str]]:
+def _requests(records: tuple[Record, ...]) -> tuple[bool, list[str]]:
     """Whether the agent made a model request, and the lines saying what reached the fake
     server: each model request, side requests, then the probes of paths it does not serve
     (an agent's start-up checks, harmless 404s) counted apart, and the server's other errors."""
-    model = [r for r in records if r.get("kind") == "request"]
-    side = [r for r in records if r.get("kind") == "side"]
-    errors = [r for r in records if r.get("kind") == "error"]
-    probes = Counter(f"{r.get('method') or '?'} {r.get('path')}" for r in errors
-                     if r.get("status") == 404 and r.get("request") is None)
+    model = [r for r in records if isinstance(r, Request)]
+    side = [r for r in records if isinstance(r, Side)]
+    errors = [r for r in records if isinstance(r, Error)]
+    probes = Counter(f"{r.method or '?'} {r.path}" for r in errors if r.status == 404 and r.request is None)
     lines = [f"  model requests: {len(model)}" + ("" if model else _why_no_model_request(side))]
     for r in model[:REQUESTS_SHOWN]:
-        refusal = f": {r['error']}" if r.get("error") else ""
-        lines.append(f"    request {r.get('request')}: {r.get('api')} {r.get('path')} → {r.get('status')}{refusal}")
+        refusal = f": {r.error}" if r.error else ""
+        lines.append(f"    request {r.request}: {r.api} {r.path} → {r.status}{refusal}")
     if len(model) > REQUESTS_SHOWN:
         lines.append(f"    … and {len(model) - REQUESTS_SHOWN} more")
     if side:
@@ -123,17 +123,17 @@ def _requests(records: tuple[Mapping[str, Any], ...]) -> tuple[bool, list[str]]:
     if probes:
         lines.append(f"  probes: {sum(probes.values())} request(s) to paths the fake server does not serve, answered "
                      "404 (harmless): " + ", ".join(f"{what} ×{n}" for what, n in probes.most_common()))
-    lines += [f"  server error: {r.get('problem')}" for r in errors if r.get("status") != 404 or r.get("request")]
+    lines += [f"  server error: {r.problem}" for r in errors if r.status != 404 or r.request]
     return bool(model), lines
 
 
-def _why_no_model_request(side: list[Mapping[str, Any]]) -> str:
+def _why_no_model_request(side: list[Side]) -> str:
     """Why no request counted as the task's: the agent reached the server but each request was
     taken for a side request (then why, in the server's words: an agent whose shell tool was not
     recognised is not misconfigured), or it never reached the server at all."""
     if side:
         return (f" — the agent reached the fake server, but each of its requests was answered as a side request, "
-                f"not by the scenario (docs/scenarios.md, *Side requests*): {side[0].get('reason')}")
+                f"not by the scenario (docs/scenarios.md, *Side requests*): {side[0].reason}")
     return " — the agent never reached the fake server (check the base URL, key and model [env] or [[files]] give it)"
 
 

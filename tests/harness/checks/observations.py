@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any, Protocol
 
+from fake_server.records import Record
 from harness.model import (
     AgentFailure,
     AgentKill,
@@ -116,15 +117,17 @@ class LogBuilder:
 
 
 class RecordsBuilder:
-    """Fake-server records in the shapes of ``fake_server``'s public interface."""
+    """Fake-server records, typed as the server writes them (``fake_server.records``): each is
+    built from its JSON form, so a hand-made record is held to the format exactly as the
+    server's are."""
 
     def __init__(self, clock: Clock):
         self.clock = clock
-        self.records: list[dict[str, Any]] = []
+        self.records: list[Record] = []
         self.count = 0
 
-    def _add(self, kind: str, **fields: Any) -> dict[str, Any]:
-        record = {"kind": kind, "mono_ns": self.clock.tick(), "source": "server"} | fields
+    def _add(self, kind: str, **fields: Any) -> Record:
+        record = Record.from_json({"kind": kind, "mono_ns": self.clock.tick(), "source": "server"} | fields)
         self.records.append(record)
         return record
 
@@ -147,12 +150,12 @@ class RecordsBuilder:
         return self.count
 
     def response(self, request: int, text: str = "", tool_calls: list[dict[str, Any]] | None = None,
-                 finish_reason: str | None = None) -> dict[str, Any]:
+                 finish_reason: str | None = None) -> Record:
         calls = list(tool_calls or [])
         return self._add("response", request=request, response_index=0, text=text, tool_calls=calls,
                          finish_reason=finish_reason or ("tool_calls" if calls else "stop"))
 
-    def chunk(self, request: int, chunk: int, text: str = "", tool_call_id: str | None = None) -> dict[str, Any]:
+    def chunk(self, request: int, chunk: int, text: str = "", tool_call_id: str | None = None) -> Record:
         fields: dict[str, Any] = {"request": request, "chunk": chunk, "text": text}
         if tool_call_id:
             fields["tool_call_id"] = tool_call_id
@@ -164,15 +167,15 @@ class RecordsBuilder:
             self.chunk(request, k, piece)
         self._add("stream_end", request=request, complete=complete)
 
-    def disconnect(self, request: int, after_chunk: int) -> dict[str, Any]:
+    def disconnect(self, request: int, after_chunk: int) -> Record:
         return self._add("disconnect", request=request, after_chunk=after_chunk)
 
-    def window(self, window: str, pids: list[int]) -> dict[str, Any]:
+    def window(self, window: str, pids: list[int]) -> Record:
         tree = [{"pid": p, "ppid": 1, "pgid": pids[0], "sid": pids[0], "create_time": 1.0, "role": "node"}
                 for p in pids]
         return self._add("window", window=window, pids=tree, marker=f"/tmp/{window}.done")
 
-    def window_done(self, window: str, finished: bool) -> dict[str, Any]:
+    def window_done(self, window: str, finished: bool) -> Record:
         return self._add("window_done", window=window, finished=finished)
 
 

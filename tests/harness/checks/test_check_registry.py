@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from fake_server.records import Request, Response
 from harness.checks import REGISTRY, get_check, run_check, run_checks
 from harness.checks.base import CheckSpec, check
 from harness.contract import CHECK_IDS, CHECKS, Observes
@@ -87,11 +88,13 @@ def test_a_checker_that_raises_is_unknown_never_pass():
     assert "in broken" in result.evidence.items[0]["traceback"][-1]
 
 
-def test_a_real_checker_on_malformed_records_is_unknown():
-    obs = stop_in_tool().observation()
-    bad = dataclasses.replace(obs, records=obs.records + ({"kind": "request", "request": 9},))  # no mono_ns
-    result = run_check("C9", bad)
-    assert result.outcome is Outcome.UNKNOWN and "KeyError" in result.evidence.summary
+def test_a_malformed_record_never_reaches_a_checker():
+    """Records are typed where they are made: one missing the fields of its kind is refused
+    there, naming them, so no checker ever judges half a record."""
+    from fake_server.records import Record, RecordError
+
+    with pytest.raises(RecordError, match="missing field.*api"):
+        Record.from_json({"kind": "request", "request": 9})
 
 
 def test_a_checker_returning_something_else_is_unknown():
@@ -245,7 +248,8 @@ def test_append_onto_a_torn_line_fails_c10():
 
 def test_stop_in_a_tool_whose_step_streamed_no_text_skips_c5():
     obs = stop_in_tool().observation()
-    silent = tuple({**r, "text": ""} if r["kind"] == "response" and r["request"] == 1 else r for r in obs.records)
+    silent = tuple(dataclasses.replace(r, text="") if isinstance(r, Response) and r.request == 1 else r
+                   for r in obs.records)
     result = run_check("C5", dataclasses.replace(obs, records=silent))
     assert result.outcome is Outcome.SKIPPED and "no assistant text" in result.evidence.summary
 
@@ -297,9 +301,13 @@ def test_c11_finds_the_prompt_an_agent_sent_after_its_own_context_in_one_turn(se
             return getattr(self.inner, attr)
 
     run = kill_at_request()
-    for request in (r for r in run.records.records if r["kind"] == "request"):   # the resumed one repeats it
-        request["canonical"] = {**request["canonical"], "messages": [
-            {**m, "text": sent} if m["text"] == "Build the project." else m for m in request["canonical"]["messages"]]}
+    def reworded(record):
+        canonical = record.canonical
+        return dataclasses.replace(record, canonical={**canonical, "messages": [
+            {**m, "text": sent} if m["text"] == "Build the project." else m for m in canonical["messages"]]})
+
+    # the resumed request repeats it
+    run.records.records = [reworded(r) if isinstance(r, Request) else r for r in run.records.records]
     obs = run.observation()
     result = run_check("C11", dataclasses.replace(obs, log_format=NoRequests(obs.log_format)))
     assert result.outcome is outcome

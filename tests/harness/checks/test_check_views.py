@@ -1,6 +1,16 @@
 """The record views the checkers share: history balance, window-to-call mapping, refusals."""
 
-from harness.checks.views import balance_problems, message, refused_records, requests, window_call
+from harness.checks.views import (
+    balance_problems,
+    message,
+    parsed,
+    refused,
+    refused_records,
+    requests,
+    sent_messages,
+    unbalanced,
+    window_call,
+)
 from tests.harness.checks.observations import RunBuilder, call, msg
 
 
@@ -46,6 +56,6 @@ def test_a_request_refused_as_unbalanced_is_told_from_other_refusals():
                         "messages: c1")
     run.records.request([msg("user", "go")], status=429, error="Rate limited by the scenario.", parsed=True)
     first, second = requests(run.observation())
-    assert (first.refused, first.unbalanced, first.parsed, first.messages) == (True, True, False, ())
-    assert (second.refused, second.unbalanced, second.parsed) == (True, False, True)
-    assert [r.number for r in refused_records(run.records.records)] == [1, 2]
+    assert (refused(first), unbalanced(first), parsed(first), sent_messages(first)) == (True, True, False, ())
+    assert (refused(second), unbalanced(second), parsed(second)) == (True, False, True)
+    assert [r.request for r in refused_records(run.records.records)] == [1, 2]

@@ -47,7 +47,7 @@ def test_a_leak_in_a_capture_and_the_final_log_is_one_leak():
     ("transcript", lambda obs: {"transcript": f"you> hi\nusing key {CANARY}\n"}),
     ("home/.refagent/config", lambda obs: {"canary_hits": (CanaryHit("home/.refagent/config", 2, f"key={CANARY}"),)}),
     ("request 3 sent to the model", lambda obs: {"records": obs.records + (
-        {**obs.requests()[0], "request": 3, "body": {"messages": [{"role": "user", "content": CANARY}]}},)}),
+        dataclasses.replace(obs.requests()[0], request=3, body={"messages": [{"role": "user", "content": CANARY}]}),)}),
     ("stderr of run pid 4343", lambda obs: {"exits": (dataclasses.replace(stop_in_tool().exits[0],
                                                                           stderr_tail=f"auth {CANARY}"),)}),
     ("stdout of run pid 4343", lambda obs: {"exits": (dataclasses.replace(stop_in_tool().exits[0],
@@ -79,7 +79,7 @@ def test_a_file_the_profile_wrote_is_the_harness_s_own_not_a_leak(no_canary_in):
 
 def test_the_auth_header_itself_is_not_a_leak():
     obs = kill_in_tool().observation()
-    record = {**obs.requests()[0], "headers": {"Authorization": f"Bearer {CANARY}"}}
+    record = dataclasses.replace(obs.requests()[0], headers={"Authorization": f"Bearer {CANARY}"})
     assert run_check("C13", dataclasses.replace(obs, records=(record,))).outcome is Outcome.PASS
 
 

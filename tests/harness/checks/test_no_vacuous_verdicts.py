@@ -57,14 +57,13 @@ def no_requests_after_interruptions(obs: Observation) -> Observation:
         return obs
     cut = moments[0]
     kinds = {"request", "response", "chunk", "stream_end", "disconnect", "error"}
-    return dataclasses.replace(obs, records=tuple(r for r in obs.records
-                                                  if r.get("kind") not in kinds or r["mono_ns"] <= cut))
+    return dataclasses.replace(obs, records=tuple(r for r in obs.records if r.kind not in kinds or r.mono_ns <= cut))
 
 
 REMOVALS: dict[str, Callable[[Observation], Observation]] = {
     "later requests": no_requests_after_interruptions,
     "windows": lambda obs: dataclasses.replace(
-        obs, windows=(), records=tuple(r for r in obs.records if r.get("kind") not in ("window", "window_done"))),
+        obs, windows=(), records=tuple(r for r in obs.records if r.kind not in ("window", "window_done"))),
     "stops": lambda obs: dataclasses.replace(obs, stops=()),
     "stops reaching a running turn": lambda obs: dataclasses.replace(
         obs, stops=tuple(dataclasses.replace(s, exercised=False) for s in obs.stops)),
