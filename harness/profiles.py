@@ -12,6 +12,7 @@ imports an agent statically).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import re
 import signal
@@ -19,9 +20,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NoReturn
 
+import msgspec
+
 from fake_server.scenario import ScenarioError, parse_finish_action
 from fake_server.wire import wires
-from harness.agents.catalog import AGENTS, split_version
+from harness.agents.install import parse_python_spec, split_version
 from harness.contract import EXIT_CODE_FOR_REASON, TURN_END_REASONS
 from harness.datafile import DataFileError, read_toml
 from harness.profile_model import (
@@ -29,8 +32,10 @@ from harness.profile_model import (
     KEY_NAMES,
     OPTIONS,
     PLACEHOLDERS,
+    REGISTRIES,
     Budgets,
     CommandSpec,
+    Install,
     Interactive,
     MissingValue,
     Profile,
@@ -69,6 +74,25 @@ def builtin_names() -> list[str]:
     return sorted(p.stem for p in BUILTIN_DIR.glob("*.toml"))
 
 
+@functools.cache
+def builtin_installs() -> dict[str, Install]:
+    """The installable agents: every built-in profile's ``[install]`` table, by profile name."""
+    found = {}
+    for name in builtin_names():
+        install = load_profile(name).install
+        if install is not None:
+            found[name] = install
+    return found
+
+
+@functools.cache
+def _installable_names() -> frozenset[str]:
+    """The built-in profiles with an ``[install]`` table, read without validating them, so that
+    validating one profile (its ``agent = NAME``) never loads another."""
+    return frozenset(name for name in builtin_names()
+                     if isinstance(read_toml(BUILTIN_DIR / f"{name}.toml", ProfileError).get("install"), dict))
+
+
 def load_profile(name_or_path: str | Path) -> Profile:
     """A built-in profile by name, or a profile file by path. ``NAME@VERSION`` is the built-in
     profile driving that installed version of its real agent instead of the pinned one."""
@@ -90,8 +114,8 @@ def load_profile(name_or_path: str | Path) -> Profile:
     if version is None:
         return profile
     if profile.agent is None:
-        raise ProfileError(path, "agent", f"{text}@{version}: profile {text!r} drives no agent of the catalog, "
-                                          "so it has no versions to choose from")
+        raise ProfileError(path, "agent", f"{text}@{version}: profile {text!r} drives no installable agent "
+                                          "(it has no [install] table), so it has no versions to choose from")
     return dataclasses.replace(profile, agent_version=version)
 
 
@@ -99,7 +123,7 @@ _TOP_KEYS = {
     "name", "description", "version_command", "adapters", "wire_api", "model", "log_reader",
     "fresh_home", "env", "files", "headless", "interactive", "stop", "session", "inproc",
     "failpoints", "repair", "timeouts", "watchdog", "streams", "agent", "sequential_tools", "finish_action",
-    "shell", "not_run", "adapter_env",
+    "shell", "not_run", "adapter_env", "install",
 }
 # The keys each section takes; anything else is refused, naming file, section and key.
 _SECTION_KEYS = {
@@ -117,6 +141,7 @@ _SECTION_KEYS = {
     "watchdog": {"signal"},
     "finish_action": {"tool", "arguments", "shell"},
     "shell": {"fence"},
+    "install": set(Install.__struct_fields__) - {"name"},
 }
 
 
@@ -237,12 +262,18 @@ def parse_profile(data: Mapping[str, Any], path: str | Path = "<profile>") -> Pr
     shell_fence = v.string(v.table(data, "shell"), "fence", item="shell.fence")
     if shell_fence is not None and not shell_fence.isalnum():
         v.fail("shell.fence", f"must be a fence language such as 'bash', not {shell_fence!r}")
+    install = v.install(data, name)
     agent = v.string(data, "agent", item="agent")
-    if agent is not None and agent not in AGENTS:
-        v.fail("agent", f"{agent!r} is not an agent of the catalog (known: {', '.join(sorted(AGENTS))})")
+    if install is not None and agent not in (None, name):
+        v.fail("agent", f"a profile with [install] drives its own agent, {name!r}, not {agent!r}")
+    if install is not None:
+        agent = name
+    elif agent is not None and agent not in _installable_names():
+        v.fail("agent", f"{agent!r} is not an agent of the catalog: no built-in profile of that name has an "
+                        f"[install] table (installable: {', '.join(sorted(_installable_names()))})")
     if v.uses_agent and not agent:
-        v.fail(v.uses_agent, "{agent_bin}, {agent_dir} and {agent_version} need agent = NAME (the catalog's agent "
-                             "they are of)")
+        v.fail(v.uses_agent, "{agent_bin}, {agent_dir} and {agent_version} need agent = NAME (the installable "
+                             "agent they are of) or an [install] table")
     not_run = v.table(data, "not_run")
     for task, why in not_run.items():
         if not isinstance(why, str) or not why.strip():
@@ -269,6 +300,7 @@ def parse_profile(data: Mapping[str, Any], path: str | Path = "<profile>") -> Pr
                             chosen=_uses(data, "session_uuid")),
         streams=v.boolean(data, "streams", default=True),
         agent=agent,
+        install=install,
         sequential_tools=v.boolean(data, "sequential_tools", default=False),
         inproc_factory=factory,
         failpoints_env=v.env_name(failpoints, "env", item="failpoints.env"),
@@ -292,6 +324,35 @@ class _Validator:
 
     def fail(self, item: str, problem: str) -> NoReturn:
         raise ProfileError(self.path, item, problem)
+
+    def install(self, data: Mapping[str, Any], name: str) -> Install | None:
+        """``[install]``: the registry, package, pin and program of the agent this profile is."""
+        if "install" not in data:
+            return None
+        install = self.convert(self.table(data, "install"), Install, "install")
+        if install.registry not in REGISTRIES:
+            self.fail("install.registry", f"{install.registry!r} is not one of {', '.join(REGISTRIES)}")
+        if not install.program or any(p.startswith("/") or ".." in Path(p).parts for p in install.program):
+            self.fail("install.program", "glob patterns relative to the install folder, at least one")
+        if install.python is not None:
+            if install.registry != "pypi":
+                self.fail("install.python", "only a pip agent (registry = \"pypi\") has a Python range")
+            try:
+                parse_python_spec(install.python)
+            except ValueError as exc:
+                self.fail("install.python", str(exc))
+        if install.name:
+            self.fail("install.name", "not a key: the agent is named after its profile")
+        return msgspec.structs.replace(install, name=name)
+
+    def convert(self, table: Mapping[str, Any], schema: type, item: str) -> Any:
+        """A table as ``schema`` (a msgspec Struct), a mismatch named by its item."""
+        try:
+            return msgspec.convert(table, schema)
+        except msgspec.ValidationError as exc:
+            problem, _, where = str(exc).partition(" - at `$")
+            where = re.sub(r"\[(\d+)\]", lambda m: f"[{int(m.group(1)) + 1}]", where.rstrip("`"))  # counted from 1
+            self.fail(item + where, problem.replace("`", ""))
 
     def signal(self, table: Mapping[str, Any], item: str, *, default: str) -> int:
         name = self.string(table, "signal", default=default, item=item)

@@ -14,7 +14,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-from harness.agents.catalog import get_agent
+from harness.agents.install import get_agent
 from harness.planning import WorkItem
 from harness.profiles import BUILTIN_DIR, Profile, base_values, fill
 

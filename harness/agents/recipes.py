@@ -249,8 +249,7 @@ class Copilot(Recipe):
 
 
 def _copilot() -> Recipe:
-    from harness.agents.catalog import get_agent
-    from harness.agents.install import installed_path
+    from harness.agents.install import get_agent, installed_path
 
     folder = installed_path("copilot")
     pkg = f"cache/copilot/pkg/linux-x64/{get_agent('copilot').version}"

@@ -39,8 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.agents.catalog import get_agent
-from harness.agents.install import NotInstalled, binary
+from harness.agents.install import NotInstalled, binary, get_agent
 from harness.agents.recipes import RECIPES
 from harness.agents.scenarios import CASES, MAIN, scenario_text
 from harness.agents.scrub import KEY_PLACEHOLDER, Scrubber, key_hits, snapshot
