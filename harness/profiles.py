@@ -16,6 +16,7 @@ import functools
 import re
 import signal
 from collections.abc import Mapping
+from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -45,7 +46,7 @@ from harness.profile_model import (
     fill,
     template_names,
 )
-from harness.readers import reader_names
+from harness.readers import READERS, reader_names
 
 BUILTIN_DIR = Path(__file__).with_name("profiles")
 WIRE_APIS = frozenset(w.NAME for w in wires())  # the wires the fake server serves
@@ -69,8 +70,40 @@ class ProfileError(DataFileError):
     """A profile that cannot be used, naming the file, the item and the problem."""
 
 
+PROFILES_GROUP = "stopbench.profiles"
+
+
+@functools.cache
+def _profile_folders() -> tuple[tuple[Path, ...], tuple[str, ...]]:
+    """Where built-in profiles are read from: ``harness/profiles``, then the folder of each
+    package installed packages offer under the entry-point group ``stopbench.profiles``
+    (``NAME = "package.profiles"``, a package holding TOMLs); and the plug-ins that could not
+    be loaded, said when a name is not found (never raised: other profiles load as before)."""
+    folders, problems = [BUILTIN_DIR], []
+    for point in entry_points(group=PROFILES_GROUP):
+        dist = point.dist.name if point.dist is not None else "an unnamed distribution"
+        try:
+            module = point.load()
+            folder = Path(next(iter(getattr(module, "__path__", ())), None) or Path(module.__file__).parent)
+        except Exception as exc:  # a plug-in's own fault, whatever it is: said, never raised here
+            problems.append(f"profile plug-in {point.name!r} of {dist} ({PROFILES_GROUP}: {point.name} = "
+                            f"{point.value!r}) cannot be loaded: {type(exc).__name__}: {exc}")
+            continue
+        folders.append(folder)
+    return tuple(folders), tuple(problems)
+
+
+def _builtin_paths() -> dict[str, Path]:
+    """Each built-in profile's file by name; a plug-in's profile never shadows one before it."""
+    paths: dict[str, Path] = {}
+    for folder in _profile_folders()[0]:
+        for path in sorted(folder.glob("*.toml")):
+            paths.setdefault(path.stem, path)
+    return paths
+
+
 def builtin_names() -> list[str]:
-    return sorted(p.stem for p in BUILTIN_DIR.glob("*.toml"))
+    return sorted(_builtin_paths())
 
 
 @functools.cache
@@ -88,8 +121,8 @@ def builtin_installs() -> dict[str, Install]:
 def _installable_names() -> frozenset[str]:
     """The built-in profiles with an ``[install]`` table, read without validating them, so that
     validating one profile (its ``agent = NAME``) never loads another."""
-    return frozenset(name for name in builtin_names()
-                     if isinstance(read_toml(BUILTIN_DIR / f"{name}.toml", ProfileError).get("install"), dict))
+    return frozenset(name for name, path in _builtin_paths().items()
+                     if isinstance(read_toml(path, ProfileError).get("install"), dict))
 
 
 def load_profile(name_or_path: str | Path) -> Profile:
@@ -103,10 +136,12 @@ def load_profile(name_or_path: str | Path) -> Profile:
             text, version = split_version(text)
         except ValueError as exc:
             raise ProfileError(text, "agent", str(exc)) from None
-        path = BUILTIN_DIR / f"{text}.toml"
-        if not path.is_file():
+        found = _builtin_paths().get(text)
+        if found is None:
+            broken = "".join(f"; {problem}" for problem in _profile_folders()[1])
             raise ProfileError(text, "agent",
-                               f"no built-in profile of that name (built-in: {', '.join(builtin_names())})")
+                               f"no built-in profile of that name (built-in: {', '.join(builtin_names())}){broken}")
+        path = found
     if not path.is_file():
         raise ProfileError(path, "agent", "file not found")
     profile = parse_profile(read_toml(path, ProfileError), path)
@@ -150,7 +185,7 @@ def parse_profile(data: Mapping[str, Any], path: str | Path = "<profile>") -> Pr
         adapters=adapters,
         wire_api=c.one_of("wire_api", raw.wire_api, sorted(WIRE_APIS)),
         model=c.model(raw.model),
-        log_reader=c.one_of("log_reader", raw.log_reader, reader_names()),
+        log_reader=c.reader(raw.log_reader),
         fresh_home=raw.fresh_home,
         warnings=tuple(c.warnings),
         env=env,
@@ -198,6 +233,11 @@ class _Checker:
         if value not in known:
             self.fail(item, f"{value!r} is not one of {', '.join(known)}")
         return value
+
+    def reader(self, name: str) -> str:
+        if name in READERS.problems:  # a plug-in that failed to load: its own words
+            self.fail("log_reader", READERS.problems[name])
+        return self.one_of("log_reader", name, reader_names())
 
     def adapters(self, raw: schema.ProfileFile) -> tuple[str, ...]:
         if not _PLAIN.fullmatch(raw.name):

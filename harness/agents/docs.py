@@ -30,12 +30,18 @@ class Part:
     render: Callable[[], str]
 
 
-def agents_table() -> str:
-    from harness.agents.install import agents
+def _own_agents() -> dict:
+    """The installable agents of this repository's profiles (a plug-in's are its own docs')."""
+    from harness.profiles import BUILTIN_DIR, load_profile
 
+    profiles = [load_profile(path) for path in sorted(BUILTIN_DIR.glob("*.toml"))]
+    return {p.name: p.install for p in profiles if p.install is not None}
+
+
+def agents_table() -> str:
     rows = ["| name | registry | package | pinned | program run | Python | what | store |",
             "|---|---|---|---|---|---|---|---|"]
-    for name, agent in agents().items():
+    for name, agent in _own_agents().items():
         others = len(agent.program) - 1
         program = f"`{agent.program[0]}`" + (f" (or {others} other layout{'s' * (others > 1)})" if others else "")
         if agent.warm_up:
@@ -46,9 +52,7 @@ def agents_table() -> str:
 
 
 def agents_list() -> str:
-    from harness.agents.install import agents
-
-    names = list(agents())
+    names = list(_own_agents())
     lines = [" ".join(names[i:i + 8]) for i in range(0, len(names), 8)]
     return "AGENTS ?= " + " \\\n          ".join(lines)
 
@@ -68,7 +72,8 @@ def tasks_table() -> str:
 def readers_list() -> str:
     from harness.readers import READERS
 
-    return ", ".join(f"`{name}`" for name in READERS) + f" ({len(READERS)} readers)."
+    own = [name for name in READERS if name not in READERS.plugins]
+    return ", ".join(f"`{name}`" for name in own) + f" ({len(own)} readers)."
 
 
 PARTS = (
