@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.stopbench-installed
 
-.PHONY: eval test test-fast lint typecheck layers bench stress agents leaderboard clean browser
+.PHONY: eval test test-fast lint typecheck layers bench stress agents leaderboard docs clean browser
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -66,8 +66,10 @@ stress: $(STAMP)
 # each run's trimmed copy into the tracked leaderboard/results/NAME@VERSION.json (replacing that
 # release's earlier one) and render the leaderboard. AGENTS may name releases: claude-code@2.1.332.
 # A run cut short or failed by the harness (exit 2) stops here, unpublished.
-AGENTS ?= opencode codex claude-code qwen-code pi copilot kilo continue cline gemini-cli \
-          kimi-cli mini-swe-agent aider llm gptme openhands
+# begin generated: agents (make docs, from the [install] tables of harness/profiles/*.toml)
+AGENTS ?= aider claude-code cline codex continue copilot gemini-cli gptme \
+          kilo kimi-cli llm mini-swe-agent opencode openhands pi qwen-code
+# end generated: agents
 agents: $(STAMP)
 	for a in $(AGENTS); do $(VENV)/bin/stopbench agents install $$a || exit 2; done
 	rc=0; for a in $(AGENTS); do \
@@ -85,6 +87,11 @@ RENDER_LEADERBOARD = $(VENV)/bin/stopbench report $$(LC_ALL=C ls -d leaderboard/
 	--md leaderboard/README.md --html reports/leaderboard.html
 leaderboard: $(STAMP)
 	$(RENDER_LEADERBOARD)
+
+# The docs' tables of agents and tasks, their list of readers and AGENTS above, from the profiles,
+# the task files and the registered readers (harness/agents/docs.py); a test fails while they differ.
+docs: $(STAMP)
+	$(PY) -m harness.agents.docs
 
 clean:
 	rm -rf $(VENV) reports/*.json reports/*.html reports/*.xml reports/summary.md

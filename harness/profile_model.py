@@ -13,9 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from fake_server.scenario import FinishAction, Scenario
-from harness.agents.catalog import get_agent
-from harness.agents.install import NotInstalled, binary, installed_path
+from harness.agents.install import NotInstalled, agent_pin, binary, installed_path
 
 PLACEHOLDERS = frozenset(
     {
@@ -36,7 +37,7 @@ PLACEHOLDERS = frozenset(
         "profile_dir",  # the folder of the profile file (helpers shipped beside it), absolute
         "session_uuid",  # a session id the harness chooses and hands to the agent (--session-id …)
         "agent_bin",  # the program of the installed real agent the profile names (agent = "codex")
-        "agent_dir",  # … and its install folder (what the catalog's warm-up unpacked is under cache/)
+        "agent_dir",  # … and its install folder (what its [install] warm_up unpacked is under cache/)
         "agent_version",  # … and its version (the one asked for, --agent NAME@VERSION, else the pin)
     }
 )
@@ -126,6 +127,36 @@ class SessionSpec:
     chosen: bool = False  # the harness picks the id and hands it over ({session_uuid})
 
 
+REGISTRIES = ("npm", "pypi")
+
+
+class Install(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """A profile's ``[install]`` table: how ``stopbench agents install`` gets the real agent the
+    profile drives. A profile with one is an installable agent, named after the profile.
+
+    For Codex and Copilot CLI the program is the native binary the npm wrapper would spawn:
+    signals sent to the wrapper do not reach it."""
+
+    registry: str  # "npm" | "pypi"
+    package: str
+    version: str  # the pin
+    program: tuple[str, ...]  # glob patterns relative to the install folder, tried in order
+    python: str | None = None  # pip agents: a version range such as ">=3.10,<3.13"
+    extras: tuple[str, ...] = ()  # further pip requirements, pinned
+    # Arguments the program is run with once, at install, with its cache (XDG_CACHE_HOME) in the
+    # install folder: what it unpacks on a first run is kept there (``cache/``), so runs with a
+    # fresh HOME need not unpack it again (profiles point at it through ``{agent_dir}``).
+    warm_up: tuple[str, ...] = ()
+    description: str = ""
+    store: str = ""  # where its sessions live, in words (the docs' table)
+    name: str = ""  # the profile's name, filled in when the profile is read
+
+    def requirement(self, version: str | None = None) -> str:
+        """What the registry's client is asked for: ``pkg@1.2`` (npm) or ``pkg==1.2`` (pip)."""
+        version = version or self.version
+        return f"{self.package}@{version}" if self.registry == "npm" else f"{self.package}=={version}"
+
+
 @dataclass(frozen=True)
 class Profile:
     name: str
@@ -145,7 +176,8 @@ class Profile:
     exit_codes: Mapping[str, int] = field(default_factory=dict)
     interactive: Interactive | None = None
     stop_signal: int = signal.SIGINT
-    agent: str | None = None  # the real agent of the catalog (harness.agents) this profile drives
+    agent: str | None = None  # the installable agent (a built-in profile with [install]) this profile drives
+    install: Install | None = None  # [install]: this profile is an installable agent itself
     agent_version: str | None = None  # … the installed version of it to drive (--agent NAME@VERSION); None: its pin
     sequential_tools: bool = False  # declared: a response's tool calls run one after another, in order
     session: SessionSpec = field(default_factory=SessionSpec)
@@ -209,7 +241,7 @@ def base_values(profile: Profile) -> dict[str, str]:
         try:
             values["agent_bin"] = str(agent_binary(profile))
             values["agent_dir"] = str(installed_path(profile.agent, profile.agent_version))
-            values["agent_version"] = profile.agent_version or get_agent(profile.agent).version
+            values["agent_version"] = profile.agent_version or agent_pin(profile.agent)
         except NotInstalled:
             pass
     return values

@@ -12,16 +12,20 @@ imports an agent statically).
 from __future__ import annotations
 
 import dataclasses
-import math
+import functools
 import re
 import signal
 from collections.abc import Mapping
+from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, NoReturn
 
-from fake_server.scenario import ScenarioError, parse_finish_action
+import msgspec
+
+from fake_server.scenario import FinishAction, ScenarioError, parse_finish_action
 from fake_server.wire import wires
-from harness.agents.catalog import AGENTS, split_version
+from harness import profile_schema as schema
+from harness.agents.install import parse_python_spec, split_version
 from harness.contract import EXIT_CODE_FOR_REASON, TURN_END_REASONS
 from harness.datafile import DataFileError, read_toml
 from harness.profile_model import (
@@ -29,8 +33,10 @@ from harness.profile_model import (
     KEY_NAMES,
     OPTIONS,
     PLACEHOLDERS,
+    REGISTRIES,
     Budgets,
     CommandSpec,
+    Install,
     Interactive,
     MissingValue,
     Profile,
@@ -40,11 +46,10 @@ from harness.profile_model import (
     fill,
     template_names,
 )
-from harness.readers import reader_names
+from harness.readers import READERS, reader_names
 
 BUILTIN_DIR = Path(__file__).with_name("profiles")
 WIRE_APIS = frozenset(w.NAME for w in wires())  # the wires the fake server serves
-MAX_BUDGET_S = 3600.0  # a step budget longer than an hour hides a hang rather than waiting for an agent
 # Placeholders that have a value only at some places: the run's timeout T exists only where the
 # timeout options are spliced in, a prompt only on a headless command line (the terminal driver
 # types it), a session's id only once the session ran. Anywhere else they would fail mid-run.
@@ -65,8 +70,59 @@ class ProfileError(DataFileError):
     """A profile that cannot be used, naming the file, the item and the problem."""
 
 
+PROFILES_GROUP = "stopbench.profiles"
+
+
+@functools.cache
+def _profile_folders() -> tuple[tuple[Path, ...], tuple[str, ...]]:
+    """Where built-in profiles are read from: ``harness/profiles``, then the folder of each
+    package installed packages offer under the entry-point group ``stopbench.profiles``
+    (``NAME = "package.profiles"``, a package holding TOMLs); and the plug-ins that could not
+    be loaded, said when a name is not found (never raised: other profiles load as before)."""
+    folders, problems = [BUILTIN_DIR], []
+    for point in entry_points(group=PROFILES_GROUP):
+        dist = point.dist.name if point.dist is not None else "an unnamed distribution"
+        try:
+            module = point.load()
+            folder = Path(next(iter(getattr(module, "__path__", ())), None) or Path(module.__file__).parent)
+        except Exception as exc:  # a plug-in's own fault, whatever it is: said, never raised here
+            problems.append(f"profile plug-in {point.name!r} of {dist} ({PROFILES_GROUP}: {point.name} = "
+                            f"{point.value!r}) cannot be loaded: {type(exc).__name__}: {exc}")
+            continue
+        folders.append(folder)
+    return tuple(folders), tuple(problems)
+
+
+def _builtin_paths() -> dict[str, Path]:
+    """Each built-in profile's file by name; a plug-in's profile never shadows one before it."""
+    paths: dict[str, Path] = {}
+    for folder in _profile_folders()[0]:
+        for path in sorted(folder.glob("*.toml")):
+            paths.setdefault(path.stem, path)
+    return paths
+
+
 def builtin_names() -> list[str]:
-    return sorted(p.stem for p in BUILTIN_DIR.glob("*.toml"))
+    return sorted(_builtin_paths())
+
+
+@functools.cache
+def builtin_installs() -> dict[str, Install]:
+    """The installable agents: every built-in profile's ``[install]`` table, by profile name."""
+    found = {}
+    for name in builtin_names():
+        install = load_profile(name).install
+        if install is not None:
+            found[name] = install
+    return found
+
+
+@functools.cache
+def _installable_names() -> frozenset[str]:
+    """The built-in profiles with an ``[install]`` table, read without validating them, so that
+    validating one profile (its ``agent = NAME``) never loads another."""
+    return frozenset(name for name, path in _builtin_paths().items()
+                     if isinstance(read_toml(path, ProfileError).get("install"), dict))
 
 
 def load_profile(name_or_path: str | Path) -> Profile:
@@ -80,211 +136,91 @@ def load_profile(name_or_path: str | Path) -> Profile:
             text, version = split_version(text)
         except ValueError as exc:
             raise ProfileError(text, "agent", str(exc)) from None
-        path = BUILTIN_DIR / f"{text}.toml"
-        if not path.is_file():
+        found = _builtin_paths().get(text)
+        if found is None:
+            broken = "".join(f"; {problem}" for problem in _profile_folders()[1])
             raise ProfileError(text, "agent",
-                               f"no built-in profile of that name (built-in: {', '.join(builtin_names())})")
+                               f"no built-in profile of that name (built-in: {', '.join(builtin_names())}){broken}")
+        path = found
     if not path.is_file():
         raise ProfileError(path, "agent", "file not found")
     profile = parse_profile(read_toml(path, ProfileError), path)
     if version is None:
         return profile
     if profile.agent is None:
-        raise ProfileError(path, "agent", f"{text}@{version}: profile {text!r} drives no agent of the catalog, "
-                                          "so it has no versions to choose from")
+        raise ProfileError(path, "agent", f"{text}@{version}: profile {text!r} drives no installable agent "
+                                          "(it has no [install] table), so it has no versions to choose from")
     return dataclasses.replace(profile, agent_version=version)
 
 
-_TOP_KEYS = {
-    "name", "description", "version_command", "adapters", "wire_api", "model", "log_reader",
-    "fresh_home", "env", "files", "headless", "interactive", "stop", "session", "inproc",
-    "failpoints", "repair", "timeouts", "watchdog", "streams", "agent", "sequential_tools", "finish_action",
-    "shell", "not_run", "adapter_env",
-}
-# The keys each section takes; anything else is refused, naming file, section and key.
-_SECTION_KEYS = {
-    "headless": {"command", "timeout_options", "resume_options", "first_options", "adapter_options", "exit_codes",
-                 "stdin", "no_resume"},
-    "interactive": {"command", "resume_options", "first_options", "adapter_options", "timeout_options", "prompt_regex",
-                    "turn_ended_regex", "queued_regex", "cancel_command", "stop_keys", "quit_keys", "match_on",
-                    "busy_regex"},
-    "stop": {"signal"},
-    "session": {"stderr_regex", "stdout_regex", "path_regex", "log_glob"},
-    "inproc": {"factory"},
-    "failpoints": {"env", "list_command"},
-    "repair": {"outcome_unknown", "not_started"},
-    "timeouts": set(BUDGET_KEYS),
-    "watchdog": {"signal"},
-    "finish_action": {"tool", "arguments", "shell"},
-    "shell": {"fence"},
-}
+# The keys the file takes, from its schema: the top level's, and each table's.
+_TOP_KEYS = set(schema.fields(schema.ProfileFile))
+_SECTION_KEYS = {name: set(schema.fields(struct)) for name, struct in schema.TABLES.items() if name != "files"}
 
 
 def parse_profile(data: Mapping[str, Any], path: str | Path = "<profile>") -> Profile:
-    """Validate a parsed profile table; every problem names its item."""
-    v = _Validator(path)
-    unknown = sorted(set(data) - _TOP_KEYS)
-    if unknown:
-        v.fail(unknown[0], f"unknown key (known: {', '.join(sorted(_TOP_KEYS))})")
-    for section, known in _SECTION_KEYS.items():
-        table = data.get(section)
-        if isinstance(table, dict):
-            strange = sorted(set(table) - known)
-            if strange:
-                v.fail(f"{section}.{strange[0]}", f"unknown key in [{section}] (known: {', '.join(sorted(known))})")
-    name = v.string(data, "name", required=True)
-    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", name):
-        v.fail("name", f"{name!r} is not a plain identifier (letters, digits, . _ -)")
-    log_reader = v.string(data, "log_reader", default="none")
-    if log_reader not in reader_names():
-        v.fail("log_reader", f"{log_reader!r} is not one of {', '.join(reader_names())}")
-    wire_api = v.string(data, "wire_api", default="chat")
-    if wire_api not in WIRE_APIS:
-        v.fail("wire_api", f"{wire_api!r} is not one of {', '.join(sorted(WIRE_APIS))}")
-    adapters = v.strings(data, "adapters", default=["http"])
-    if not adapters:
-        v.fail("adapters", "at least one adapter is needed")
-    for adapter in adapters:
-        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", adapter):
-            v.fail("adapters", f"{adapter!r} is not a plain name (letters, digits, . _ -)")
-    if len(set(adapters)) != len(adapters):
-        v.fail("adapters", "an adapter is listed twice (each would be run twice under one name)")
-    stop_signal = v.signal(v.table(data, "stop"), "stop.signal", default="SIGINT")
-    watchdog_signal = v.signal(v.table(data, "watchdog"), "watchdog.signal", default="SIGTERM")
-    repair = v.table(data, "repair")
-    timeouts = v.table(data, "timeouts")
-    budgets = {}
-    for key in BUDGET_KEYS:
-        if key in timeouts:
-            value = timeouts[key]
-            if (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
-                    or not 0 < value <= MAX_BUDGET_S):
-                v.fail(f"timeouts.{key}", f"must be a number of seconds above 0 and at most {MAX_BUDGET_S:g}, "
-                                          f"not {value!r}")
-            budgets[key] = float(value)
-    session = v.table(data, "session")
-    regexes = {}
-    for key in ("stderr_regex", "stdout_regex", "path_regex"):
-        regexes[key] = v.string(session, key, item=f"session.{key}")
-        if regexes[key]:
-            v.regex(f"session.{key}", regexes[key], groups={"id"})
-    headless = None
-    exit_codes: dict[str, int] = {}
-    if "headless" in data:
-        h = v.table(data, "headless")
-        headless = v.command_spec(h, "headless", CommandSpec)
-        for reason, code in v.table(h, "exit_codes", item="headless.exit_codes").items():
-            if reason not in EXIT_CODE_FOR_REASON:
-                v.fail(f"headless.exit_codes.{reason}",
-                       f"{reason!r} is not a settlement reason ({', '.join(EXIT_CODE_FOR_REASON)})")
-            if isinstance(code, bool) or not isinstance(code, int) or not 0 <= code <= 255:
-                v.fail(f"headless.exit_codes.{reason}", f"must be an exit code from 0 to 255, not {code!r}")
-            exit_codes[reason] = code
-    interactive = None
-    if "interactive" in data:
-        i = v.table(data, "interactive")
-        extra: dict[str, Any] = {
-            "prompt_regex": v.string(i, "prompt_regex", required=True, item="interactive.prompt_regex"),
-            "turn_ended_regex": v.string(i, "turn_ended_regex", default="", item="interactive.turn_ended_regex"),
-            "match_on": v.string(i, "match_on", default="stream", item="interactive.match_on"),
-            "busy_regex": v.string(i, "busy_regex", default="", item="interactive.busy_regex"),
-            "queued_regex": v.string(i, "queued_regex", default="", item="interactive.queued_regex"),
-            "cancel_command": v.string(i, "cancel_command", default="", item="interactive.cancel_command"),
-            "stop_keys": tuple(v.strings(i, "stop_keys", default=["esc"], item="interactive.stop_keys")),
-            "quit_keys": tuple(v.strings(i, "quit_keys", default=["ctrl-d"], item="interactive.quit_keys")),
-        }
-        if extra["match_on"] not in ("stream", "screen"):
-            v.fail("interactive.match_on", "one of stream, screen")
-        if not (extra["turn_ended_regex"] or extra["busy_regex"]):
-            v.fail("interactive.turn_ended_regex",
-                   "required (or busy_regex, for a UI that shows nothing when a turn ends)")
-        for key in ("prompt_regex", "turn_ended_regex", "queued_regex", "busy_regex"):
-            if extra[key]:
-                v.regex(f"interactive.{key}", extra[key], groups=set())
-        unknown_groups = sorted(set(re.compile(extra["turn_ended_regex"]).groupindex)
-                                - {"reason", "source", *TURN_END_REASONS})
-        if unknown_groups:
-            v.fail("interactive.turn_ended_regex", f"unknown group {unknown_groups[0]!r} (reason, source, or a "
-                   f"group named after the reason it tells: {', '.join(TURN_END_REASONS)})")
-        for key in extra["stop_keys"] + extra["quit_keys"]:
-            if key not in KEY_NAMES:
-                v.fail("interactive.stop_keys", f"{key!r} is not a known key ({', '.join(sorted(KEY_NAMES))})")
-        interactive = v.command_spec(i, "interactive", Interactive, extra)
-    if not (headless or interactive or "inproc" in data):
-        v.fail("headless", "a profile needs at least one of [headless], [interactive], [inproc]")
-    files = v.files(data.get("files", []), fresh_home=v.boolean(data, "fresh_home", default=True))
-    env = v.environment(v.table(data, "env"), "env")
-    adapter_env: dict[str, dict[str, str]] = {}
-    for adapter in v.table(data, "adapter_env"):
-        if adapter not in adapters:
-            v.fail(f"adapter_env.{adapter}", f"not one of the profile's adapters ({', '.join(adapters)})")
-        adapter_env[adapter] = v.environment(v.table(data["adapter_env"], adapter, item=f"adapter_env.{adapter}"),
-                                             f"adapter_env.{adapter}")
-    inproc = v.table(data, "inproc")
-    factory = v.string(inproc, "factory", item="inproc.factory")
-    if factory and not re.fullmatch(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*", factory):
-        v.fail("inproc.factory", f"{factory!r} is not 'module.path:function'")
-    failpoints = v.table(data, "failpoints")
-    finish_action = None
-    if "finish_action" in data:
-        try:
-            finish_action = parse_finish_action(v.table(data, "finish_action"), str(path))
-        except ScenarioError as exc:
-            v.fail(exc.item, exc.problem)
-    session_glob = v.string(session, "log_glob", item="session.log_glob")
-    if session_glob:
-        v.placeholders("session.log_glob", session_glob)
-    shell_fence = v.string(v.table(data, "shell"), "fence", item="shell.fence")
-    if shell_fence is not None and not shell_fence.isalnum():
-        v.fail("shell.fence", f"must be a fence language such as 'bash', not {shell_fence!r}")
-    agent = v.string(data, "agent", item="agent")
-    if agent is not None and agent not in AGENTS:
-        v.fail("agent", f"{agent!r} is not an agent of the catalog (known: {', '.join(sorted(AGENTS))})")
-    if v.uses_agent and not agent:
-        v.fail(v.uses_agent, "{agent_bin}, {agent_dir} and {agent_version} need agent = NAME (the catalog's agent "
-                             "they are of)")
-    not_run = v.table(data, "not_run")
-    for task, why in not_run.items():
-        if not isinstance(why, str) or not why.strip():
-            v.fail(f"not_run.{task}", "must say why the task cannot apply to this agent")
+    """Validate a parsed profile table; every problem names its item. The schema
+    (``harness.profile_schema``) refuses unknown keys and wrong types; the checks below what
+    types cannot say, table by table."""
+    try:
+        raw = schema.decode(data)
+    except schema.SchemaError as exc:
+        raise ProfileError(path, exc.item, exc.problem) from None
+    c = _Checker(path)
+    adapters = c.adapters(raw)
+    headless, exit_codes = c.headless(raw.headless)
+    interactive = c.interactive(raw.interactive)
+    if not (headless or interactive or raw.inproc is not None):
+        c.fail("headless", "a profile needs at least one of [headless], [interactive], [inproc]")
+    files = c.files(raw.files, fresh_home=raw.fresh_home)
+    env = c.environment(raw.env, "env")
+    adapter_env = c.adapter_env(raw.adapter_env, adapters)
+    finish_action = c.finish_action(raw.finish_action)
+    install = c.install(raw.install, raw.name)
+    agent = c.agent(raw.agent, install, raw.name)
     return Profile(
-        name=name,
+        name=raw.name,
         path=str(path),
-        description=v.string(data, "description", default=""),
-        adapters=tuple(adapters),
-        wire_api=wire_api,
-        model=v.model(data),
-        log_reader=log_reader,
-        fresh_home=v.boolean(data, "fresh_home", default=True),
-        warnings=tuple(v.warnings),
+        description=raw.description,
+        adapters=adapters,
+        wire_api=c.one_of("wire_api", raw.wire_api, sorted(WIRE_APIS)),
+        model=c.model(raw.model),
+        log_reader=c.reader(raw.log_reader),
+        fresh_home=raw.fresh_home,
+        warnings=tuple(c.warnings),
         env=env,
         adapter_env=adapter_env,
-        files=tuple(files),
-        version_command=tuple(v.strings(data, "version_command", default=[])),
+        files=files,
+        version_command=c.templates("version_command", raw.version_command),
         headless=headless,
         exit_codes=exit_codes,
         interactive=interactive,
-        stop_signal=stop_signal,
-        session=SessionSpec(**regexes, log_glob=session_glob,
-                            chosen=_uses(data, "session_uuid")),
-        streams=v.boolean(data, "streams", default=True),
+        stop_signal=c.signal("stop.signal", raw.stop.signal),
+        session=c.session(raw.session, chosen=_uses(data, "session_uuid")),
+        streams=raw.streams,
         agent=agent,
-        sequential_tools=v.boolean(data, "sequential_tools", default=False),
-        inproc_factory=factory,
-        failpoints_env=v.env_name(failpoints, "env", item="failpoints.env"),
-        failpoints_list_command=tuple(v.strings(failpoints, "list_command", default=[],
-                                                item="failpoints.list_command")),
-        repair_outcome_unknown=v.string(repair, "outcome_unknown", item="repair.outcome_unknown"),
-        repair_not_started=v.string(repair, "not_started", item="repair.not_started"),
-        budgets=Budgets(**budgets),
-        watchdog_signal=watchdog_signal,
+        install=install,
+        sequential_tools=raw.sequential_tools,
+        inproc_factory=c.factory(raw.inproc.factory if raw.inproc else None),
+        failpoints_env=c.env_name("failpoints.env", raw.failpoints.env),
+        failpoints_list_command=c.templates("failpoints.list_command", raw.failpoints.list_command),
+        repair_outcome_unknown=raw.repair.outcome_unknown,
+        repair_not_started=raw.repair.not_started,
+        budgets=Budgets(**{k: v for k, v in msgspec.structs.asdict(raw.timeouts).items() if v is not None}),
+        watchdog_signal=c.signal("watchdog.signal", raw.watchdog.signal),
         finish_action=finish_action,
-        shell_fence=shell_fence,
-        not_run=dict(not_run),
+        shell_fence=c.fence(raw.shell.fence),
+        not_run=c.not_run(raw.not_run),
     )
 
 
-class _Validator:
+_PLAIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+
+
+class _Checker:
+    """What the schema's types cannot say, one method per item; the first problem is raised,
+    naming the file and the item."""
+
     def __init__(self, path: str | Path):
         self.path = path
         self.warnings: list[str] = []  # what is allowed but unwise, said at load and by doctor
@@ -293,67 +229,45 @@ class _Validator:
     def fail(self, item: str, problem: str) -> NoReturn:
         raise ProfileError(self.path, item, problem)
 
-    def signal(self, table: Mapping[str, Any], item: str, *, default: str) -> int:
-        name = self.string(table, "signal", default=default, item=item)
+    def one_of(self, item: str, value: str, known: list[str]) -> str:
+        if value not in known:
+            self.fail(item, f"{value!r} is not one of {', '.join(known)}")
+        return value
+
+    def reader(self, name: str) -> str:
+        if name in READERS.problems:  # a plug-in that failed to load: its own words
+            self.fail("log_reader", READERS.problems[name])
+        return self.one_of("log_reader", name, reader_names())
+
+    def adapters(self, raw: schema.ProfileFile) -> tuple[str, ...]:
+        if not _PLAIN.fullmatch(raw.name):
+            self.fail("name", f"{raw.name!r} is not a plain identifier (letters, digits, . _ -)")
+        if not raw.adapters:
+            self.fail("adapters", "at least one adapter is needed")
+        for adapter in raw.adapters:
+            if not _PLAIN.fullmatch(adapter):
+                self.fail("adapters", f"{adapter!r} is not a plain name (letters, digits, . _ -)")
+        if len(set(raw.adapters)) != len(raw.adapters):
+            self.fail("adapters", "an adapter is listed twice (each would be run twice under one name)")
+        return tuple(raw.adapters)
+
+    def signal(self, item: str, name: str) -> int:
         try:
             return int(signal.Signals[name])
         except KeyError:
             self.fail(item, f"{name!r} is not a signal name (e.g. SIGINT, SIGTERM)")
 
-    def string(self, table, key, *, required=False, default=None, item=None) -> Any:
-        item = item or key
-        if key not in table:
-            if required:
-                self.fail(item, "required")
-            return default
-        if not isinstance(table[key], str):
-            self.fail(item, f"must be a string, got {type(table[key]).__name__}")
-        return table[key]
-
-    def boolean(self, table, key, *, default: bool) -> bool:
-        value = table.get(key, default)
-        if not isinstance(value, bool):
-            self.fail(key, "must be true or false")
-        return value
-
-    def strings(self, table, key, *, default, item=None) -> list[str]:
-        item = item or key
-        value = table.get(key, default)
-        if not isinstance(value, list) or not all(isinstance(s, str) for s in value):
-            self.fail(item, "must be a list of strings")
-        for s in value:
-            self.placeholders(item, s)
-        return value
-
-    def model(self, data: Mapping[str, Any]) -> str:
-        model: str = self.string(data, "model", default="stopbench-1")
+    def model(self, model: str) -> str:
         if not model.strip() or "\x00" in model:
             self.fail("model", f"{model!r} is not a model name the agent can be handed")
         return model
 
-    def env_name(self, table: Mapping[str, Any], key: str, *, item: str) -> str | None:
-        name: str | None = self.string(table, key, item=item)
+    def env_name(self, item: str, name: str | None) -> str | None:
         if name is not None and not _ENV_NAME.fullmatch(name):
             self.fail(item, f"{name!r} is not an environment variable name (letters, digits, _)")
         return name
 
-    def environment(self, table: Mapping[str, Any], item: str) -> dict[str, str]:
-        """Environment variables whose values are templates."""
-        for key, value in table.items():
-            if not _ENV_NAME.fullmatch(key):
-                self.fail(f"{item}.{key}", f"{key!r} is not an environment variable name (letters, digits, _)")
-            if not isinstance(value, str):
-                self.fail(f"{item}.{key}", "must be a string")
-            self.placeholders(f"{item}.{key}", value)
-        return dict(table)
-
-    def table(self, data, key, *, item=None) -> dict:
-        value = data.get(key, {})
-        if not isinstance(value, dict):
-            self.fail(item or key, "must be a table")
-        return value
-
-    def regex(self, item: str, pattern: str, groups: set[str]):
+    def regex(self, item: str, pattern: str, groups: set[str]) -> None:
         try:
             compiled = re.compile(pattern)
         except re.error as exc:
@@ -362,7 +276,12 @@ class _Validator:
         if missing:
             self.fail(item, f"needs the named group(s) {', '.join(sorted(missing))}")
 
-    def placeholders(self, item: str, template: str):
+    def templates(self, item: str, values: list[str]) -> tuple[str, ...]:
+        for value in values:
+            self.placeholders(item, value)
+        return tuple(values)
+
+    def placeholders(self, item: str, template: str) -> None:
         if "\x00" in template:
             self.fail(item, "holds a NUL character, which no command line, environment or file name can carry")
         try:
@@ -386,36 +305,30 @@ class _Validator:
             if warning not in self.warnings:
                 self.warnings.append(warning)
 
-    def files(self, raw: Any, *, fresh_home: bool) -> list[dict[str, str]]:
-        """``[[files]]``: written into the run's fresh HOME only. With ``fresh_home = false``
-        ``{home}`` is the user's own HOME, where a profile's file would overwrite theirs
-        (``.bashrc``) and leave the run's key behind: refused."""
-        if not isinstance(raw, list):
-            self.fail("files", "must be an array of [[files]] tables")
-        files: list[dict[str, str]] = []
-        for n, f in enumerate(raw, 1):
-            item = f"files[{n}]"
-            if not isinstance(f, dict) or not isinstance(f.get("path"), str) or not isinstance(f.get("content"), str):
-                self.fail(item, "each file needs string 'path' and 'content'")
-            strange = sorted(set(f) - {"path", "content"})
-            if strange:
-                self.fail(f"{item}.{strange[0]}", "unknown key (known: content, path)")
-            if not fresh_home:
-                self.fail(item, f"{f['path']!r} would be written into your own HOME (fresh_home = false) and "
-                                "overwrite your file; files are written only into a fresh HOME")
-            if not f["path"].startswith("{home}/"):
-                self.fail(f"{item}.path", "must start with {home}/ (files are written into the run's fresh HOME)")
-            if ".." in Path(f["path"]).parts:
-                self.fail(f"{item}.path", "may not climb out of the fresh HOME with '..'")
-            if any(f["path"] == g["path"] for g in files):
-                self.fail(f"{item}.path", f"{f['path']!r} is written by an earlier [[files]] entry already")
-            self.placeholders(f"{item}.path", f["path"])
-            self.placeholders(f"{item}.content", f["content"])
-            files.append({"path": f["path"], "content": f["content"]})
-        return files
+    def environment(self, table: Mapping[str, Any], item: str) -> dict[str, str]:
+        """Environment variables whose values are templates."""
+        for key, value in table.items():
+            if not _ENV_NAME.fullmatch(key):
+                self.fail(f"{item}.{key}", f"{key!r} is not an environment variable name (letters, digits, _)")
+            if not isinstance(value, str):
+                self.fail(f"{item}.{key}", "must be a string")
+            self.placeholders(f"{item}.{key}", value)
+        return dict(table)
 
-    def command_spec(self, table, section: str, cls, extra=None):
-        command = self.strings(table, "command", default=[], item=f"{section}.command")
+    def adapter_env(self, table: Mapping[str, Any], adapters: tuple[str, ...]) -> dict[str, dict[str, str]]:
+        """Further environment for one adapter only (an agent whose wire is chosen by environment)."""
+        out = {}
+        for adapter, env in table.items():
+            if adapter not in adapters:
+                self.fail(f"adapter_env.{adapter}", f"not one of the profile's adapters ({', '.join(adapters)})")
+            if not isinstance(env, dict):
+                self.fail(f"adapter_env.{adapter}", "must be a table")
+            out[adapter] = self.environment(env, f"adapter_env.{adapter}")
+        return out
+
+    def command(self, table: schema.CommandTable, section: str) -> dict[str, Any]:
+        """What a headless and an interactive command have alike, checked."""
+        command = self.templates(f"{section}.command", table.command)
         if not command:
             self.fail(f"{section}.command", "required: the command as a list of strings")
         if not command[0].strip():
@@ -424,36 +337,152 @@ class _Validator:
             self.fail(f"{section}.command", f"the program {command[0]!r} is a relative path, which would be looked "
                       "up from the run's fresh working folder: give an absolute path, a name on PATH, or "
                       "{profile_dir}/… for a program beside the profile")
-        if section == "headless" and not any("{prompt}" in c for c in command):
-            self.fail(f"{section}.command", "must pass {prompt}")
         adapter_options = {}
-        for adapter, opts in self.table(table, "adapter_options", item=f"{section}.adapter_options").items():
+        for adapter, options in table.adapter_options.items():
             item = f"{section}.adapter_options.{adapter}"
-            adapter_options[adapter] = tuple(self.strings({"o": opts}, "o", default=[], item=item))
-        return cls(
-            command=tuple(command),
-            timeout_options=tuple(self.strings(table, "timeout_options", default=[],
-                                               item=f"{section}.timeout_options")),
-            resume_options=tuple(self.strings(table, "resume_options", default=[], item=f"{section}.resume_options")),
-            first_options=tuple(self.strings(table, "first_options", default=[], item=f"{section}.first_options")),
-            adapter_options=adapter_options,
-            stdin=self._stdin(table, section),
-            no_resume=self._no_resume(table, section),
-            **(extra or {}),
-        )
+            if not isinstance(options, list) or not all(isinstance(o, str) for o in options):
+                self.fail(item, "must be a list of strings")
+            adapter_options[adapter] = self.templates(item, options)
+        return {"command": command, "adapter_options": adapter_options,
+                **{key: self.templates(f"{section}.{key}", getattr(table, key))
+                   for key in ("timeout_options", "resume_options", "first_options")}}
 
+    def headless(self, table: schema.HeadlessTable | None) -> tuple[CommandSpec | None, dict[str, int]]:
+        if table is None:
+            return None, {}
+        spec = self.command(table, "headless")
+        if not any("{prompt}" in c for c in spec["command"]):
+            self.fail("headless.command", "must pass {prompt}")
+        if table.stdin is not None:
+            self.placeholders("headless.stdin", table.stdin)
+        if table.no_resume is not None and (not table.no_resume.strip() or table.resume_options):
+            self.fail("headless.no_resume", "a reason, and only for a command without resume_options")
+        exit_codes: dict[str, int] = {}
+        for reason, code in table.exit_codes.items():
+            item = f"headless.exit_codes.{reason}"
+            if reason not in EXIT_CODE_FOR_REASON:
+                self.fail(item, f"{reason!r} is not a settlement reason ({', '.join(EXIT_CODE_FOR_REASON)})")
+            if isinstance(code, bool) or not isinstance(code, int) or not 0 <= code <= 255:
+                self.fail(item, f"must be an exit code from 0 to 255, not {code!r}")
+            exit_codes[reason] = code
+        return CommandSpec(**spec, stdin=table.stdin, no_resume=table.no_resume), exit_codes
 
-    def _stdin(self, table, section: str) -> str | None:
-        text = self.string(table, "stdin", item=f"{section}.stdin")
-        if text is not None:
-            self.placeholders(f"{section}.stdin", text)
-        return text
+    def interactive(self, table: schema.InteractiveTable | None) -> Interactive | None:
+        if table is None:
+            return None
+        if table.prompt_regex is None:
+            self.fail("interactive.prompt_regex", "required")
+        if table.match_on not in ("stream", "screen"):
+            self.fail("interactive.match_on", "one of stream, screen")
+        if not (table.turn_ended_regex or table.busy_regex):
+            self.fail("interactive.turn_ended_regex",
+                      "required (or busy_regex, for a UI that shows nothing when a turn ends)")
+        for key in ("prompt_regex", "turn_ended_regex", "queued_regex", "busy_regex"):
+            if getattr(table, key):
+                self.regex(f"interactive.{key}", getattr(table, key), groups=set())
+        unknown_groups = sorted(set(re.compile(table.turn_ended_regex).groupindex)
+                                - {"reason", "source", *TURN_END_REASONS})
+        if unknown_groups:
+            self.fail("interactive.turn_ended_regex", f"unknown group {unknown_groups[0]!r} (reason, source, or a "
+                      f"group named after the reason it tells: {', '.join(TURN_END_REASONS)})")
+        for key in table.stop_keys + table.quit_keys:
+            if key not in KEY_NAMES:
+                self.fail("interactive.stop_keys", f"{key!r} is not a known key ({', '.join(sorted(KEY_NAMES))})")
+        return Interactive(**self.command(table, "interactive"), prompt_regex=table.prompt_regex,
+                           turn_ended_regex=table.turn_ended_regex, match_on=table.match_on,
+                           busy_regex=table.busy_regex, queued_regex=table.queued_regex,
+                           cancel_command=table.cancel_command, stop_keys=tuple(table.stop_keys),
+                           quit_keys=tuple(table.quit_keys))
 
-    def _no_resume(self, table, section: str) -> str | None:
-        why = self.string(table, "no_resume", item=f"{section}.no_resume")
-        if why is not None and (not why.strip() or table.get("resume_options")):
-            self.fail(f"{section}.no_resume", "a reason, and only for a command without resume_options")
-        return why
+    def session(self, table: schema.SessionTable, *, chosen: bool) -> SessionSpec:
+        for key in ("stderr_regex", "stdout_regex", "path_regex"):
+            if getattr(table, key):
+                self.regex(f"session.{key}", getattr(table, key), groups={"id"})
+        if table.log_glob:
+            self.placeholders("session.log_glob", table.log_glob)
+        return SessionSpec(stderr_regex=table.stderr_regex, stdout_regex=table.stdout_regex,
+                           path_regex=table.path_regex, log_glob=table.log_glob, chosen=chosen)
+
+    def files(self, raw: list[schema.FileTable], *, fresh_home: bool) -> tuple[dict[str, str], ...]:
+        """``[[files]]``: written into the run's fresh HOME only. With ``fresh_home = false``
+        ``{home}`` is the user's own HOME, where a profile's file would overwrite theirs
+        (``.bashrc``) and leave the run's key behind: refused."""
+        files: list[dict[str, str]] = []
+        for n, f in enumerate(raw, 1):
+            item = f"files[{n}]"
+            if f.path is None or f.content is None:
+                self.fail(item, "each file needs string 'path' and 'content'")
+            if not fresh_home:
+                self.fail(item, f"{f.path!r} would be written into your own HOME (fresh_home = false) and "
+                                "overwrite your file; files are written only into a fresh HOME")
+            if not f.path.startswith("{home}/"):
+                self.fail(f"{item}.path", "must start with {home}/ (files are written into the run's fresh HOME)")
+            if ".." in Path(f.path).parts:
+                self.fail(f"{item}.path", "may not climb out of the fresh HOME with '..'")
+            if any(f.path == g["path"] for g in files):
+                self.fail(f"{item}.path", f"{f.path!r} is written by an earlier [[files]] entry already")
+            self.placeholders(f"{item}.path", f.path)
+            self.placeholders(f"{item}.content", f.content)
+            files.append({"path": f.path, "content": f.content})
+        return tuple(files)
+
+    def factory(self, factory: str | None) -> str | None:
+        if factory and not re.fullmatch(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*", factory):
+            self.fail("inproc.factory", f"{factory!r} is not 'module.path:function'")
+        return factory
+
+    def finish_action(self, table: schema.FinishActionTable | None) -> FinishAction | None:
+        if table is None:
+            return None
+        given = {k: v for k, v in msgspec.structs.asdict(table).items() if v is not None}
+        try:
+            return parse_finish_action(given, str(self.path))
+        except ScenarioError as exc:
+            self.fail(exc.item, exc.problem)
+
+    def fence(self, fence: str | None) -> str | None:
+        if fence is not None and not fence.isalnum():
+            self.fail("shell.fence", f"must be a fence language such as 'bash', not {fence!r}")
+        return fence
+
+    def not_run(self, table: Mapping[str, Any]) -> dict[str, str]:
+        for task, why in table.items():
+            if not isinstance(why, str) or not why.strip():
+                self.fail(f"not_run.{task}", "must say why the task cannot apply to this agent")
+        return dict(table)
+
+    def install(self, install: Install | None, name: str) -> Install | None:
+        """``[install]``: the registry, package, pin and program of the agent this profile is."""
+        if install is None:
+            return None
+        if install.registry not in REGISTRIES:
+            self.fail("install.registry", f"{install.registry!r} is not one of {', '.join(REGISTRIES)}")
+        if not install.program or any(p.startswith("/") or ".." in Path(p).parts for p in install.program):
+            self.fail("install.program", "glob patterns relative to the install folder, at least one")
+        if install.python is not None:
+            if install.registry != "pypi":
+                self.fail("install.python", "only a pip agent (registry = \"pypi\") has a Python range")
+            try:
+                parse_python_spec(install.python)
+            except ValueError as exc:
+                self.fail("install.python", str(exc))
+        if install.name:
+            self.fail("install.name", "not a key: the agent is named after its profile")
+        return msgspec.structs.replace(install, name=name)
+
+    def agent(self, agent: str | None, install: Install | None, name: str) -> str | None:
+        """The installable agent the profile drives: its own with ``[install]``, else ``agent``."""
+        if install is not None and agent not in (None, name):
+            self.fail("agent", f"a profile with [install] drives its own agent, {name!r}, not {agent!r}")
+        if install is not None:
+            agent = name
+        elif agent is not None and agent not in _installable_names():
+            self.fail("agent", f"{agent!r} is not an agent of the catalog: no built-in profile of that name has an "
+                               f"[install] table (installable: {', '.join(sorted(_installable_names()))})")
+        if self.uses_agent and not agent:
+            self.fail(self.uses_agent, "{agent_bin}, {agent_dir} and {agent_version} need agent = NAME (the "
+                                       "installable agent they are of) or an [install] table")
+        return agent
 
 
 def _uses(data: Mapping[str, Any], placeholder: str) -> bool:

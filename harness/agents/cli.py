@@ -1,4 +1,4 @@
-"""``stopbench agents``: the catalog of pinned real agents, their installs, and recordings.
+"""``stopbench agents``: the installable real agents (built-in profiles with [install]), their installs, and recordings.
 
     stopbench agents list
     stopbench agents install NAME[@VERSION] [--registry URL] [--force]   # --version V: the same as @V
@@ -26,7 +26,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="agents_command", required=True)
     sub.add_parser("list", help="each agent, its pinned version, and whether and where it is installed")
     inst = sub.add_parser("install", help="install an agent into the cache ($STOPBENCH_CACHE or ~/.cache/stopbench)")
-    inst.add_argument("name", help="a catalog agent, NAME or NAME@VERSION (another version than the pinned one)")
+    inst.add_argument("name", help="an installable agent, NAME or NAME@VERSION (another version than the pinned one)")
     inst.add_argument("--version", help="another version than the pinned one (the same as NAME@VERSION)")
     inst.add_argument("--registry", help="registry URL (npm --registry, pip --index-url)")
     inst.add_argument("--force", action="store_true", help="reinstall even if installed")
@@ -43,8 +43,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def main(args: argparse.Namespace) -> int:
-    from harness.agents.catalog import UnknownAgent
-    from harness.agents.install import InstallError, NotInstalled
+    from harness.agents.install import InstallError, NotInstalled, UnknownAgent
 
     try:
         if args.agents_command in ("install", "path"):
@@ -77,7 +76,7 @@ def main(args: argparse.Namespace) -> int:
 
 def _name_and_version(spec: str, option: str | None) -> tuple[str, str | None]:
     """NAME@VERSION or NAME with ``--version``; both ways at once must agree."""
-    from harness.agents.catalog import split_version
+    from harness.agents.install import split_version
 
     try:
         name, version = split_version(spec)

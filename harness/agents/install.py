@@ -1,5 +1,10 @@
 """Install pinned real agents into a per-user cache, atomically.
 
+An installable agent is a built-in profile with an ``[install]`` table (``harness.profile_model.Install``):
+the registry (``npm`` or ``pypi``), the package and its pinned version, the program to run —
+as glob patterns relative to the install folder, first match wins — and, for pip agents, the
+Python versions the package accepts.
+
 Layout: ``<root>/agents/<name>-<version>/`` where ``<root>`` is ``$STOPBENCH_CACHE`` or
 ``~/.cache/stopbench``. An npm agent is ``npm install --prefix <dir>`` (so ``node_modules/``
 and ``package.json`` are in it); a pip agent has its own virtualenv in ``<dir>/venv``, made
@@ -26,8 +31,10 @@ import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from harness.agents.catalog import AGENTS, Agent, get_agent, install_command, python_accepts
+if TYPE_CHECKING:
+    from harness.profile_model import Install as Agent
 
 MARKER = "stopbench-install.json"
 DEFAULT_PYPI = "https://pypi.org/simple"
@@ -52,6 +59,77 @@ class PythonNotFound(InstallError):
 
 class NotInstalled(LookupError):
     pass
+
+
+class UnknownAgent(LookupError):
+    def __init__(self, name: str):
+        super().__init__(f"unknown agent {name!r} (known: {', '.join(agents())})")
+        self.name = name
+
+
+# --- the installable agents: built-in profiles with [install] ----------------------------
+
+def agents() -> dict[str, Agent]:
+    """Every installable agent by name: the ``[install]`` tables of the built-in profiles."""
+    from harness.profiles import builtin_installs  # here: the profiles read this module's names
+
+    return builtin_installs()
+
+
+def get_agent(name: str) -> Agent:
+    try:
+        return agents()[name]
+    except KeyError:
+        raise UnknownAgent(name) from None
+
+
+def agent_pin(name: str) -> str:
+    """The pinned version of an installable agent."""
+    return get_agent(name).version
+
+
+def split_version(spec: str) -> tuple[str, str | None]:
+    """``"claude-code@2.1.332"`` -> ``("claude-code", "2.1.332")``; a bare name has no version
+    (the pinned one is meant). ValueError for an empty name or version around the ``@``."""
+    name, at, version = spec.partition("@")
+    if at and not (name and version):
+        raise ValueError(f"{spec!r}: expected NAME@VERSION, e.g. claude-code@2.1.332")
+    return name, version if at else None
+
+
+def install_command(name: str, version: str | None = None) -> str:
+    """The command that installs ``name`` (at ``version``, else its pin)."""
+    return f"stopbench agents install {name}" + (f"@{version}" if version else "")
+
+
+def parse_python_spec(spec: str) -> list[tuple[str, tuple[int, ...]]]:
+    """``">=3.10,<3.13"`` → ``[(">=", (3, 10)), ("<", (3, 13))]``; ValueError on anything else."""
+    out = []
+    for part in (p.strip() for p in spec.split(",") if p.strip()):
+        for op in (">=", "<=", "==", "!=", ">", "<"):
+            if part.startswith(op):
+                numbers = part[len(op):].strip()
+                try:
+                    version = tuple(int(n) for n in numbers.split("."))
+                except ValueError:
+                    raise ValueError(f"bad Python version in {spec!r}: {part!r}") from None
+                out.append((op, version))
+                break
+        else:
+            raise ValueError(f"bad Python version range {spec!r}: {part!r} has no comparison")
+    return out
+
+
+def python_accepts(spec: str | None, version: tuple[int, ...]) -> bool:
+    if not spec:
+        return True
+    for op, bound in parse_python_spec(spec):
+        have = tuple(version[: len(bound)])
+        ok = {">=": have >= bound, "<=": have <= bound, "==": have == bound, "!=": have != bound,
+              ">": have > bound, "<": have < bound}[op]
+        if not ok:
+            return False
+    return True
 
 
 # --- where things go ----------------------------------------------------------------------
@@ -85,7 +163,7 @@ def installed_path(name: str, version: str | None = None) -> Path | None:
 
 
 def find_binary(agent: Agent, folder: Path) -> Path | None:
-    for pattern in agent.binary:
+    for pattern in agent.program:
         for match in sorted(folder.glob(pattern)):
             if match.is_file() and os.access(match, os.X_OK):
                 return match
@@ -105,7 +183,7 @@ def binary(name: str, version: str | None = None) -> Path:
         return folder / recorded
     found = find_binary(agent, folder)
     if found is None:
-        raise NotInstalled(f"{agent.name} at {folder} has no program matching {', '.join(agent.binary)}")
+        raise NotInstalled(f"{agent.name} at {folder} has no program matching {', '.join(agent.program)}")
     return found
 
 
@@ -273,7 +351,7 @@ def install(name: str, version: str | None = None, *, registry: str | None = Non
     log = tmp / "install.log"
     env = dict(os.environ)
     try:
-        spec = f"{agent.package}@{version}" if agent.registry == "npm" else f"{agent.package}=={version}"
+        spec = agent.requirement(version)
         if agent.registry == "npm":
             say(f"npm install {spec} into {final}")
             env.update(npm_config_update_notifier="false", npm_config_fund="false", npm_config_audit="false")
@@ -292,7 +370,7 @@ def install(name: str, version: str | None = None, *, registry: str | None = Non
             runner(argv, log, env)
         found = find_binary(agent, tmp)
         if found is None:
-            raise InstallError(f"{spec} installed, but no program matches {', '.join(agent.binary)} "
+            raise InstallError(f"{spec} installed, but no program matches {', '.join(agent.program)} "
                                f"(the package's layout changed?)")
         if agent.registry == "pypi":
             _relocate_venv(tmp / "venv", tmp, final)
@@ -375,9 +453,9 @@ def _alive(pid: int) -> bool:
 
 
 def listing() -> list[dict]:
-    """One row per catalog entry: name, registry, package, pinned version, installed?, where."""
+    """One row per installable agent: name, registry, package, pinned version, installed?, where."""
     rows = []
-    for agent in AGENTS.values():
+    for agent in agents().values():
         folder = installed_path(agent.name)
         where = None
         if folder is not None:

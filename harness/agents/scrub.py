@@ -1,26 +1,29 @@
 """What a recording keeps of a session store: a copy of every file (for SQLite, through the
-backup API from a read-only connection), with the key and this installation's paths replaced
-by placeholders, and a scan for any file that still holds the key."""
+backup API from a read-only connection), with the run's keys, this installation's paths and the
+run folder's replaced by placeholders."""
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import sys
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from harness.agents.install import cache_root
-from harness.agents.recipes import Recipe
 
 KEY_PLACEHOLDER = "sk-stopbench-REDACTED"
+CANARY = re.compile(rb"sk-stopbench-[0-9a-f]{32}")  # the shape of a run's key (harness.run.rundir.canary_key)
 SQLITE_DUMP_ABOVE = 64 << 10  # bytes: a bigger database is kept as its SQL dump
 
 
 class Scrubber:
-    """Replaces the key and this installation's paths in everything that is kept."""
+    """Replaces the keys, this installation's paths and ``paths`` in everything that is kept."""
 
-    def __init__(self, key: str):
+    def __init__(self, keys: Iterable[str], paths: Mapping[str, str] | None = None):
         repo = Path(__file__).resolve().parents[2]
-        pairs = [(key, KEY_PLACEHOLDER), (sys.executable, "python3"), (str(Path(sys.executable).resolve()), "python3"),
+        pairs = [*((key, KEY_PLACEHOLDER) for key in keys), *(paths or {}).items(),
+                 (sys.executable, "python3"), (str(Path(sys.executable).resolve()), "python3"),
                  (sys.prefix, "/opt/stopbench-venv"), (str(repo), "/opt/stopbench"),
                  (str(cache_root()), "~/.cache/stopbench")]
         seen: dict[str, str] = {}
@@ -28,7 +31,6 @@ class Scrubber:
             if old and old not in seen and old not in ("/", ""):
                 seen[old] = new
         self.pairs = sorted(seen.items(), key=lambda p: -len(p[0]))
-        self.key = key
 
     def text(self, s: str) -> str:
         for old, new in self.pairs:
@@ -76,11 +78,13 @@ def sqlite_copy(source: Path, dest: Path) -> None:
         src.close()
 
 
-def snapshot(recipe: Recipe, home: Path, dest: Path, scrub: Scrubber) -> list[str]:
-    """Copy the store under ``dest`` (paths relative to HOME), scrubbed; the relative paths."""
+def snapshot(files: Iterable[Path], run_dir: Path, dest: Path, scrub: Scrubber) -> list[str]:
+    """Copy ``files`` of a run folder under ``dest``, scrubbed: a file under the run's HOME by its
+    path there, any other by its path in the run folder. The paths kept, relative to ``dest``."""
     kept = []
-    for path in recipe.store_files(home):
-        rel = path.relative_to(home)
+    home = run_dir / "home"
+    for path in files:
+        rel = path.relative_to(home) if path.is_relative_to(home) else path.relative_to(run_dir)
         target = dest / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         if path.suffix == ".db":
@@ -102,16 +106,3 @@ def snapshot(recipe: Recipe, home: Path, dest: Path, scrub: Scrubber) -> list[st
         kept.append(str(rel))
     return kept
 
-
-def key_hits(root: Path, key: str) -> list[str]:
-    """Files under ``root`` that hold the key (C13's canary scan)."""
-    hits = []
-    needle = key.encode()
-    for path in root.rglob("*"):
-        try:
-            if path.is_file() and not path.is_symlink() and path.stat().st_size < 64 << 20 \
-                    and needle in path.read_bytes():
-                hits.append(str(path.relative_to(root)))
-        except OSError:
-            continue
-    return hits

@@ -106,13 +106,6 @@ def parse_capture(reader: Reader, snap: Snapshot, moment: str) -> LogCapture:
         return LogCapture(moment=moment, snapshot=snap, error=str(exc))
 
 
-def newest(root: Path, pattern: str) -> str | None:
-    """The most recently modified path below ``root`` matching ``pattern``: the session an
-    agent wrote last, where its store keeps one file (or folder) per session."""
-    found = sorted(root.glob(pattern), key=lambda p: p.stat().st_mtime)
-    return str(found[-1]) if found else None
-
-
 def file_snapshot(reader_name: str, path: str) -> Snapshot | None:
     """A single file's bytes (for stores that are one file)."""
     try:

@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from pathlib import Path
 from typing import Any
 
 from harness.model import (
@@ -52,8 +51,8 @@ from harness.model import (
     SessionLog,
     Snapshot,
 )
-from harness.readers.base import LogDamaged, UnknownVersion, newest
-from harness.readers.jsonl import Events, JsonlStore, Line, project_folder, text_of
+from harness.readers.base import LogDamaged, UnknownVersion
+from harness.readers.jsonl import Events, JsonlStore, Line, text_of
 
 SUPPORTED_VERSIONS = ("2.1.",)
 INTERRUPT_MARKERS = ("[Request interrupted by user",)
@@ -68,11 +67,6 @@ class ClaudeCodeReader(JsonlStore):
                               Capability.FORMAT_RULES})
     agent_versions = "Claude Code 2.1.x"
     torn_fragment = b'{"parentUuid":"00000000-0000-4000-8000-000000000000","isSidechain":false,"type":"assis'
-
-    def find(self, home: str, session_id: str | None = None, cwd: str | None = None) -> str | None:
-        root = Path(home, ".claude", "projects")
-        folder = project_folder(cwd) if cwd else "*"
-        return newest(root, f"{folder}/{session_id or '*'}.jsonl")
 
     def parse(self, snapshot: Snapshot) -> SessionLog:
         lines, torn, cut = self.lines(snapshot)

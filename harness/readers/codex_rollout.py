@@ -35,7 +35,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from pathlib import Path
 from typing import Any
 
 from harness.model import Capability, FormatProblem, SessionHeader, SessionLog, Snapshot
@@ -60,13 +59,6 @@ class CodexRolloutReader(JsonlStore):
                               Capability.FORMAT_RULES})
     agent_versions = "Codex CLI 0.171.x"
     torn_fragment = b'{"timestamp":"2026-01-01T00:00:00.000Z","type":"response_item","payload":{"type":"mess'
-
-    def find(self, codex_home: str, session_id: str | None = None) -> str | None:
-        """The rollout of ``session_id`` (else the newest) under ``$CODEX_HOME``."""
-        files = sorted(Path(codex_home, "sessions").glob("*/*/*/rollout-*.jsonl"))
-        if session_id:
-            files = [f for f in files if f.name.endswith(f"-{session_id}.jsonl")]
-        return str(files[-1]) if files else None
 
     def parse(self, snapshot: Snapshot) -> SessionLog:
         lines, torn, cut = self.lines(snapshot)

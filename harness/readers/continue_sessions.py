@@ -43,7 +43,6 @@ from harness.readers.base import (
     LogDamaged,
     file_snapshot,
     first_byte_difference,
-    newest,
     unanswered_results,
 )
 from harness.readers.jsonl import Events, text_of
@@ -57,10 +56,6 @@ class ContinueReader:
     capabilities = frozenset({Capability.FORMAT_RULES})
     damage_kinds = frozenset({"mid-file"})
     agent_versions = "Continue CLI 1.5.x"
-
-    def find(self, home: str, session_id: str | None = None) -> str | None:
-        root = Path(home, ".continue", "sessions")
-        return newest(root, f"{session_id or '*-*-*-*-*'}.json")
 
     def snapshot(self, path: str) -> Snapshot | None:
         return file_snapshot(self.name, path)

@@ -38,11 +38,10 @@ leaves nothing), step settlements.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from harness.model import Capability, FormatProblem, SessionHeader, SessionLog, Snapshot
-from harness.readers.base import LogDamaged, UnknownVersion, chain_problems, newest, unanswered_results
+from harness.readers.base import LogDamaged, UnknownVersion, chain_problems, unanswered_results
 from harness.readers.jsonl import Events, JsonlStore, Line
 
 SUPPORTED_VERSIONS = ("1.0.",)
@@ -58,10 +57,6 @@ class CopilotReader(JsonlStore):
                               Capability.FORMAT_RULES, Capability.MONO_TIMES})
     agent_versions = "Copilot CLI 1.0.x (event format 1)"
     torn_fragment = b'{"type":"assistant.message","data":{"messageId":"00000000-0000-4000-8000-000000000000","con'
-
-    def find(self, home: str, session_id: str | None = None) -> str | None:
-        root = Path(home, ".copilot", "session-state")
-        return newest(root, f"{session_id or '*'}/events.jsonl")
 
     def parse(self, snapshot: Snapshot) -> SessionLog:
         lines, torn, cut = self.lines(snapshot)

@@ -45,11 +45,10 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from harness.model import Capability, FormatProblem, SessionHeader, SessionLog, Snapshot
-from harness.readers.base import LogDamaged, newest
+from harness.readers.base import LogDamaged
 from harness.readers.jsonl import Events, JsonlStore, Line
 
 MESSAGE_TYPES = frozenset({"user", "gemini", "info", "warning", "error"})
@@ -70,10 +69,6 @@ class GeminiCliReader(JsonlStore):
                               Capability.MONO_TIMES})
     agent_versions = "Gemini CLI 0.61.x"
     torn_fragment = b'{"id":"00000000-0000-4000-8000-000000000000","timestamp":"2026-01-01T00:00:00.000Z","type":"gem'
-
-    def find(self, home: str, session_id: str | None = None, cwd: str | None = None) -> str | None:
-        name = f"session-*-{session_id[:8]}.jsonl" if session_id else "session-*.jsonl"
-        return newest(Path(home, ".gemini", "tmp"), f"*/chats/{name}")
 
     def parse(self, snapshot: Snapshot) -> SessionLog:
         lines, torn, cut = self.lines(snapshot)

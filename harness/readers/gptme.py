@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.model import Capability, FormatProblem, SessionHeader, SessionLog, Snapshot
-from harness.readers.base import LogDamaged, UnknownVersion, newest, unanswered_results
+from harness.readers.base import LogDamaged, UnknownVersion, unanswered_results
 from harness.readers.jsonl import Events, JsonlStore, Line, local_stamp
 
 SUPPORTED_VERSIONS = ("0.35.",)
@@ -58,10 +58,6 @@ class GptmeReader(JsonlStore):
                               Capability.FORMAT_RULES, Capability.MONO_TIMES})
     agent_versions = "gptme 0.35.x"
     torn_fragment = b'{"role": "assistant", "content": "I will run the che'
-
-    def find(self, home: str, session_id: str | None = None) -> str | None:
-        root = Path(home, ".local", "share", "gptme", "logs")
-        return newest(root, f"{session_id or '*'}/conversation.jsonl")
 
     def parse(self, snapshot: Snapshot) -> SessionLog:
         lines, torn, cut = self.lines(snapshot)

@@ -343,7 +343,3 @@ def local_stamp(stamp: Any) -> Any:
         return stamp
     return (wall if wall.tzinfo else wall.astimezone()).isoformat()
 
-
-def project_folder(cwd: str) -> str:
-    """The folder name Claude Code and Qwen Code give a working folder: every non-alphanumeric becomes ``-``."""
-    return "".join(c if c.isalnum() else "-" for c in cwd)

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from pathlib import Path
 from typing import Any
 
 from harness.model import (
@@ -63,7 +62,7 @@ FINISH_REASONS = {"stop": "completed", "length": "max_tokens", "content-filter":
 
 class OpenCodeReader:
     """opencode's store. A fork that keeps its schema (Kilo CLI) is this reader with its own
-    name, program, versions, newest migration and database file (``harness.readers.kilo``)."""
+    name, program, versions and newest migration (``harness.readers.kilo``)."""
 
     name = "opencode"
     program = "opencode"  # as refusals name the agent
@@ -73,13 +72,6 @@ class OpenCodeReader:
     agent_versions = "opencode 1.18.x"
     supported_versions: tuple[str, ...] = ("1.18.",)  # session.version prefixes
     known_migration = "20260622202450_simplify_session_input"
-    database = (".local", "share", "opencode", "opencode.db")  # under HOME
-
-    def find(self, home: str, session_id: str | None = None) -> str | None:
-        db = Path(home, *self.database)
-        if not db.exists():
-            return None
-        return f"{db}#{session_id}" if session_id else str(db)
 
     # --- snapshots ----------------------------------------------------------------------
     def snapshot(self, path: str) -> Snapshot | None:

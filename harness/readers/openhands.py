@@ -74,11 +74,6 @@ class OpenHandsReader:
     agent_versions = "OpenHands CLI 1.16.x (SDK 1.21.x)"
     torn_fragment = TORN_FRAGMENT
 
-    def find(self, home: str, session_id: str | None = None) -> str | None:
-        root = Path(home, ".openhands", "conversations")
-        folders = sorted((p for p in root.glob(session_id or "*") if p.is_dir()), key=lambda p: p.stat().st_mtime)
-        return str(folders[-1]) if folders else None
-
     # --- the store as bytes -----------------------------------------------------------
     def snapshot(self, path: str) -> Snapshot | None:
         """The state file and every event file, by number, as one document of their texts."""

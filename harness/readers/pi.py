@@ -31,11 +31,10 @@ settlements. The wire of each answer is in the assistant's ``api`` field; the he
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 from harness.model import Capability, FormatProblem, SessionHeader, SessionLog, Snapshot
-from harness.readers.base import LogDamaged, UnknownVersion, chain_problems, newest, unanswered_results
+from harness.readers.base import LogDamaged, UnknownVersion, chain_problems, unanswered_results
 from harness.readers.jsonl import Events, JsonlStore, Line, text_of
 
 SUPPORTED_VERSIONS = (3,)
@@ -54,10 +53,6 @@ class PiReader(JsonlStore):
     capabilities = frozenset({Capability.APPEND_ONLY, Capability.FORMAT_RULES, Capability.MONO_TIMES})
     agent_versions = "pi 0.73.x (session format 3)"
     torn_fragment = b'{"type":"message","id":"00000000","parentId":"00000000","timestamp":"2026-01-01T00:00:00.0'
-
-    def find(self, home: str, session_id: str | None = None) -> str | None:
-        root = Path(home, ".pi", "agent", "sessions")
-        return newest(root, f"*/*_{session_id or '*'}.jsonl")
 
     def parse(self, snapshot: Snapshot) -> SessionLog:
         lines, torn, cut = self.lines(snapshot)

@@ -31,12 +31,11 @@ partial text (a stream cut off leaves nothing), step settlements.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 from harness.model import Capability, FormatProblem, SessionHeader, SessionLog, Snapshot
-from harness.readers.base import LogDamaged, UnknownVersion, chain_problems, newest, unanswered_results
-from harness.readers.jsonl import Events, JsonlStore, Line, project_folder
+from harness.readers.base import LogDamaged, UnknownVersion, chain_problems, unanswered_results
+from harness.readers.jsonl import Events, JsonlStore, Line
 
 SUPPORTED_VERSIONS = ("0.15.", "0.24.")
 KNOWN_TYPES = frozenset({"user", "assistant", "tool_result", "system"})
@@ -50,11 +49,6 @@ class QwenCodeReader(JsonlStore):
                               Capability.MONO_TIMES})
     agent_versions = "Qwen Code 0.15.x, 0.24.x"
     torn_fragment = b'{"uuid":"00000000-0000-4000-8000-000000000000","parentUuid":null,"type":"assis'
-
-    def find(self, home: str, session_id: str | None = None, cwd: str | None = None) -> str | None:
-        root = Path(home, ".qwen", "projects")
-        folder = project_folder(cwd) if cwd else "*"
-        return newest(root, f"{folder}/chats/{session_id or '*'}.jsonl")
 
     def parse(self, snapshot: Snapshot) -> SessionLog:
         lines, torn, cut = self.lines(snapshot)

@@ -14,7 +14,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-from harness.agents.catalog import get_agent
+from harness.agents.install import get_agent
 from harness.profiles import BUILTIN_DIR, Profile, base_values, fill
 from harness.run.planning import WorkItem
 
@@ -82,9 +82,9 @@ def _file_hash(path: Path) -> str | None:
 
 
 def driven_version(profile: Profile) -> str | None:
-    """The version of the catalog agent the run drives, as asked (``--agent NAME@VERSION``)
+    """The version of the installable agent the run drives, as asked (``--agent NAME@VERSION``)
     or pinned: one agent's releases share its name and differ here. None for a profile
-    that drives no catalog agent."""
+    that drives no installable agent."""
     if profile.agent is None:
         return None
     return profile.agent_version or get_agent(profile.agent).version

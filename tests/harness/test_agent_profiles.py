@@ -10,13 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from harness.agents.catalog import AGENTS
-from harness.agents.install import MARKER, install_dir
+from harness.agents.install import MARKER, agents, install_dir
 from harness.profiles import base_values, builtin_names, fill, load_profile, parse_profile
 from harness.readers import NO_READER, READERS
 from harness.run.planning import WorkItem
 from harness.run.rundir import RunDirs, agent_context
 from harness.tasks import load_task
+
+AGENTS = agents()
 
 AGENT_PROFILES = [name for name in builtin_names() if load_profile(name).agent]
 TASK = Path(__file__).resolve().parents[2] / "harness" / "tasks" / "interrupt-cancel"

@@ -13,8 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.agents.catalog import get_agent, split_version
-from harness.agents.install import MARKER, install_dir
+from harness.agents.install import MARKER, get_agent, install_dir, split_version
 from harness.cli import main
 from harness.profiles import ProfileError, base_values, fill, load_profile
 from harness.run.provenance import run_header
@@ -66,7 +65,7 @@ def test_agent_bin_is_the_program_of_the_version_asked_for(cache):
 
 
 def test_a_version_for_a_profile_without_a_catalog_agent_is_refused():
-    with pytest.raises(ProfileError, match="drives no agent of the catalog"):
+    with pytest.raises(ProfileError, match="drives no installable agent"):
         load_profile("reference@1.0")
 
 

@@ -12,8 +12,7 @@ from pathlib import Path
 import pytest
 
 from fake_server import wire_gemini
-from harness.agents.catalog import AGENTS
-from harness.agents.install import MARKER, install_dir
+from harness.agents.install import MARKER, agents, install_dir
 from harness.profiles import ProfileError, load_profile, parse_profile
 from harness.readers import READERS
 from harness.run.planning import WorkItem
@@ -48,7 +47,7 @@ def context(tmp_path, monkeypatch):
 
 def test_it_names_its_catalog_entry_its_reader_and_the_gemini_wire(context):
     profile, ctx = context
-    assert AGENTS[profile.agent].package == "@google/gemini-cli" and profile.log_reader in READERS
+    assert agents()[profile.agent].package == "@google/gemini-cli" and profile.log_reader in READERS
     assert profile.wire_api == wire_gemini.NAME
     # The root URL: the agent adds /v1beta/models/{model}:streamGenerateContent itself.
     assert ctx.env["GOOGLE_GEMINI_BASE_URL"] == "http://127.0.0.1:9"

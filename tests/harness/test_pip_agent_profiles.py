@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.agents.catalog import AGENTS, python_accepts
+from harness.agents.install import agents, python_accepts
 from harness.cli import main
 from harness.drivers import AgentContext
 from harness.drivers.base import DriverBase, find_log
@@ -20,6 +20,8 @@ from harness.model.history import History
 from harness.profiles import ProfileError, load_profile, parse_profile
 from harness.run.planning import plan
 from harness.tasks import load_all
+
+AGENTS = agents()
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "agents"
 PIP_AGENTS = ("kimi-cli", "mini-swe-agent", "aider", "llm")

@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from harness.agents.catalog import AGENTS
+from harness.agents.install import agents
 from harness.profiles import load_profile
 from harness.readers import reader_names
 
@@ -18,8 +18,8 @@ VALUES = {"agent_bin": "/agents/bin/agent", "base_url": "http://127.0.0.1:1/v1",
 @pytest.mark.parametrize("name", ["gptme", "openhands"])
 def test_profile_is_pinned_and_keeps_the_key_out_of_argv(name):
     p = load_profile(name)
-    assert p.agent == name and name in AGENTS and AGENTS[name].registry == "pypi"
-    assert AGENTS[name].version in p.description
+    assert p.agent == name and name in agents() and agents()[name].registry == "pypi"
+    assert agents()[name].version in p.description
     assert p.log_reader == name and p.log_reader in reader_names()
     assert p.drivers() == ["subprocess"] and p.wire_api == "chat" and p.fresh_home
     assert p.headless is not None and p.exit_codes["completed"] == 0

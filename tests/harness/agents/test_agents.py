@@ -1,4 +1,4 @@
-"""``stopbench agents``: the catalog, the cache layout, atomic installs, unreachable registries."""
+"""``stopbench agents``: the installable agents (built-in profiles with [install]), the cache layout, atomic installs, unreachable registries."""
 
 from __future__ import annotations
 
@@ -14,19 +14,23 @@ from pathlib import Path
 
 import pytest
 
-from harness.agents import catalog
-from harness.agents.catalog import AGENTS, parse_python_spec, python_accepts
 from harness.agents.install import (
     InstallError,
     NotInstalled,
     PythonNotFound,
     RegistryUnreachable,
+    UnknownAgent,
+    agents,
     binary,
     install_dir,
     installed_path,
+    parse_python_spec,
+    python_accepts,
 )
+from harness.profile_model import REGISTRIES
 
 install = importlib.import_module("harness.agents.install")  # the module (the package exports a function of that name)
+AGENTS = agents()
 
 PINS = {"opencode": ("npm", "opencode-ai", "1.18.33"), "codex": ("npm", "@openai/codex", "0.171.0"),
         "claude-code": ("npm", "@anthropic-ai/claude-code", "2.1.332"),
@@ -77,7 +81,7 @@ def leftovers(root: Path) -> list[str]:
     return sorted(p.name for p in agents.iterdir()) if agents.exists() else []
 
 
-# --- the catalog ----------------------------------------------------------------------
+# --- the installable agents ----------------------------------------------------------------------
 
 
 def test_catalog_pins_the_agents():
@@ -86,17 +90,17 @@ def test_catalog_pins_the_agents():
 
 def test_catalog_entries_are_valid():
     for name, agent in AGENTS.items():
-        assert agent.name == name and agent.registry in catalog.REGISTRIES
-        assert agent.binary and all(not p.startswith("/") for p in agent.binary)
+        assert agent.name == name and agent.registry in REGISTRIES
+        assert agent.program and all(not p.startswith("/") for p in agent.program)
         assert agent.version.count(".") >= 1 and all(part.isdigit() for part in agent.version.split("."))
         if agent.registry == "pypi":
             assert agent.python and parse_python_spec(agent.python)
-            assert all(p.startswith("venv/bin/") for p in agent.binary)
+            assert all(p.startswith("venv/bin/") for p in agent.program)
         else:
             assert agent.python is None
-            assert all(p.startswith("node_modules/") for p in agent.binary)
+            assert all(p.startswith("node_modules/") for p in agent.program)
     codex = AGENTS["codex"]
-    assert all("codex-linux-x64/vendor/" in p for p in codex.binary)  # the native binary, not the node wrapper
+    assert all("codex-linux-x64/vendor/" in p for p in codex.program)  # the native binary, not the node wrapper
     assert not python_accepts(AGENTS["kimi-cli"].python, (3, 12, 9))
     assert python_accepts(AGENTS["kimi-cli"].python, (3, 13, 0))
     assert not python_accepts(AGENTS["aider"].python, (3, 13, 0))
@@ -112,7 +116,7 @@ def test_python_spec_errors():
 
 
 def test_unknown_agent():
-    with pytest.raises(catalog.UnknownAgent, match="known: opencode"):
+    with pytest.raises(UnknownAgent, match="known: aider, claude-code, "):
         install_dir("nope")
 
 
@@ -337,3 +341,42 @@ def test_real_install_of_the_smallest_agent(cache):
                           check=False)
     assert proc.returncode == 0, proc.stderr
     assert "0.36" in proc.stdout
+
+
+# --- the [install] table ----------------------------------------------------------------
+
+MINIMAL = 'name = "mine"\n[headless]\ncommand = ["mine", "{prompt}"]\n'
+
+
+@pytest.mark.parametrize(("table", "item", "problem"), [
+    ('registry = "npm"\npackage = "x"\nversion = "1"\nprogram = ["bin/x"]\nbogus = 1', "install.bogus",
+     "unknown key"),
+    ('registry = "cargo"\npackage = "x"\nversion = "1"\nprogram = ["bin/x"]', "install.registry", "'cargo'"),
+    ('registry = "npm"\npackage = "x"\nversion = "1"', "install.program", "required"),
+    ('registry = "npm"\npackage = "x"\nversion = "1"\nprogram = ["bin/x", 3]', "install.program",
+     "must be a list of strings (item 2 is int)"),
+    ('registry = "npm"\npackage = "x"\nversion = "1"\nprogram = ["/usr/bin/x"]', "install.program", "relative"),
+    ('registry = "pypi"\npackage = "x"\nversion = "1"\nprogram = ["venv/bin/x"]\npython = "3.10"',
+     "install.python", "no comparison"),
+])
+def test_a_bad_install_table_is_refused_naming_the_item(table, item, problem):
+    import tomllib
+
+    from harness.profiles import ProfileError, parse_profile
+
+    with pytest.raises(ProfileError) as err:
+        parse_profile(tomllib.loads(MINIMAL + "[install]\n" + table), "mine.toml")
+    assert err.value.item == item and problem in err.value.problem and "mine.toml" in str(err.value)
+
+
+def test_a_profile_with_install_is_the_agent_it_installs():
+    import tomllib
+
+    from harness.profiles import ProfileError, parse_profile
+
+    table = '[install]\nregistry = "npm"\npackage = "x"\nversion = "1.2"\nprogram = ["node_modules/.bin/x"]\n'
+    profile = parse_profile(tomllib.loads(MINIMAL + table), "mine.toml")
+    assert profile.agent == "mine" and profile.install is not None and profile.install.name == "mine"
+    assert profile.install.requirement() == "x@1.2" and profile.install.requirement("2.0") == "x@2.0"
+    with pytest.raises(ProfileError, match="drives its own agent"):
+        parse_profile(tomllib.loads('agent = "codex"\n' + MINIMAL + table), "mine.toml")

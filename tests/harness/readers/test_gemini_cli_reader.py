@@ -115,14 +115,26 @@ def test_a_record_it_does_not_know_is_refused_naming_the_line(tmp_path, records,
     assert caught.value.line == line and words in str(caught.value) and path in str(caught.value)
 
 
-def test_find_names_the_session_by_the_start_of_its_id(tmp_path):
+def test_the_profiles_glob_finds_the_session_the_run_wrote(tmp_path):
+    """The store is found where the profile says (``[session] log_glob``), by the driver's one
+    discovery: of several sessions under the run's HOME, the one written last."""
+    import os
+
+    from harness.drivers import AgentContext
+    from harness.drivers.base import find_log
+    from harness.profiles import load_profile
+
+    profile = load_profile("gemini-cli")
+    ctx = AgentContext(profile=profile, adapter="http", values={"home": str(tmp_path)}, env={},
+                       sessions_dir=tmp_path / "sessions", cwd=tmp_path / "work")
+    assert find_log(ctx, HEADER["sessionId"]) is None
     chats = tmp_path / ".gemini" / "tmp" / "work" / "chats"
     chats.mkdir(parents=True)
-    for sid in ("5e55e55e", "0ther000"):
-        (chats / f"session-2026-12-01T10-00-{sid}.jsonl").write_text(json.dumps(HEADER) + "\n", encoding="utf-8")
-    reader = get_reader("gemini-cli")
-    assert reader.find(str(tmp_path), HEADER["sessionId"]).endswith("-5e55e55e.jsonl")
-    assert reader.find(str(tmp_path / "nowhere")) is None
+    for n, sid in enumerate(("0ther000", "5e55e55e")):
+        path = chats / f"session-2026-12-01T10-00-{sid}.jsonl"
+        path.write_text(json.dumps(HEADER) + "\n", encoding="utf-8")
+        os.utime(path, (1_700_000_000 + n, 1_700_000_000 + n))
+    assert find_log(ctx, HEADER["sessionId"]).endswith("-5e55e55e.jsonl")
 
 
 def test_a_resume_rewriting_earlier_messages_changes_none_of_their_events(tmp_path):
