@@ -66,7 +66,7 @@ stress: $(STAMP)
 # each run's trimmed copy into the tracked leaderboard/results/NAME@VERSION.json (replacing that
 # release's earlier one) and render the leaderboard. AGENTS may name releases: claude-code@2.1.332.
 # A run cut short or failed by the harness (exit 2) stops here, unpublished.
-# begin generated: agents (make docs, from the [install] tables of harness/profiles/*.toml)
+# begin generated: agents (make docs, from the [install] tables of harness/agents/profiles/*.toml)
 AGENTS ?= aider claude-code cline codex continue copilot gemini-cli gptme \
           kilo kimi-cli llm mini-swe-agent opencode openhands pi qwen-code
 # end generated: agents

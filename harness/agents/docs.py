@@ -77,8 +77,8 @@ def readers_list() -> str:
 
 
 PARTS = (
-    Part("docs/agents.md", "agents", "the [install] tables of harness/profiles/*.toml", agents_table),
-    Part("Makefile", "agents", "the [install] tables of harness/profiles/*.toml", agents_list),
+    Part("docs/agents.md", "agents", "the [install] tables of harness/agents/profiles/*.toml", agents_table),
+    Part("Makefile", "agents", "the [install] tables of harness/agents/profiles/*.toml", agents_list),
     Part("docs/tasks.md", "tasks", "harness/tasks/*/task.toml", tasks_table),
     Part("docs/readers.md", "readers", "harness.readers.READERS", readers_list),
 )

@@ -1,6 +1,6 @@
 """Install pinned real agents into a per-user cache, atomically.
 
-An installable agent is a built-in profile with an ``[install]`` table (``harness.profile_model.Install``):
+An installable agent is a built-in profile with an ``[install]`` table (``harness.profiles.model.Install``):
 the registry (``npm`` or ``pypi``), the package and its pinned version, the program to run —
 as glob patterns relative to the install folder, first match wins — and, for pip agents, the
 Python versions the package accepts.
@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from harness.profile_model import Install as Agent
+    from harness.profiles.model import Install as Agent
 
 MARKER = "stopbench-install.json"
 DEFAULT_PYPI = "https://pypi.org/simple"

@@ -13,8 +13,8 @@ import pytest
 from fake_server.records import Records
 from harness.model import ProcessExit, RunStatus
 from harness.model.history import History
-from harness.profile_model import Budgets
 from harness.profiles import load_profile
+from harness.profiles.model import Budgets
 from harness.run.planning import WorkItem
 from harness.run.runner import RETRY_TIMEOUT_FACTOR, run_item
 from harness.run.steps import NotExercised, play

@@ -10,7 +10,7 @@ import pytest
 
 from fake_server.records import Late
 from harness.containment.procs import ProcRef
-from harness.profile_model import Budgets
+from harness.profiles.model import Budgets
 from harness.run.steps import AgentFailed, NotExercised, play
 from harness.run.taskrun import TaskRun
 from harness.tasks.steps import Step

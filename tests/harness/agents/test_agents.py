@@ -27,7 +27,7 @@ from harness.agents.install import (
     parse_python_spec,
     python_accepts,
 )
-from harness.profile_model import REGISTRIES
+from harness.profiles.model import REGISTRIES
 
 install = importlib.import_module("harness.agents.install")  # the module (the package exports a function of that name)
 AGENTS = agents()

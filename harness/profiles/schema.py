@@ -19,7 +19,7 @@ from typing import Annotated, Any
 
 import msgspec
 
-from harness.profile_model import Install
+from harness.profiles.model import Install
 
 MAX_BUDGET_S = 3600.0  # a step budget longer than an hour hides a hang rather than waiting for an agent
 Seconds = Annotated[float, msgspec.Meta(gt=0, le=MAX_BUDGET_S)]

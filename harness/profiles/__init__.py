@@ -1,7 +1,7 @@
 """Agent profiles: how stopbench starts, stops, resumes and reads one agent.
 
 A profile is a TOML file (format in ``docs/profiles.md``). Built-in profiles live in
-``harness/profiles/*.toml``; ``--agent`` takes a built-in name or a path. Everything about an
+``harness/agents/profiles/*.toml``; ``--agent`` takes a built-in name or a path. Everything about an
 agent that the drivers need is data here, so a new agent needs a profile, not code: command
 templates with placeholders, the options spliced in for a timeout, a resume or an adapter,
 the stop signal and keys, the log reader, environment, files to write into a fresh HOME,
@@ -24,11 +24,11 @@ import msgspec
 
 from fake_server.scenario import FinishAction, ScenarioError, parse_finish_action
 from fake_server.wire import wires
-from harness import profile_schema as schema
 from harness.agents.install import parse_python_spec, split_version
 from harness.contract import EXIT_CODE_FOR_REASON, TURN_END_REASONS
 from harness.datafile import DataFileError, read_toml
-from harness.profile_model import (
+from harness.profiles import schema
+from harness.profiles.model import (
     BUDGET_KEYS,
     KEY_NAMES,
     OPTIONS,
@@ -48,7 +48,7 @@ from harness.profile_model import (
 )
 from harness.readers import READERS, reader_names
 
-BUILTIN_DIR = Path(__file__).with_name("profiles")
+BUILTIN_DIR = Path(__file__).resolve().parents[1] / "agents" / "profiles"  # the built-in profiles: data
 WIRE_APIS = frozenset(w.NAME for w in wires())  # the wires the fake server serves
 # Placeholders that have a value only at some places: the run's timeout T exists only where the
 # timeout options are spliced in, a prompt only on a headless command line (the terminal driver
@@ -160,7 +160,7 @@ _SECTION_KEYS = {name: set(schema.fields(struct)) for name, struct in schema.TAB
 
 def parse_profile(data: Mapping[str, Any], path: str | Path = "<profile>") -> Profile:
     """Validate a parsed profile table; every problem names its item. The schema
-    (``harness.profile_schema``) refuses unknown keys and wrong types; the checks below what
+    (``harness.profiles.schema``) refuses unknown keys and wrong types; the checks below what
     types cannot say, table by table."""
     try:
         raw = schema.decode(data)
