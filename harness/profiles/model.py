@@ -17,6 +17,7 @@ import msgspec
 
 from fake_server.scenario import FinishAction, Scenario
 from harness.agents.install import NotInstalled, agent_pin, binary, installed_path
+from harness.model.drivers import DRIVERS
 
 PLACEHOLDERS = frozenset(
     {
@@ -204,15 +205,10 @@ class Profile:
                                    shell_fence=self.shell_fence or scenario.shell_fence)
 
     def drivers(self) -> list[str]:
-        """The drivers this profile can be driven by."""
-        out = []
-        if self.inproc_factory:
-            out.append("inproc")
-        if self.headless:
-            out.append("subprocess")
-        if self.interactive:
-            out.append("terminal")
-        return out
+        """The drivers this profile can be driven by: those whose section it has
+        (``harness.model.drivers``)."""
+        sections = {"inproc": self.inproc_factory, "headless": self.headless, "interactive": self.interactive}
+        return [name for name, spec in DRIVERS.items() if sections.get(spec.section)]
 
 
 def fill(template: str, values: Mapping[str, Any]) -> str:
