@@ -21,7 +21,8 @@ looks like on disk::
     step      := model_request assistant_message? (tool_call tool_started? tool_result?)* step_settled?
     inbox     := inbox_queued (inbox_delivered | inbox_canceled)?     -- interleaved anywhere
 
-What each event's ``data`` holds (beyond ``turn`` and whatever else the store kept):
+What each event holds (beyond ``turn`` and whatever else the store kept, in ``data``); each type
+is a frozen class of ``harness.model.events``, these its typed fields:
 
     turn_started       input: str, inbox: [item ids]
     session_resumed    note: str
@@ -52,6 +53,7 @@ PIDs or exit codes that decided it, enough for a person to re-check the verdict,
 check with a black-box and a log half, which half decided it (``decided_by``).
 """
 
+from harness.model.events import EVENT_TYPES, SessionEvent, event_of
 from harness.model.observation import (
     AgentFailure,
     AgentKill,
@@ -90,13 +92,11 @@ from harness.model.results import (
     verdict_of,
 )
 from harness.model.session import (
-    EVENT_TYPES,
     Capability,
     Change,
     FormatProblem,
     LogCapture,
     LogFormat,
-    SessionEvent,
     SessionHeader,
     SessionLog,
     Snapshot,
@@ -146,4 +146,5 @@ __all__ = [
     "task_verdict",
     "unknown",
     "verdict_of",
+    "event_of",
 ]

@@ -1,32 +1,18 @@
 """Session logs as readers make them: canonical events, snapshots of a store, and the
-questions a checker may ask of the store's reader (``LogFormat``). The grammar of the events
-is in ``harness.model``'s docstring."""
+questions a checker may ask of the store's reader (``LogFormat``). The events themselves are
+``harness.model.events``, one type per event; the grammar is in ``harness.model``'s docstring."""
 
 from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
-EVENT_TYPES = frozenset(
-    {
-        "turn_started",
-        "session_resumed",
-        "model_request",
-        "assistant_message",
-        "tool_call",
-        "tool_started",
-        "tool_result",
-        "step_settled",
-        "stop_requested",
-        "turn_ended",
-        "inbox_queued",
-        "inbox_delivered",
-        "inbox_canceled",
-        "torn_tail_dropped",
-    }
-)
+from harness.model.events import Event, SessionEvent
+
+E = TypeVar("E", bound=Event)
+
 
 
 # ---------------------------------------------------------------------------
@@ -62,33 +48,6 @@ class SessionHeader:
 
 
 @dataclass(frozen=True)
-class SessionEvent:
-    """One event of a session, in the canonical vocabulary of ``EVENT_TYPES``.
-
-    ``line`` is where the store keeps it (the 1-based line of a JSONL file, the header
-    being line 1; a row number for a database), so evidence can point at it; ``where``
-    says the same in words for stores that are not line-based; ``data`` keeps every field
-    of the record as the store holds it. ``derived`` is what the reader concluded from other
-    records (e.g. that a later resume left the record off the conversation it reloads): it
-    may change as the store grows though the record itself does not, so whether a record was
-    lost or changed is never decided on it.
-    """
-
-    seq: int
-    type: str
-    line: int
-    mono_ns: int | None = None
-    turn: int | None = None
-    data: Mapping[str, Any] = field(default_factory=dict)
-    where: str | None = None
-    derived: Mapping[str, Any] = field(default_factory=dict)
-
-    def get(self, key: str, default: Any = None) -> Any:
-        """A field as written, else as the reader derived it."""
-        return self.data[key] if key in self.data else self.derived.get(key, default)
-
-
-@dataclass(frozen=True)
 class SessionLog:
     """What a reader made of one snapshot of a session store."""
 
@@ -102,6 +61,10 @@ class SessionLog:
 
     def of_type(self, *types: str) -> list[SessionEvent]:
         return [e for e in self.events if e.type in types]
+
+    def events_of(self, cls: type[E]) -> list[E]:
+        """The events of one type, typed: ``log.events_of(ToolResult)``."""
+        return [e for e in self.events if isinstance(e, cls)]
 
     def turn_events(self, turn: int) -> list[SessionEvent]:
         return [e for e in self.events if e.turn == turn]

@@ -31,6 +31,7 @@ from harness.model import (
     SessionHeader,
     SessionLog,
     Snapshot,
+    event_of,
 )
 from harness.readers.base import (
     CannotDamage,
@@ -212,8 +213,8 @@ def _parse_event(path: str, number: int, raw: bytes) -> SessionEvent:
         request = data.get("request")
         chat = request.get("messages") if isinstance(request, dict) else None
         data = data | {"messages": [_canonical(m) for m in chat or [] if isinstance(m, dict)]}
-    return SessionEvent(
-        seq=seq, type=kind, line=number,
+    return event_of(
+        kind, seq=seq, line=number,
         mono_ns=mono if isinstance(mono, int) else None,
         turn=turn if isinstance(turn, int) else None,
         data=data,

@@ -31,6 +31,7 @@ from harness.model import (
     SessionEvent,
     SessionLog,
     Snapshot,
+    event_of,
 )
 from harness.readers.base import (
     CannotDamage,
@@ -308,10 +309,9 @@ class Events:
         """One more event: ``data`` as its record holds it, ``derived`` what the reader
         concluded from other records (``SessionEvent.derived``)."""
         turn = self.turn if turn is None else turn
-        event = SessionEvent(seq=len(self.items) + 1, type=kind, line=line, turn=turn,
-                             mono_ns=self._mono(data.get("timestamp")),
-                             data={"turn": turn, **data} if turn is not None else dict(data), where=where,
-                             derived=derived or {})
+        event = event_of(kind, seq=len(self.items) + 1, line=line, turn=turn,
+                         mono_ns=self._mono(data.get("timestamp")),
+                         data={"turn": turn, **data} if turn is not None else dict(data), where=where, derived=derived)
         self.items.append(event)
         return event
 

@@ -37,6 +37,7 @@ from harness.model import (
     SessionHeader,
     SessionLog,
     Snapshot,
+    event_of,
 )
 from harness.readers.base import CannotDamage, Damage, LogDamaged, file_snapshot
 
@@ -61,9 +62,8 @@ class JsonDocumentReader:
 
         def add(type: str, at: Any, turn: int | None, where: str, **data: Any) -> None:
             seq = len(events) + 1
-            events.append(SessionEvent(seq=seq, type=type, line=seq, mono_ns=at if isinstance(at, int) else None,
-                                       turn=turn, data={"turn": turn, **data} if turn is not None else data,
-                                       where=where))
+            events.append(event_of(type, seq=seq, line=seq, mono_ns=at if isinstance(at, int) else None,
+                                   turn=turn, data={"turn": turn, **data} if turn is not None else data, where=where))
 
         starts: list[Any] = []
         for entry in doc["turns"]:
