@@ -67,7 +67,7 @@ TOOL_NOT_STARTED = "TOOL_NOT_STARTED"
 
 # --- how the harness reaches an agent --------------------------------------------------
 
-DRIVERS = ("inproc", "subprocess", "terminal")
+DRIVERS = ("inproc", "subprocess", "terminal", "acp")
 
 # --- checks ----------------------------------------------------------------------------
 

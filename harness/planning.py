@@ -73,7 +73,7 @@ def not_applicable(profile: Profile, task: Task, driver: str) -> str | None:
         return f"profile {profile.name!r}: {profile.not_run[task.name]}"
     if driver not in profile.drivers():
         section = {"inproc": "[inproc] factory", "subprocess": "[headless] command",
-                   "terminal": "[interactive] command"}[driver]
+                   "terminal": "[interactive] command", "acp": "[acp] command"}[driver]
         return f"profile {profile.name!r} has no {section}"
     spec = profile.headless if driver == "subprocess" else None
     if spec is not None and spec.no_resume and resumes(task):

@@ -99,6 +99,24 @@ class Interactive(CommandSpec):
     busy_regex: str = ""
 
 
+# ACP: how Stop is sent, how a session is taken up again after a kill, and how a tool's
+# permission request is answered (docs/acp.md).
+ACP_CANCELS = ("session/cancel", "$/cancel_request")
+ACP_RESUME_METHODS = ("session/load", "session/resume")
+ACP_PERMISSIONS = ("allow", "reject")
+
+
+@dataclass(frozen=True)
+class AcpSpec(CommandSpec):
+    """The agent's ACP server command (JSON-RPC over its stdio) and how the client plays it."""
+
+    cancel: str = "session/cancel"
+    resume_method: str = "session/load"
+    permission: str = "allow"
+    client_capabilities: Mapping[str, Any] = field(default_factory=lambda: {
+        "fs": {"readTextFile": False, "writeTextFile": False}, "terminal": False})
+
+
 @dataclass(frozen=True)
 class Budgets:
     """How long each kind of step may take with this agent, in seconds: the failsafes a step
@@ -144,6 +162,7 @@ class Profile:
     headless: CommandSpec | None = None
     exit_codes: Mapping[str, int] = field(default_factory=dict)
     interactive: Interactive | None = None
+    acp: AcpSpec | None = None
     stop_signal: int = signal.SIGINT
     agent: str | None = None  # the real agent of the catalog (harness.agents) this profile drives
     agent_version: str | None = None  # … the installed version of it to drive (--agent NAME@VERSION); None: its pin
@@ -180,6 +199,8 @@ class Profile:
             out.append("subprocess")
         if self.interactive:
             out.append("terminal")
+        if self.acp:
+            out.append("acp")
         return out
 
 

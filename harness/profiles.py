@@ -25,10 +25,14 @@ from harness.agents.catalog import AGENTS, split_version
 from harness.contract import EXIT_CODE_FOR_REASON, TURN_END_REASONS
 from harness.datafile import DataFileError, read_toml
 from harness.profile_model import (
+    ACP_CANCELS,
+    ACP_PERMISSIONS,
+    ACP_RESUME_METHODS,
     BUDGET_KEYS,
     KEY_NAMES,
     OPTIONS,
     PLACEHOLDERS,
+    AcpSpec,
     Budgets,
     CommandSpec,
     Interactive,
@@ -99,7 +103,7 @@ _TOP_KEYS = {
     "name", "description", "version_command", "adapters", "wire_api", "model", "log_reader",
     "fresh_home", "env", "files", "headless", "interactive", "stop", "session", "inproc",
     "failpoints", "repair", "timeouts", "watchdog", "streams", "agent", "sequential_tools", "finish_action",
-    "shell", "not_run", "adapter_env",
+    "shell", "not_run", "adapter_env", "acp",
 }
 # The keys each section takes; anything else is refused, naming file, section and key.
 _SECTION_KEYS = {
@@ -108,6 +112,7 @@ _SECTION_KEYS = {
     "interactive": {"command", "resume_options", "first_options", "adapter_options", "timeout_options", "prompt_regex",
                     "turn_ended_regex", "queued_regex", "cancel_command", "stop_keys", "quit_keys", "match_on",
                     "busy_regex"},
+    "acp": {"command", "adapter_options", "cancel", "resume_method", "permission", "client_capabilities"},
     "stop": {"signal"},
     "session": {"stderr_regex", "stdout_regex", "path_regex", "log_glob"},
     "inproc": {"factory"},
@@ -210,8 +215,9 @@ def parse_profile(data: Mapping[str, Any], path: str | Path = "<profile>") -> Pr
             if key not in KEY_NAMES:
                 v.fail("interactive.stop_keys", f"{key!r} is not a known key ({', '.join(sorted(KEY_NAMES))})")
         interactive = v.command_spec(i, "interactive", Interactive, extra)
-    if not (headless or interactive or "inproc" in data):
-        v.fail("headless", "a profile needs at least one of [headless], [interactive], [inproc]")
+    acp = _acp(v, v.table(data, "acp")) if "acp" in data else None
+    if not (headless or interactive or acp or "inproc" in data):
+        v.fail("headless", "a profile needs at least one of [headless], [interactive], [acp], [inproc]")
     files = v.files(data.get("files", []), fresh_home=v.boolean(data, "fresh_home", default=True))
     env = v.environment(v.table(data, "env"), "env")
     adapter_env: dict[str, dict[str, str]] = {}
@@ -264,6 +270,7 @@ def parse_profile(data: Mapping[str, Any], path: str | Path = "<profile>") -> Pr
         headless=headless,
         exit_codes=exit_codes,
         interactive=interactive,
+        acp=acp,
         stop_signal=stop_signal,
         session=SessionSpec(**regexes, log_glob=session_glob,
                             chosen=_uses(data, "session_uuid")),
@@ -454,6 +461,20 @@ class _Validator:
         if why is not None and (not why.strip() or table.get("resume_options")):
             self.fail(f"{section}.no_resume", "a reason, and only for a command without resume_options")
         return why
+
+
+def _acp(v: _Validator, table: Mapping[str, Any]) -> AcpSpec:
+    """``[acp]``: the command, and each choice from its closed set."""
+    extra: dict[str, Any] = {}
+    for key, choices in (("cancel", ACP_CANCELS), ("resume_method", ACP_RESUME_METHODS),
+                         ("permission", ACP_PERMISSIONS)):
+        extra[key] = v.string(table, key, default=choices[0], item=f"acp.{key}")
+        if extra[key] not in choices:
+            v.fail(f"acp.{key}", f"{extra[key]!r} is not one of {', '.join(choices)}")
+    if "client_capabilities" in table:
+        extra["client_capabilities"] = v.table(table, "client_capabilities", item="acp.client_capabilities")
+    spec: AcpSpec = v.command_spec(table, "acp", AcpSpec, extra)
+    return spec
 
 
 def _uses(data: Mapping[str, Any], placeholder: str) -> bool:

@@ -52,7 +52,7 @@ from harness.offline import HostNetwork, open_network
 from harness.planning import WorkItem
 from harness.procs import ProcRef, SpawnError, kill_all, leftovers
 from harness.profiles import BUILTIN_DIR, Profile
-from harness.readers import get_reader
+from harness.readers import ACP_REPLAY, get_reader
 from harness.rundir import RunDirs, agent_context, canary_key
 from harness.steps import AgentFailed, NotExercised, play
 from harness.taskrun import TaskRun
@@ -202,7 +202,8 @@ async def _run_contained(profile: Profile, item: WorkItem, dirs: RunDirs, contai
     t0_ns = time.monotonic_ns()
     api_key = canary_key()
     history = History()
-    reader = get_reader(profile.log_reader)
+    # Over ACP the durable history is what a session/load replays, whatever the agent's own store.
+    reader = get_reader(ACP_REPLAY if item.driver == "acp" else profile.log_reader)
     outlived: EndReport | None = None
     driver: Driver | None = None
     window_refs: list[ProcRef] = []
@@ -418,8 +419,8 @@ def _evidence(profile: Profile, item: WorkItem, obs: Observation, final: LogCapt
 
 def _seen(result: TaskResult, driver: Driver | None) -> TaskResult:
     """``result`` with what the driver saw on every path a run ends by: the session the
-    profile's rules named (and which rule), a terminal's rendered screens, and whether the
-    profile fit the agent (``profile_fit``)."""
+    profile's rules named (and which rule), a terminal's rendered screens, the ACP transcript,
+    and whether the profile fit the agent (``profile_fit``)."""
     if driver is None:
         return result
     seen: dict[str, object] = {"profile_fit": driver.fit_record()}
@@ -427,6 +428,8 @@ def _seen(result: TaskResult, driver: Driver | None) -> TaskResult:
         seen["session"] = {"id": driver.session_id, "found_by": driver.session_found_by}
     if screens := driver.screens():
         seen["screens"] = screens
+    if (protocol := driver.protocol()) is not None:
+        seen["acp"] = protocol
     return dataclasses.replace(result, evidence={**result.evidence, **seen})
 
 

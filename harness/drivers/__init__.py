@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 from harness.contract import DRIVERS
+from harness.drivers.acp import AcpDriver
 from harness.drivers.base import AgentContext, Driver, DriverError, ProfileMisfit, Unsupported
 from harness.drivers.headless import HeadlessDriver
 from harness.drivers.inproc import InprocDriver
 from harness.drivers.terminal import TerminalDriver
 from harness.history import History
 
-DRIVER_CLASSES: dict[str, type[HeadlessDriver] | type[InprocDriver] | type[TerminalDriver]] = {
+DRIVER_CLASSES: dict[str, type[HeadlessDriver] | type[InprocDriver] | type[TerminalDriver] | type[AcpDriver]] = {
     "inproc": InprocDriver,
     "subprocess": HeadlessDriver,
     "terminal": TerminalDriver,
+    "acp": AcpDriver,
 }
 assert tuple(DRIVER_CLASSES) == DRIVERS, "every driver the contract names has one class"
 

@@ -8,6 +8,8 @@ that registry is the one list of reader names (profiles validate against it).
 
 from __future__ import annotations
 
+from harness.readers.acp_replay import NAME as ACP_REPLAY
+from harness.readers.acp_replay import AcpReplayReader
 from harness.readers.base import (
     CannotDamage,
     Damage,
@@ -38,7 +40,7 @@ READERS: dict[str, Reader] = {
     reader.name: reader
     for reader in (ContractV1Reader(), CodexRolloutReader(), ClaudeCodeReader(), QwenCodeReader(), OpenCodeReader(),
                    PiReader(), CopilotReader(), KiloReader(), ContinueReader(), GeminiCliReader(),
-                   KimiCliReader(), LlmLogsReader(), GptmeReader(), OpenHandsReader())
+                   KimiCliReader(), LlmLogsReader(), GptmeReader(), OpenHandsReader(), AcpReplayReader())
 }
 
 
@@ -63,6 +65,7 @@ def get_reader(name: str) -> Reader | None:
 
 
 __all__ = [
+    "ACP_REPLAY",
     "NO_READER",
     "READERS",
     "CannotDamage",
