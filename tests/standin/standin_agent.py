@@ -73,6 +73,7 @@ FAULTS = {
     "acp-cancel-end-turn": (["C12"], "answer a cancelled prompt with stopReason end_turn"),
     "acp-update-after-cancel": (["C9"], "send one more session/update for a cancelled turn after answering it"),
     "acp-prompt-hangs": (["C1"], "never answer a cancelled prompt"),
+    "acp-stopped-tool-completed": (["C3"], "report a tool call stopped by a cancel as completed"),
     "acp-load-forgets-killed": (["C11"], "session/load replays no turn that a kill left unfinished"),
     "acp-no-load": (["C7"], "advertise loadSession but answer session/load with -32601"),
 }
@@ -1115,9 +1116,9 @@ class AcpAgent(Agent):
                                                  "status": "in_progress"})
             super().run_tool(call)
         result = self.doc["messages"][-1]
+        failed = result.get("aborted") and "acp-stopped-tool-completed" not in self.faults
         self.server.update(self.session_id, {
-            "sessionUpdate": "tool_call_update", "toolCallId": cid,
-            "status": "failed" if result.get("aborted") else "completed",
+            "sessionUpdate": "tool_call_update", "toolCallId": cid, "status": "failed" if failed else "completed",
             "content": [{"type": "content", "content": {"type": "text", "text": result.get("content") or ""}}]})
 
 
@@ -1134,8 +1135,9 @@ class AcpServer:
         self.waiting: dict[int, tuple[int, list]] = {}  # our request id → (pipe to wake, [response])
 
     # the wire
-    def send(self, message: dict) -> None:
-        line = json.dumps({"jsonrpc": "2.0", **message}, ensure_ascii=False) + "\n"
+    def send(self, message: dict, *more: dict) -> None:
+        """Messages in one write (a client reads them together)."""
+        line = "".join(json.dumps({"jsonrpc": "2.0", **m}, ensure_ascii=False) + "\n" for m in (message, *more))
         with self.lock:
             try:
                 sys.stdout.write(line)
@@ -1271,9 +1273,11 @@ class AcpServer:
         if cancelled and "acp-prompt-hangs" in self.faults:
             return
         reason = "end_turn" if cancelled and "acp-cancel-end-turn" in self.faults else STOP_REASONS[outcome]
-        self.send({"id": request_id, "result": {"stopReason": reason}})
-        if cancelled and "acp-update-after-cancel" in self.faults:
-            agent.echo("(one more thing)")
+        late = []
+        if cancelled and "acp-update-after-cancel" in self.faults:  # flushed with the answer, right after it
+            late = [{"method": "session/update", "params": {"sessionId": agent.session_id, "update": {
+                "sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "(one more thing)"}}}}]
+        self.send({"id": request_id, "result": {"stopReason": reason}}, *late)
 
     def replay(self, agent: AcpAgent) -> None:
         """The session's history as updates, before the load is answered."""
