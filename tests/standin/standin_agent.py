@@ -69,7 +69,9 @@ FAULTS = {
     "lose-partial": (["C5"], "on Stop mid-stream, discard the text streamed so far"),
     "request-after-stop": (["C9"], "after Stop mid-stream, send one more model request before exiting"),
     "blank-fork": (["C7"], "on resume, start a blank conversation instead of continuing the session"),
-    # ACP mode (--acp) only
+}
+# The fault switches of the ACP mode (--acp; --acp --list-faults lists these).
+ACP_FAULTS = {
     "acp-cancel-end-turn": (["C12"], "answer a cancelled prompt with stopReason end_turn"),
     "acp-update-after-cancel": (["C9"], "send one more session/update for a cancelled turn after answering it"),
     "acp-prompt-hangs": (["C1"], "never answer a cancelled prompt"),
@@ -1208,6 +1210,10 @@ class AcpServer:
 
     def handle(self, method: str, params: dict, request_id) -> dict | None:
         """A request's response ({"result": …} or {"error": …}); None: answered later, or a notification."""
+        if method == "initialize" and os.environ.get("STANDIN_ACP_NOISE") == "yes":
+            with self.lock:  # a stray print and an answer to nothing: a client must survive both
+                sys.stdout.write('debug: starting\n{"jsonrpc": "2.0", "id": 999, "result": {}}\n')
+                sys.stdout.flush()
         if method == "initialize":
             return {"result": {"protocolVersion": 1, "authMethods": [], "agentInfo": {"name": "standin",
                                                                                       "version": VERSION},
@@ -1317,7 +1323,7 @@ class AcpServer:
 
 def acp_main(args: argparse.Namespace) -> int:
     try:
-        faults = parse_faults(os.environ.get("STANDIN_FAULTS", ""))
+        faults = parse_faults(os.environ.get("STANDIN_FAULTS", ""), ACP_FAULTS)
         key = os.environ.get("STANDIN_API_KEY", "")
         if not key:
             raise Fatal("no API key: set STANDIN_API_KEY")
@@ -1351,11 +1357,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-def parse_faults(text: str) -> set[str]:
+def parse_faults(text: str, known: dict = FAULTS) -> set[str]:
     faults = {f.strip() for f in text.split(",") if f.strip()}
-    unknown = sorted(faults - set(FAULTS))
+    unknown = sorted(faults - set(known))
     if unknown:
-        raise Fatal(f"unknown fault {unknown[0]!r} in STANDIN_FAULTS (known: {', '.join(FAULTS)})")
+        raise Fatal(f"unknown fault {unknown[0]!r} in STANDIN_FAULTS (known: {', '.join(known)})")
     return faults
 
 
@@ -1399,7 +1405,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.list_faults:
         print(json.dumps({name: {"checks": checks, "description": text}
-                          for name, (checks, text) in FAULTS.items()}, indent=1))
+                          for name, (checks, text) in (ACP_FAULTS if args.acp else FAULTS).items()}, indent=1))
         return 0
     if args.acp:
         return acp_main(args)

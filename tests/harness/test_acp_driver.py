@@ -1,0 +1,112 @@
+"""The acp driver end to end: stopbench as an ACP client of the stand-in agent's ACP mode
+(``standin_agent.py --acp``, an ACP implementation written apart from the driver), against
+the fake server. A conformant agent passes what the protocol shows (C1 prompts answered
+once, C3 a stopped tool reported failed, C5, C9, C12 a cancel answered ``cancelled``) and
+what its session/load replay keeps (C7, C11); each fault switch fails the check it breaks
+and no other mandatory check; a protocol breach is recorded, never a crash."""
+
+import asyncio
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from harness.contract import STOPPED_REASONS
+from harness.model import Outcome, RunStatus, TaskResult
+from harness.planning import WorkItem
+from harness.profiles import load_profile
+from harness.runner import run_item
+from harness.tasks import TASKS_DIR, load_task
+
+PROFILE = Path(__file__).parents[1] / "standin" / "standin_acp.toml"
+
+# fault switch, task, the one mandatory check it must fail
+FAULTS = [
+    ("acp-cancel-end-turn", "http-stream-cancel", "C12"),
+    ("acp-update-after-cancel", "http-stream-cancel", "C9"),
+    ("acp-prompt-hangs", "http-stream-cancel", "C1"),
+    ("acp-stopped-tool-completed", "interrupt-cancel", "C3"),
+    ("acp-load-forgets-killed", "interrupt-restart", "C11"),
+    ("acp-no-load", "interrupt-restart", "C7"),
+]
+
+
+@pytest.fixture(scope="module")
+def profile():
+    return load_profile(PROFILE)
+
+
+def run(profile, task: str, mutant: str | None = None) -> TaskResult:
+    work = WorkItem(load_task(TASKS_DIR / task), "acp", "http", 1, mutant=mutant)
+    return asyncio.run(run_item(profile, work)).result
+
+
+def outcomes(result: TaskResult) -> dict[str, Outcome]:
+    return {c.check: c.outcome for c in result.checks}
+
+
+def counted_failures(result: TaskResult) -> list[str]:
+    """The mandatory checks that failed on a fact of their own (consequences excluded)."""
+    return [c.check for c in result.checks if c.counts_as_failure and c.tier.value == "mandatory"]
+
+
+@pytest.mark.slow(reason="a task run of the stand-in agent over ACP")
+def test_a_conformant_agent_passes_what_acp_shows_of_stop(profile):
+    result = run(profile, "interrupt-cancel")
+    assert result.status is RunStatus.RAN, result.reason
+    seen = outcomes(result)
+    assert all(seen[c] is Outcome.PASS for c in ("C1", "C3", "C5", "C9", "C12")), seen
+    assert not counted_failures(result)
+    c12 = next(c for c in result.checks if c.check == "C12")
+    settled = [i for i in c12.evidence.items if "settlement" in i]
+    assert settled and all(i["settlement"].startswith("ACP transcript: session/prompt") for i in settled)
+    assert {i["reason"] for i in settled} <= STOPPED_REASONS
+    c1 = next(c for c in result.checks if c.check == "C1")
+    assert all(i.get("seen_in") == "ACP transcript" for i in c1.evidence.items)
+
+
+@pytest.mark.slow(reason="a task run of the stand-in agent over ACP")
+def test_the_transcript_keeps_every_message_both_ways_in_time_order_without_the_key(profile):
+    result = run(profile, "http-stream-cancel")
+    messages = result.evidence["acp"]["messages"]
+    methods = [m["line"] for m in messages if m["dir"] == "sent"]
+    assert any('"session/cancel"' in line for line in methods)
+    assert any('"stopReason":"cancelled"' in m["line"].replace(" ", "") for m in messages if m["dir"] == "received")
+    times = [m["mono_ns"] for m in messages]
+    assert times == sorted(times)
+    assert result.evidence["acp"]["problems"] == []
+    assert result.evidence["session"]["found_by"].startswith("the sessionId session/new answered")
+
+
+@pytest.mark.slow(reason="a task run of the stand-in agent over ACP, killed and loaded twice")
+def test_the_session_load_replay_is_the_durable_history_the_log_checks_read(profile):
+    result = run(profile, "interrupt-restart")
+    assert result.status is RunStatus.RAN, result.reason
+    seen = {c.check: c for c in result.checks}
+    for check in ("C7", "C11"):
+        assert seen[check].outcome is Outcome.PASS, seen[check].evidence
+        assert seen[check].decided_by.value in ("log", "both")
+    assert seen["C2"].outcome is Outcome.PASS
+    assert not counted_failures(result)
+
+
+@pytest.mark.slow(reason="a task run of the stand-in agent over ACP per fault")
+@pytest.mark.parametrize("fault, task, check", FAULTS, ids=[f[0] for f in FAULTS])
+def test_each_fault_fails_its_check_and_no_other(profile, fault, task, check):
+    result = run(profile, task, mutant=fault)
+    assert result.status is RunStatus.RAN, result.reason
+    failed = next(c for c in result.checks if c.check == check)
+    assert failed.outcome is Outcome.FAIL, f"{fault} survived {check}: {failed.evidence}"
+    assert failed.evidence.items
+    assert counted_failures(result) == [check]
+
+
+@pytest.mark.slow(reason="a task run of the stand-in agent over ACP")
+def test_a_line_that_is_not_json_and_an_answer_to_nothing_are_recorded_not_fatal(profile):
+    noisy = dataclasses.replace(profile, env={**profile.env, "STANDIN_ACP_NOISE": "yes"})
+    result = run(noisy, "http-stream-cancel")
+    assert result.status is RunStatus.RAN, result.reason
+    assert not counted_failures(result)
+    problems = [p["problem"] for p in result.evidence["acp"]["problems"]]
+    assert "a line that is not JSON" in problems
+    assert "a response to no request of the client" in problems
