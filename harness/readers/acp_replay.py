@@ -34,32 +34,52 @@ import dataclasses
 import json
 from typing import Any
 
-from harness.model import Change, SessionHeader, SessionLog, Snapshot
-from harness.readers.base import CannotDamage, Damage, LogDamaged
-from harness.readers.jsonl import Events, JsonlStore, Line
+from harness.model import Capability, Change, FormatProblem, LogCapture, SessionHeader, SessionLog, Snapshot
+from harness.readers.base import (
+    CannotDamage,
+    Damage,
+    LogDamaged,
+    append_only_lost,
+    file_snapshot,
+    first_byte_difference,
+)
+from harness.readers.jsonl import Events, Line, load_lines
 
 NAME = "acp-replay"
 FINISHED = ("completed", "failed")
 
 
-class AcpReplayReader(JsonlStore):
+class AcpReplayReader:
+    """A replay file is written whole by the client, once the load has been answered: it is
+    never torn, never continued, and has no damage of its own."""
+
     name = NAME
+    capabilities: frozenset[Capability] = frozenset()
     damage_kinds: frozenset[str] = frozenset()
     agent_versions = "any ACP agent that advertises loadSession (protocol version 1)"
+
+    def snapshot(self, path: str) -> Snapshot | None:
+        return file_snapshot(self.name, path)
 
     def damage(self, path: str, kind: str) -> Damage:
         raise CannotDamage("a replay is what the agent sends on session/load, not a store the harness can damage")
 
     def changed(self, before: Snapshot, after: Snapshot) -> Change | None:
-        return super().changed(before, _under_header_of(before, after))
+        return first_byte_difference(before.data, _under_header_of(before, after).data)
 
     def lost(self, before: Snapshot, after: Snapshot) -> Change | None:
         """What the agent replayed, compared line by line: the header is the client's own
         (it grows with the prompts sent), so only the replayed updates are compared."""
-        return super().lost(before, _under_header_of(before, after))
+        return append_only_lost(before, _under_header_of(before, after), before.data)
+
+    def format_problems(self, log: SessionLog) -> list[FormatProblem]:
+        return []
+
+    def continuation_problems(self, before: LogCapture, after: SessionLog) -> list[FormatProblem]:
+        return []
 
     def parse(self, snapshot: Snapshot) -> SessionLog:
-        lines, torn, cut = self.lines(snapshot)
+        lines, torn, cut = load_lines(snapshot.path, snapshot.data)
         path = snapshot.path
         if not lines or lines[0].record.get("acp_replay") != 1:
             raise LogDamaged(path, 1, "the first line is not an ACP replay header")
