@@ -15,7 +15,7 @@ from harness.contract import STOPPED_REASONS
 from harness.model import Outcome, RunStatus, TaskResult
 from harness.planning import WorkItem
 from harness.profiles import load_profile
-from harness.runner import run_item
+from harness.runner import ItemOutcome, run_item
 from harness.tasks import TASKS_DIR, load_task
 
 PROFILE = Path(__file__).parents[1] / "standin" / "standin_acp.toml"
@@ -36,9 +36,13 @@ def profile():
     return load_profile(PROFILE)
 
 
-def run(profile, task: str, mutant: str | None = None) -> TaskResult:
+def run_outcome(profile, task: str, mutant: str | None = None) -> ItemOutcome:
     work = WorkItem(load_task(TASKS_DIR / task), "acp", "http", 1, mutant=mutant)
-    return asyncio.run(run_item(profile, work)).result
+    return asyncio.run(run_item(profile, work))
+
+
+def run(profile, task: str, mutant: str | None = None) -> TaskResult:
+    return run_outcome(profile, task, mutant).result
 
 
 def outcomes(result: TaskResult) -> dict[str, Outcome]:
@@ -66,8 +70,9 @@ def test_a_conformant_agent_passes_what_acp_shows_of_stop(profile):
 
 
 @pytest.mark.slow(reason="a task run of the stand-in agent over ACP")
-def test_the_transcript_keeps_every_message_both_ways_in_time_order_without_the_key(profile):
-    result = run(profile, "http-stream-cancel")
+def test_the_transcript_keeps_every_message_both_ways_in_time_order(profile):
+    outcome = run_outcome(profile, "http-stream-cancel")
+    result = outcome.result
     messages = result.evidence["acp"]["messages"]
     methods = [m["line"] for m in messages if m["dir"] == "sent"]
     assert any('"session/cancel"' in line for line in methods)
@@ -76,6 +81,10 @@ def test_the_transcript_keeps_every_message_both_ways_in_time_order_without_the_
     assert times == sorted(times)
     assert result.evidence["acp"]["problems"] == []
     assert result.evidence["session"]["found_by"].startswith("the sessionId session/new answered")
+    # session/cancel → the prompt's answer (L1) and → the server sees the stream closed (L2)
+    timed = {s.latency: s for s in outcome.latencies + outcome.concurrent}
+    assert {"L1", "L2"} <= set(timed) and all(timed[lid].detail["driver"] == "acp" for lid in ("L1", "L2"))
+    assert timed["L1"].value_ns > 0 and timed["L2"].value_ns > 0
 
 
 @pytest.mark.slow(reason="a task run of the stand-in agent over ACP, killed and loaded twice")
