@@ -530,10 +530,13 @@ class AcpDriver(DriverBase):
         once more in a fresh process, so the reader sees what the agent kept of the whole run."""
         agent = self._agent
         if agent is not None and self._alive() and self._session_id and self._advertised("session/close"):
-            try:
-                await asyncio.wait_for(self._request("session/close", {"sessionId": self._session_id}),
-                                       CLOSE_GRACE_S)
-            except (DriverError, TimeoutError):
+            try:  # an error answer is noted as a protocol problem by _result_of
+                _, answer = await asyncio.wait_for(self._request("session/close", {"sessionId": self._session_id}),
+                                                   CLOSE_GRACE_S)
+                self._result_of("session/close", answer)
+            except TimeoutError:
+                self._problem(f"session/close was not answered within {CLOSE_GRACE_S:g} s")
+            except DriverError:
                 pass
         if agent is not None and agent.proc.returncode is None:
             await self._end(agent)

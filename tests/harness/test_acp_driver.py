@@ -7,6 +7,7 @@ and no other mandatory check; a protocol breach is recorded, never a crash."""
 
 import asyncio
 import dataclasses
+import json
 from pathlib import Path
 
 import pytest
@@ -119,3 +120,41 @@ def test_a_line_that_is_not_json_and_an_answer_to_nothing_are_recorded_not_fatal
     problems = [p["problem"] for p in result.evidence["acp"]["problems"]]
     assert "a line that is not JSON" in problems
     assert "a response to no request of the client" in problems
+
+
+def with_acp(profile, **choices):
+    assert profile.acp is not None
+    return dataclasses.replace(profile, acp=dataclasses.replace(profile.acp, **choices))
+
+
+@pytest.mark.slow(reason="a task run of the stand-in agent over ACP")
+def test_stop_as_cancel_request_names_the_prompt_and_settles_cancelled(profile):
+    result = run(with_acp(profile, cancel="$/cancel_request"), "http-stream-cancel")
+    sent = [json.loads(m["line"]) for m in result.evidence["acp"]["messages"] if m["dir"] == "sent"]
+    prompt = next(m for m in sent if m.get("method") == "session/prompt")
+    cancel = next(m for m in sent if m.get("method") in ("session/cancel", "$/cancel_request"))
+    assert cancel == {"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": prompt["id"]}}
+    assert outcomes(result)["C12"] is Outcome.PASS and not counted_failures(result)
+
+
+@pytest.mark.slow(reason="a task run of the stand-in agent over ACP, killed twice")
+def test_a_restart_by_session_resume_continues_the_session_without_a_replay(profile):
+    result = run(with_acp(profile, resume_method="session/resume"), "interrupt-restart")
+    assert result.status is RunStatus.RAN, result.reason
+    sent = [json.loads(m["line"]).get("method") for m in result.evidence["acp"]["messages"] if m["dir"] == "sent"]
+    assert sent.count("session/resume") == 2 and "session/load" not in sent
+    assert outcomes(result)["C7"] is Outcome.PASS and not counted_failures(result)
+    assert result.evidence["log_path"] is None  # nothing was replayed: no durable history to read
+
+
+@pytest.mark.slow(reason="a task run of the stand-in agent over ACP")
+def test_a_permission_asked_for_a_stopped_turn_is_answered_cancelled(profile):
+    asking = dataclasses.replace(profile, env={**profile.env, "STANDIN_ACP_ASK_AFTER_CANCEL": "yes"})
+    result = run(asking, "interrupt-cancel")
+    messages = [json.loads(m["line"]) for m in result.evidence["acp"]["messages"]]
+    asked = [m["id"] for m in messages if m.get("method") == "session/request_permission"]
+    answers = {m["id"]: m["result"]["outcome"] for m in messages if "method" not in m and m.get("id") in asked
+               and "result" in m and isinstance(m["result"], dict) and "outcome" in m["result"]}
+    assert answers[asked[0]] == {"outcome": "selected", "optionId": "allow"}  # before the Stop: allowed
+    assert answers[asked[1]] == {"outcome": "cancelled"}  # the stopped call, asked again after the Stop
+    assert not counted_failures(result)

@@ -1117,6 +1117,9 @@ class AcpAgent(Agent):
             self.server.update(self.session_id, {"sessionUpdate": "tool_call_update", "toolCallId": cid,
                                                  "status": "in_progress"})
             super().run_tool(call)
+        if self.stop.requested() and os.environ.get("STANDIN_ACP_ASK_AFTER_CANCEL") == "yes":
+            # asked once more for the stopped call (a client must answer "cancelled"), waiting for the answer
+            self.server.permission(self.session_id, tool, Stopper(None, None))
         result = self.doc["messages"][-1]
         failed = result.get("aborted") and "acp-stopped-tool-completed" not in self.faults
         self.server.update(self.session_id, {
@@ -1217,7 +1220,8 @@ class AcpServer:
         if method == "initialize":
             return {"result": {"protocolVersion": 1, "authMethods": [], "agentInfo": {"name": "standin",
                                                                                       "version": VERSION},
-                               "agentCapabilities": {"loadSession": True, "sessionCapabilities": {"close": {}},
+                               "agentCapabilities": {"loadSession": True,
+                                                     "sessionCapabilities": {"close": {}, "resume": {}},
                                                      "promptCapabilities": {}}}}
         if method == "session/new":
             doc = new_session(os.path.abspath(params.get("cwd") or self.args.cwd or os.getcwd()), self.args.model)
@@ -1229,12 +1233,9 @@ class AcpServer:
         if method == "session/load":
             if "acp-no-load" in self.faults:
                 return {"error": {"code": METHOD_NOT_FOUND, "message": "session/load is not implemented"}}
-            doc, path = load_session(self.store, str(params.get("sessionId")))
-            agent = AcpAgent(self, doc["id"], doc, path, self.config(doc), self.key, self.faults)
-            self.replay(agent)
-            agent.note = resume_note(doc, agent.cfg.cwd, reap_leftovers(doc))
-            self.agents[doc["id"]] = agent
-            return {"result": {}}
+            return self.take_up(str(params.get("sessionId")), replay=True)
+        if method == "session/resume":  # as a load, without the replay
+            return self.take_up(str(params.get("sessionId")), replay=False)
         if method == "session/prompt":
             return self.prompt(params, request_id)
         if method == "session/cancel":
@@ -1247,6 +1248,15 @@ class AcpServer:
             self.agents.pop(str(params.get("sessionId")), None)
             return {"result": {}}
         return {"error": {"code": METHOD_NOT_FOUND, "message": f"{method} is not a method"}} if request_id else None
+
+    def take_up(self, session_id: str, *, replay: bool) -> dict:
+        doc, path = load_session(self.store, session_id)
+        agent = AcpAgent(self, doc["id"], doc, path, self.config(doc), self.key, self.faults)
+        if replay:
+            self.replay(agent)
+        agent.note = resume_note(doc, agent.cfg.cwd, reap_leftovers(doc))
+        self.agents[doc["id"]] = agent
+        return {"result": {}}
 
     def config(self, doc: dict) -> argparse.Namespace:
         return argparse.Namespace(**{**vars(self.args), "cwd": doc["cwd"]})
