@@ -167,7 +167,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--adapter", action="append", default=[], help="adapter(s) to run (default: all the agent has)")
     run.add_argument("--task", action="append", default=[], help="task name(s) (default: all)")
     run.add_argument("--driver", action="append", default=[],
-                     help="driver(s) to run the tasks on: inproc, subprocess, terminal (default: every one they have)")
+                     help="driver(s) to run the tasks on: inproc, subprocess, terminal, acp "
+                          "(default: every one they have)")
     run.add_argument("--repeat", type=int, default=1, help="runs of each task variant (default 1)")
     run.add_argument("--jobs", type=int, default=1, metavar="N",
                      help="run up to N task runs at once; what is timed is timed alone, the others paused "
