@@ -74,9 +74,10 @@ class _Agent:
     stderr: OutputBuffer
     pending: dict[int, asyncio.Future[tuple[int, dict[str, Any]]]] = field(default_factory=dict)
     tasks: list[asyncio.Task[None]] = field(default_factory=list)
-    # What its end is: "ended" by the client, or "killed". Never a turn's outcome: a
-    # long-lived ACP server's exit code tells nothing of its turns (C8 judges none).
-    expect: str = "ended"
+    # What the client expected of it: to go on serving, to end once it was "ended" (stdin
+    # closed), or "killed". Never a turn's outcome: a long-lived ACP server's exit code tells
+    # nothing of its turns (C8 judges none).
+    expect: str = "serving"
     exit: ProcessExit | None = None
     closed: asyncio.Event = field(default_factory=asyncio.Event)  # its stdout ended
 
@@ -517,6 +518,8 @@ class AcpDriver(DriverBase):
     async def _end(self, agent: _Agent) -> None:
         """End one agent process: its stdin closed (an ACP agent's cue to exit), then, past a
         failsafe, SIGKILL to its group."""
+        if agent.expect == "serving":
+            agent.expect = "ended"
         if agent.proc.stdin is not None and not agent.proc.stdin.is_closing():
             agent.proc.stdin.close()
         try:

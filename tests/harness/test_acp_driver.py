@@ -8,6 +8,7 @@ and no other mandatory check; a protocol breach is recorded, never a crash."""
 import asyncio
 import dataclasses
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,7 @@ import pytest
 from harness.contract import STOPPED_REASONS
 from harness.model import Outcome, RunStatus, TaskResult
 from harness.planning import WorkItem
-from harness.profiles import load_profile
+from harness.profiles import ProfileError, load_profile, parse_profile
 from harness.runner import ItemOutcome, run_item
 from harness.tasks import TASKS_DIR, load_task
 
@@ -158,3 +159,23 @@ def test_a_permission_asked_for_a_stopped_turn_is_answered_cancelled(profile):
     assert answers[asked[0]] == {"outcome": "selected", "optionId": "allow"}  # before the Stop: allowed
     assert answers[asked[1]] == {"outcome": "cancelled"}  # the stopped call, asked again after the Stop
     assert not counted_failures(result)
+
+
+@pytest.mark.parametrize("key, value, problem", [
+    ("cancel", "interrupt", "acp.cancel: 'interrupt' is not one of session/cancel, $/cancel_request"),
+    ("resume_method", "session/fork", "acp.resume_method: 'session/fork' is not one of session/load, session/resume"),
+    ("permission", "ask", "acp.permission: 'ask' is not one of allow, reject"),
+    ("stop_on", "x", "acp.stop_on: unknown key in [acp]"),
+])
+def test_a_bad_acp_section_is_refused_naming_the_item(key, value, problem):
+    data = {"name": "x", "acp": {"command": ["agent", "--acp"], key: value}}
+    with pytest.raises(ProfileError, match=re.escape(problem)):
+        parse_profile(data, "x.toml")
+
+
+def test_an_acp_section_alone_makes_a_profile_driven_by_acp_only():
+    profile = parse_profile({"name": "x", "acp": {"command": ["agent", "--acp", "-m", "{model}"]}}, "x.toml")
+    assert profile.drivers() == ["acp"]
+    assert profile.acp is not None and profile.acp.render({"model": "m"}) == ["agent", "--acp", "-m", "m"]
+    assert (profile.acp.cancel, profile.acp.resume_method, profile.acp.permission) == (
+        "session/cancel", "session/load", "allow")
