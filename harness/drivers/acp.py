@@ -329,9 +329,10 @@ class AcpDriver(DriverBase):
     def _advertised(self, method: str) -> bool:
         caps = self.agent_capabilities
         session = _table(caps.get("sessionCapabilities"))
+        # An omitted or null capability is not advertised; {} (or any object) is.
         return {"session/load": bool(caps.get("loadSession")),
-                "session/resume": "resume" in session,
-                "session/close": "close" in session}.get(method, False)
+                "session/resume": session.get("resume") is not None,
+                "session/close": session.get("close") is not None}.get(method, False)
 
     # -- steps -------------------------------------------------------------------------------
     async def send(self, text: str, *, timeout_s: float | None = None, expect: str = "completed") -> None:
