@@ -104,6 +104,9 @@ class Interactive(CommandSpec):
 ACP_CANCELS = ("session/cancel", "$/cancel_request")
 ACP_RESUME_METHODS = ("session/load", "session/resume")
 ACP_PERMISSIONS = ("allow", "reject")
+# Which store the log checks read on an acp run: what session/load replays (any ACP agent), or
+# the agent's own store through the profile's log_reader.
+ACP_READERS = ("acp-replay", "native")
 
 
 @dataclass(frozen=True)
@@ -113,6 +116,7 @@ class AcpSpec(CommandSpec):
     cancel: str = "session/cancel"
     resume_method: str = "session/load"
     permission: str = "allow"
+    reader: str = "acp-replay"
     client_capabilities: Mapping[str, Any] = field(default_factory=lambda: {
         "fs": {"readTextFile": False, "writeTextFile": False}, "terminal": False})
 

@@ -27,6 +27,7 @@ from harness.datafile import DataFileError, read_toml
 from harness.profile_model import (
     ACP_CANCELS,
     ACP_PERMISSIONS,
+    ACP_READERS,
     ACP_RESUME_METHODS,
     BUDGET_KEYS,
     KEY_NAMES,
@@ -112,7 +113,7 @@ _SECTION_KEYS = {
     "interactive": {"command", "resume_options", "first_options", "adapter_options", "timeout_options", "prompt_regex",
                     "turn_ended_regex", "queued_regex", "cancel_command", "stop_keys", "quit_keys", "match_on",
                     "busy_regex"},
-    "acp": {"command", "adapter_options", "cancel", "resume_method", "permission", "client_capabilities"},
+    "acp": {"command", "adapter_options", "cancel", "resume_method", "permission", "reader", "client_capabilities"},
     "stop": {"signal"},
     "session": {"stderr_regex", "stdout_regex", "path_regex", "log_glob"},
     "inproc": {"factory"},
@@ -467,7 +468,7 @@ def _acp(v: _Validator, table: Mapping[str, Any]) -> AcpSpec:
     """``[acp]``: the command, and each choice from its closed set."""
     extra: dict[str, Any] = {}
     for key, choices in (("cancel", ACP_CANCELS), ("resume_method", ACP_RESUME_METHODS),
-                         ("permission", ACP_PERMISSIONS)):
+                         ("permission", ACP_PERMISSIONS), ("reader", ACP_READERS)):
         extra[key] = v.string(table, key, default=choices[0], item=f"acp.{key}")
         if extra[key] not in choices:
             v.fail(f"acp.{key}", f"{extra[key]!r} is not one of {', '.join(choices)}")

@@ -202,8 +202,9 @@ async def _run_contained(profile: Profile, item: WorkItem, dirs: RunDirs, contai
     t0_ns = time.monotonic_ns()
     api_key = canary_key()
     history = History()
-    # Over ACP the durable history is what a session/load replays, whatever the agent's own store.
-    reader = get_reader(ACP_REPLAY if item.driver == "acp" else profile.log_reader)
+    # Over ACP the durable history is what a session/load replays, unless the profile reads the agent's own store.
+    replay = item.driver == "acp" and profile.acp is not None and profile.acp.reader == ACP_REPLAY
+    reader = get_reader(ACP_REPLAY if replay else profile.log_reader)
     outlived: EndReport | None = None
     driver: Driver | None = None
     window_refs: list[ProcRef] = []

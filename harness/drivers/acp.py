@@ -131,12 +131,17 @@ class AcpDriver(DriverBase):
     @property
     def log_path(self) -> str | None:
         """The replay of the latest load; None between a kill and the next load (what the
-        killed agent kept is known only once a new process has loaded it)."""
-        return self._log_path
+        killed agent kept is known only once a new process has loaded it). With ``reader =
+        "native"``, the agent's own store, found as the profile says (``[session]``)."""
+        return self._log_path if self._replayed else super().log_path
 
     @property
     def store_glob(self) -> str | None:
-        return None  # the durable history is what a load replays: nothing on disk to look for
+        return None if self._replayed else super().store_glob  # a replay is nowhere on disk before a load
+
+    @property
+    def _replayed(self) -> bool:
+        return self.spec.reader == "acp-replay"
 
     def _alive(self) -> bool:
         return self._agent is not None and self._agent.proc.returncode is None and not self._agent.closed.is_set()
@@ -452,7 +457,8 @@ class AcpDriver(DriverBase):
         await self._reap(agent)
         if self._turns:
             self._turns[-1].ended = True
-        self._log_path = None
+        if self._replayed:
+            self._log_path = None
         try:
             await self._read_durable("load after kill")
         except DriverError as exc:
@@ -461,10 +467,11 @@ class AcpDriver(DriverBase):
 
     async def _read_durable(self, role: str) -> None:
         """Load the session in a fresh process and end it: its replay becomes ``log_path``.
-        Nothing to read when the agent does not advertise ``loadSession`` or the profile
-        takes sessions up with ``session/resume`` (which replays nothing)."""
-        if self._session_id is None or self.spec.resume_method != "session/load" or not self._advertised(
-                "session/load"):
+        Nothing to read when the agent does not advertise ``loadSession``, the profile takes
+        sessions up with ``session/resume`` (which replays nothing), or the checks read the
+        agent's own store (a load here could write to it behind the captures' back)."""
+        if (self._session_id is None or not self._replayed or self.spec.resume_method != "session/load"
+                or not self._advertised("session/load")):
             return
         agent = await self._connect(role)
         try:
@@ -509,6 +516,8 @@ class AcpDriver(DriverBase):
         finally:
             self._replay = None
         self._replays += 1
+        if not self._replayed:
+            return
         path = Path(self.ctx.sessions_dir) / REPLAY_NAME.format(n=self._replays)
         header = {"acp_replay": 1, "sessionId": self._session_id, "method": method,
                   "prompts": [i.text for i in self.history.of(UserInput)]}

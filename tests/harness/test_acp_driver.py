@@ -179,3 +179,12 @@ def test_an_acp_section_alone_makes_a_profile_driven_by_acp_only():
     assert profile.acp is not None and profile.acp.render({"model": "m"}) == ["agent", "--acp", "-m", "m"]
     assert (profile.acp.cancel, profile.acp.resume_method, profile.acp.permission) == (
         "session/cancel", "session/load", "allow")
+
+
+@pytest.mark.slow(reason="a task run of the stand-in agent over ACP, killed twice")
+def test_with_the_native_reader_no_load_is_made_behind_the_captures_back(profile):
+    result = run(with_acp(profile, reader="native"), "interrupt-restart")
+    assert result.status is RunStatus.RAN, result.reason
+    roles = [p["role"] for p in result.evidence["processes"]]
+    assert roles == ["chat", "resume", "resume"], roles  # no load after a kill, none at the end
+    assert outcomes(result)["C7"] is Outcome.PASS and not counted_failures(result)
