@@ -305,12 +305,16 @@ class AcpDriver(DriverBase):
             self.history.record(TurnUpdate(mono_ns=read_ns, turn=turn.number, kind=kind, how=how, after_end=True))
 
     async def _connect(self, role: str) -> _Agent:
-        """A new agent process, initialized."""
+        """A new agent process, initialized; one that answers ``initialize`` with an error is ended."""
         agent = await self._spawn(role)
         params = {"protocolVersion": PROTOCOL_VERSION, "clientCapabilities": dict(self.spec.client_capabilities),
                   "clientInfo": CLIENT_INFO}
         _, answer = await self._request("initialize", params)
-        result = self._result_of("initialize", answer)
+        try:
+            result = self._result_of("initialize", answer)
+        except DriverError:
+            await self._end(agent)
+            raise
         caps = result.get("agentCapabilities")
         self.agent_capabilities = caps if isinstance(caps, dict) else {}
         return agent
@@ -346,20 +350,30 @@ class AcpDriver(DriverBase):
         if self.turn_running():
             raise DriverError("a turn is still running; ACP takes one prompt at a time")
         if self._agent is None:
-            await self._connect("chat")
-            _, answer = await self._request("session/new", {"cwd": str(self.ctx.cwd), "mcpServers": []})
-            session_id = self._result_of("session/new", answer).get("sessionId")
-            if not isinstance(session_id, str):
-                self._problem("session/new answered no sessionId", answer=answer)
-                raise DriverError("session/new answered no sessionId")
-            self._session_id = session_id
-            self.session_found_by = "the sessionId session/new answered (ACP)"
+            await self._open_session()
         if self._session_id is None:
             raise DriverError("no ACP session to prompt")
         self._record_input(text)
         future = self._send_request("session/prompt", {"sessionId": self._session_id,
                                                        "prompt": [{"type": "text", "text": text}]})
         self._turns.append(_Turn(number=len(self._turns) + 1, request_id=self._next_id, response=future))
+
+    async def _open_session(self) -> None:
+        """Start the agent, ``initialize``, ``session/new``. An error answer (an agent that
+        wants authentication, say) ends the process: the step fails as the agent's, with its
+        exit and stderr, never as the harness's."""
+        agent = await self._connect("chat")
+        try:
+            _, answer = await self._request("session/new", {"cwd": str(self.ctx.cwd), "mcpServers": []})
+            session_id = self._result_of("session/new", answer).get("sessionId")
+            if not isinstance(session_id, str):
+                self._problem("session/new answered no sessionId", answer=answer)
+                raise DriverError("session/new answered no sessionId")
+        except DriverError:
+            await self._end(agent)
+            raise
+        self._session_id = session_id
+        self.session_found_by = "the sessionId session/new answered (ACP)"
 
     async def queue(self, text: str) -> str:
         raise Unsupported("ACP has no queue: a prompt is sent once the turn before it has ended")

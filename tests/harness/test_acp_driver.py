@@ -188,3 +188,12 @@ def test_with_the_native_reader_no_load_is_made_behind_the_captures_back(profile
     roles = [p["role"] for p in result.evidence["processes"]]
     assert roles == ["chat", "resume", "resume"], roles  # no load after a kill, none at the end
     assert outcomes(result)["C7"] is Outcome.PASS and not counted_failures(result)
+
+
+@pytest.mark.slow(reason="a task run of the stand-in agent over ACP")
+def test_an_error_answer_to_session_new_is_the_agents_failure_not_the_harness(profile):
+    locked = dataclasses.replace(profile, env={**profile.env, "STANDIN_ACP_AUTH": "required"})
+    result = run(locked, "http-stream-cancel")
+    assert result.status is RunStatus.RAN, result.reason
+    assert "session/new answered error -32000: Authentication required" in result.reason
+    assert result.evidence["agent_failure"]["exit"]["role"] == "chat"

@@ -1223,6 +1223,8 @@ class AcpServer:
                                "agentCapabilities": {"loadSession": True,
                                                      "sessionCapabilities": {"close": {}, "resume": {}},
                                                      "promptCapabilities": {}}}}
+        if method == "session/new" and os.environ.get("STANDIN_ACP_AUTH") == "required":
+            return {"error": {"code": -32000, "message": "Authentication required"}}
         if method == "session/new":
             doc = new_session(os.path.abspath(params.get("cwd") or self.args.cwd or os.getcwd()), self.args.model)
             self.store.mkdir(parents=True, exist_ok=True, mode=0o700)
