@@ -44,7 +44,13 @@ METHOD_NOT_FOUND = -32601
 # ACP's stopReason → the contract's settlement reason.
 STOP_REASONS = {"end_turn": "completed", "cancelled": "aborted", "max_tokens": "max_tokens",
                 "max_turn_requests": "error", "refusal": "blocked"}
+# The updates that are a turn's own content; the others (available commands, the mode, the
+# session's title or usage) are the session's, and may come at any time.
+TURN_CONTENT = frozenset({"agent_message_chunk", "agent_thought_chunk", "tool_call", "tool_call_update", "plan"})
 CLOSE_GRACE_S = 5.0  # failsafe: an agent that does not end once its stdin is closed is killed after this
+# Methods whose answer carries nothing the client needs: a null result (JSON-RPC's, not ACP's
+# empty object) is noted and taken.
+NULL_RESULT_TAKEN = frozenset({"session/load", "session/resume", "session/close"})
 REPLAY_NAME = "acp-replay-{n}.jsonl"  # a load's replayed updates, below the run's sessions folder
 TRANSCRIPT_KEPT = 20000  # messages kept in the evidence (the first ones, then a count of the rest)
 
@@ -219,7 +225,7 @@ class AcpDriver(DriverBase):
                 if not future.done():
                     future.set_exception(DriverError(f"the agent's output ended before it answered; stderr: "
                                                      f"{agent.stderr.tail()!r}"))
-                    future.exception()  # whoever awaits it still gets it; nobody need to
+                    future.exception()  # whoever awaits it still gets it; nobody has to
             agent.pending.clear()
 
     def _received(self, agent: _Agent, line: str, read_ns: int, note: str | None = None) -> None:
@@ -285,8 +291,7 @@ class AcpDriver(DriverBase):
             return
         turn = self._turns[-1] if self._turns else None
         kind = str(update.get("sessionUpdate"))
-        if turn is None:
-            self._problem(f"a {kind} update before any prompt")
+        if turn is None or kind not in TURN_CONTENT:  # the session's commands, mode, title: no turn's
             return
         how = f"ACP transcript: session/update {kind}, message {len(self.messages)}"
         if kind == "agent_message_chunk" and not turn.ended:
@@ -330,6 +335,9 @@ class AcpDriver(DriverBase):
             self._problem(what)
             raise DriverError(what)
         result = answer.get("result")
+        if result is None and "result" in answer and method in NULL_RESULT_TAKEN:
+            self._problem(f"{method} answered null, not an object (taken as an empty one)")
+            return {}
         if not isinstance(result, dict):
             self._problem(f"{method} answered without a result object", answer=answer)
             raise DriverError(f"{method} answered without a result object")

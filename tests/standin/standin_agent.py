@@ -1231,7 +1231,10 @@ class AcpServer:
             path = self.store / f"{doc['id']}.json"
             save_document(path, doc)
             self.agents[doc["id"]] = AcpAgent(self, doc["id"], doc, path, self.config(doc), self.key, self.faults)
-            return {"result": {"sessionId": doc["id"]}}
+            self.send({"id": request_id, "result": {"sessionId": doc["id"]}}, {
+                "method": "session/update", "params": {"sessionId": doc["id"], "update": {
+                    "sessionUpdate": "available_commands_update", "availableCommands": []}}})
+            return None  # answered, with the session's commands right after
         if method == "session/load":
             if "acp-no-load" in self.faults:
                 return {"error": {"code": METHOD_NOT_FOUND, "message": "session/load is not implemented"}}
@@ -1295,7 +1298,10 @@ class AcpServer:
         if cancelled and "acp-update-after-cancel" in self.faults:  # flushed with the answer, right after it
             late = [{"method": "session/update", "params": {"sessionId": agent.session_id, "update": {
                 "sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "(one more thing)"}}}}]
-        self.send({"id": request_id, "result": {"stopReason": reason}}, *late)
+        # The session's own update, as real agents send it after a turn: no part of the turn.
+        commands = {"method": "session/update", "params": {"sessionId": agent.session_id, "update": {
+            "sessionUpdate": "available_commands_update", "availableCommands": []}}}
+        self.send({"id": request_id, "result": {"stopReason": reason}}, *late, commands)
 
     def replay(self, agent: AcpAgent) -> None:
         """The session's history as updates, before the load is answered."""
