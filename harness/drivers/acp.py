@@ -51,7 +51,9 @@ CLOSE_GRACE_S = 5.0  # failsafe: an agent that does not end once its stdin is cl
 # Methods whose answer carries nothing the client needs: a null result (JSON-RPC's, not ACP's
 # empty object) is noted and taken.
 NULL_RESULT_TAKEN = frozenset({"session/load", "session/resume", "session/close"})
-REPLAY_NAME = "acp-replay-{n}.jsonl"  # a load's replayed updates, below the run's sessions folder
+# A load's replayed updates: in a folder of the run's own beside the agent's sessions folder,
+# where the agent never looks (nor a native reader's glob).
+REPLAY_DIR, REPLAY_NAME = "acp-replays", "replay-{n}.jsonl"
 TRANSCRIPT_KEPT = 20000  # messages kept in the evidence (the first ones, then a count of the rest)
 
 
@@ -157,6 +159,11 @@ class AcpDriver(DriverBase):
 
     def _discover(self) -> None:
         """The session id is the one ``session/new`` answered; nothing else names it."""
+
+    def fit_record(self) -> dict[str, Any]:
+        """What the driver noted; the profile's ``[session]`` rules name no session here
+        (``session/new`` does), so they are not reported as matched or missed."""
+        return self.fit.to_json()
 
     def _outputs(self) -> tuple[str, str]:
         return "", "".join(a.stderr.text for a in self._agents)
@@ -540,7 +547,9 @@ class AcpDriver(DriverBase):
         self._replays += 1
         if not self._replayed:
             return
-        path = Path(self.ctx.sessions_dir) / REPLAY_NAME.format(n=self._replays)
+        folder = Path(self.ctx.sessions_dir).parent / REPLAY_DIR
+        folder.mkdir(mode=0o700, exist_ok=True)
+        path = folder / REPLAY_NAME.format(n=self._replays)
         header = {"acp_replay": 1, "sessionId": self._session_id, "method": method,
                   "prompts": [i.text for i in self.history.of(UserInput)]}
         path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in [header, *replayed]),
