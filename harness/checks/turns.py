@@ -52,7 +52,8 @@ def turn_ends_exactly_once(obs: Observation) -> CheckResult:
     delivered as SIGINT that it left to the default action (how its exit tells that is C8's);
     a second turn end, a turn started while another is open in the same process, or a turn
     left open while the process lived on are violations. Needs a store that records turn ends;
-    telling whether a death fell inside an open turn needs its events' monotonic times.
+    telling whether a death fell inside an open turn needs its events' monotonic times. Over
+    ACP, without such a store, the prompts' answers decide (``_prompts_answered``).
     """
     log = log_or_verdict(obs, "C1", Capability.TURN_ENDS)
     if isinstance(log, CheckResult):
