@@ -336,7 +336,7 @@ class AcpDriver(DriverBase):
         naming the method, noted too when the agent had advertised the method."""
         error = answer.get("error")
         if isinstance(error, dict):
-            what = f"{method} answered error {error.get('code')}: {error.get('message')}"
+            what = f"{method} answered error {_said(error)}"
             if error.get("code") == METHOD_NOT_FOUND and self._advertised(method):
                 what += " although the agent advertised it"
             self._problem(what)
@@ -429,7 +429,7 @@ class AcpDriver(DriverBase):
         if isinstance(error, dict):
             return self._record_settlement(Settlement(
                 mono_ns=read_ns, reason="error", source=None, pid=self._agent_pid(),
-                how=f"{where} answered error {error.get('code')}: {error.get('message')}"))
+                how=f"{where} answered error {_said(error)}"))
         stop_reason = _table(answer.get("result")).get("stopReason")
         reason = STOP_REASONS.get(str(stop_reason))
         if reason is None:
@@ -602,3 +602,9 @@ class AcpDriver(DriverBase):
 def _table(value: Any) -> dict[str, Any]:
     """``value`` when it is a JSON object, else an empty one: what an agent sent may be anything."""
     return value if isinstance(value, dict) else {}
+
+
+def _said(error: dict[str, Any]) -> str:
+    """A JSON-RPC error as the agent gave it: code, message and any data (its details)."""
+    data = error.get("data")
+    return f"{error.get('code')}: {error.get('message')}" + (f" ({json.dumps(data)[:300]})" if data else "")
