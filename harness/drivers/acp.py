@@ -550,8 +550,10 @@ class AcpDriver(DriverBase):
         folder = Path(self.ctx.sessions_dir).parent / REPLAY_DIR
         folder.mkdir(mode=0o700, exist_ok=True)
         path = folder / REPLAY_NAME.format(n=self._replays)
+        finished = {u.call_id for u in self.history.of(TurnUpdate) if u.kind == "tool_call" and u.call_id
+                    and u.status in ("completed", "failed")}
         header = {"acp_replay": 1, "sessionId": self._session_id, "method": method,
-                  "prompts": [i.text for i in self.history.of(UserInput)]}
+                  "prompts": [i.text for i in self.history.of(UserInput)], "finished_live": sorted(finished)}
         path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in [header, *replayed]),
                         encoding="utf-8")
         self._log_path = str(path)

@@ -2,10 +2,10 @@
 any ACP client, whatever the agent keeps on disk.
 
 The ACP driver writes each load's replay to a file: a header line of its own (``acp_replay``,
-the ``sessionId``, the method, the ``prompts`` it had sent), then every ``update`` of the
-``session/update`` notifications the agent sent before answering the load, in order. That works for every agent that
-advertises ``loadSession``, so this reader judges what an agent kept through the protocol,
-not through its own format.
+the ``sessionId``, the method, the ``prompts`` it had sent, the tool calls it saw finish
+live), then every ``update`` of the ``session/update`` notifications the agent sent before
+answering the load, in order. That works for every agent that advertises ``loadSession``, so
+this reader judges what an agent kept through the protocol, not through its own format.
 
 ==========================================  ===================================================
 replayed update                              canonical event
@@ -19,7 +19,10 @@ replayed update                              canonical event
                                              (call_id, name: its title, arguments: its
                                              ``rawInput``, status)
 ``tool_call_update`` completed / failed      ``tool_result`` (output: its text content, status,
-                                             ``is_error`` when failed)
+                                             ``is_error`` when failed), for a call the client
+                                             saw finish while the agent ran (the header's
+                                             ``finished_live``); any other is the repair a
+                                             load made in memory of a call a kill cut short
 anything else (thoughts, plans, modes)       not mapped
 ==========================================  ===================================================
 
@@ -39,7 +42,6 @@ from harness.readers.base import (
     CannotDamage,
     Damage,
     LogDamaged,
-    append_only_lost,
     file_snapshot,
     first_byte_difference,
 )
@@ -68,9 +70,21 @@ class AcpReplayReader:
         return first_byte_difference(before.data, _under_header_of(before, after).data)
 
     def lost(self, before: Snapshot, after: Snapshot) -> Change | None:
-        """What the agent replayed, compared line by line: the header is the client's own
-        (it grows with the prompts sent), so only the replayed updates are compared."""
-        return append_only_lost(before, _under_header_of(before, after), before.data)
+        """The first update ``before`` replayed that ``after`` no longer replays, in the same
+        order (the header is the client's own, and grows with the prompts sent). Not a byte
+        prefix: an agent that repairs a killed call on load replays the repair after the
+        whole history, so a later load, with more history, has it further on."""
+        later = after.data.split(b"\n")[1:]
+        at = 0
+        for number, line in enumerate(before.data.split(b"\n")[1:], start=2):
+            if not line:
+                continue
+            try:
+                at = later.index(line, at) + 1
+            except ValueError:
+                return Change(where=f"line {number}", line=number,
+                              detail=f"the later replay no longer holds, in order, {line[:120]!r}")
+        return None
 
     def format_problems(self, log: SessionLog) -> list[FormatProblem]:
         return []
@@ -85,6 +99,8 @@ class AcpReplayReader:
             raise LogDamaged(path, 1, "the first line is not an ACP replay header")
         header = lines[0].record
         prompts = [p for p in header.get("prompts", []) if isinstance(p, str) and p]
+        live = header.get("finished_live")
+        finished = set(live) if isinstance(live, list) else None
         events = Events()
         previous: str | None = None
         for line in lines[1:]:
@@ -102,9 +118,9 @@ class AcpReplayReader:
                 else:
                     events.add("assistant_message", line.number, text=text, tool_calls=[])
             elif kind == "tool_call":
-                _call(events, line)
+                _call(events, line, finished)
             elif kind == "tool_call_update" and line.record.get("status") in FINISHED:
-                _result(events, line)
+                _result(events, line, finished)
             previous = kind if isinstance(kind, str) else None
         return SessionLog(path=path, header=SessionHeader(session_id=header.get("sessionId"), raw=header),
                           events=tuple(events.items), torn_tail=torn, cut_records=cut)
@@ -117,7 +133,7 @@ def _under_header_of(before: Snapshot, after: Snapshot) -> Snapshot:
     return dataclasses.replace(after, data=head + b"\n" + rest)
 
 
-def _call(events: Events, line: Line) -> None:
+def _call(events: Events, line: Line, finished: set[str] | None) -> None:
     """A tool call: on the assistant message it follows in the same turn (one with no text
     when the agent said nothing before it), then as a ``tool_call`` of its own."""
     raw = line.record.get("rawInput")
@@ -135,10 +151,15 @@ def _call(events: Events, line: Line) -> None:
     events.add("tool_call", line.number, call_id=call["id"], name=call["name"], arguments=call["arguments"],
                status=line.record.get("status"))
     if line.record.get("status") in FINISHED:  # a call replayed whole, as one update
-        _result(events, line)
+        _result(events, line, finished)
 
 
-def _result(events: Events, line: Line) -> None:
+def _result(events: Events, line: Line, finished: set[str] | None) -> None:
+    """A finished call's result — unless the client never saw the call finish while the agent
+    ran (``finished_live``): then the agent was killed while it ran, and the result is the
+    repair the load made in memory, not a result the agent kept."""
+    if finished is not None and line.record.get("toolCallId") not in finished:
+        return
     status = line.record["status"]
     events.add("tool_result", line.number, call_id=line.record.get("toolCallId"),
                output=_text(line.record.get("content")), status=status, is_error=status == "failed")

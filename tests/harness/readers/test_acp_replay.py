@@ -71,3 +71,21 @@ def test_a_file_without_the_replay_header_is_refused_naming_it():
     bad = Snapshot(reader="acp-replay", path="x.jsonl", data=b'{"sessionUpdate": "user_message_chunk"}\n', mono_ns=1)
     with pytest.raises(LogDamaged, match="x.jsonl:1: the first line is not an ACP replay header"):
         READER.parse(bad)
+
+
+def test_a_result_for_a_call_never_seen_finishing_live_is_the_loads_repair_not_kept_history():
+    snap = replay(KILLED_THEN_RESUMED, ["Run the migration.", "What happened?"])
+    header, rest = snap.data.split(b"\n", 1)
+    record = json.loads(header)
+    record["finished_live"] = []  # the agent was killed while c2 ran: the client never saw it finish
+    log = READER.parse(Snapshot(reader="acp-replay", path=snap.path, data=json.dumps(record).encode() + b"\n" + rest,
+                                mono_ns=1))
+    assert log.of_type("tool_result") == [] and [e.get("call_id") for e in log.of_type("tool_call")] == ["c1", "c2"]
+
+
+def test_a_repair_replayed_after_more_history_is_not_a_loss():
+    repaired = done("c1", "failed")
+    first = replay([user("Run the migration."), call("c1"), repaired], ["Run the migration."])
+    later = replay([user("Run the migration."), call("c1"), user("Next."), agent("Done."), repaired],
+                   ["Run the migration.", "Next."])
+    assert READER.lost(first, later) is None
