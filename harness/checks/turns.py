@@ -304,6 +304,8 @@ def _settled_from_outside(obs: Observation, stop: StopDelivery, found: Findings)
                        and (until is None or s.mono_ns < until)), None)
     if settlement is not None and settlement.reason is not None:
         item = _settlement_item(settlement)
+        if obs.driver == "acp":  # the prompt's stopReason, as the transcript holds it
+            item["seen_in"] = "ACP transcript"
         exited = _exit_behind(obs, settlement)
         if exited is not None:  # a headless run's settlement is its exit code read by the profile's convention
             item["fact"] = exit_fact(exited)

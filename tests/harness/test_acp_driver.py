@@ -67,6 +67,7 @@ def test_a_conformant_agent_passes_what_acp_shows_of_stop(profile):
     settled = [i for i in c12.evidence.items if "settlement" in i]
     assert settled and all(i["settlement"].startswith("ACP transcript: session/prompt") for i in settled)
     assert {i["reason"] for i in settled} <= STOPPED_REASONS
+    assert all(i["seen_in"] == "ACP transcript" for i in settled) and c12.decided_by.value == "black-box"
     c1 = next(c for c in result.checks if c.check == "C1")
     assert all(i.get("seen_in") == "ACP transcript" for i in c1.evidence.items)
 
