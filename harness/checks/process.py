@@ -222,7 +222,8 @@ def _settled(obs: Observation, exit_: ProcessExit) -> tuple[str | None, Item | s
 @check("C9")
 def stop_means_stop(obs: Observation) -> CheckResult:
     """After Stop, no new model request reaches the server and no new tool process starts
-    until the next user input."""
+    until the next user input; over ACP, nothing more is sent for the stopped turn once its
+    prompt was answered (a ``session/update`` after the answer)."""
     stops = stops_seen(obs)
     if not stops:
         return result("C9", Outcome.SKIPPED, "no Stop reached a running turn")
@@ -241,6 +242,11 @@ def stop_means_stop(obs: Observation) -> CheckResult:
                 quiet = False
                 found.fail(BOX, f"tool window {window.window} started {(window.mono_ns - stop.mono_ns) / 1e6:.1f} ms "
                            f"after Stop, before {until}", window=window.window, pids=[p.pid for p in window.pids])
+        for late in [u for u in obs.updates if u.after_end and u.mono_ns > stop.mono_ns
+                     and (resume_ns is None or u.mono_ns < resume_ns)]:
+            quiet = False
+            found.fail(BOX, f"the agent went on with the stopped turn {late.turn} after it had ended: {late.how}",
+                       turn=late.turn, update=late.kind, seen_in="ACP transcript")
         if quiet:
             found.ok(BOX, stop=stop.how, phase=stop.phase, quiet_until=until)
     return found.result(f"nothing new started after {len(stops)} Stop(s)")

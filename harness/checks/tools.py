@@ -43,7 +43,8 @@ def pending_tool_calls_close(obs: Observation) -> CheckResult:
     Black-box: after a Stop inside a bash window, every PID the window reported (including the
     setsid escapee and the SIGTERM-ignorer) is gone, promptly, and the next model request
     carries a result for the stopped call; no window's process outlives its turn unless the
-    agent itself was killed (that is A2). Log: every call of a settled turn has a result, and
+    agent itself was killed (that is A2); over ACP, a call running at Stop is reported
+    ``failed``, never ``completed``. Log: every call of a settled turn has a result, and
     a call running when Stop or a timeout was requested has ``aborted: true``. A Stop whose
     window never opened proves nothing about trees, and is never a pass.
     """
@@ -89,6 +90,7 @@ def _judge_stop(obs: Observation, stop: StopDelivery, log: SessionLog | NoLog, f
     logged = isinstance(log, SessionLog) and _aborted_results(obs, log, _acted_at(log, stop), window.window,
                                                               stop.how, found)
     boxed = _result_sent(obs, stop, window.window, call_id, found)
+    _reported_stopped(obs, stop, found)
     if not (logged or boxed or found.failed):
         why = "no model request followed the Stop" if first_request_after(obs, stop.mono_ns) is None \
             else f"which call ran in window {window.window} is not known"
@@ -150,6 +152,24 @@ def _result_sent(obs: Observation, stop: StopDelivery, window: str, call_id: str
         return False
     found.ok(BOX, request_item(req, note=f"carries the result of the stopped call {call_id}"), window=window)
     return True
+
+
+def _reported_stopped(obs: Observation, stop: StopDelivery, found: Findings) -> None:
+    """Over ACP: each tool call still pending or in progress at Stop is reported ``failed``
+    afterwards (the protocol's word for a call that did not complete), never ``completed``."""
+    before = [u for u in obs.updates if u.kind == "tool_call" and u.mono_ns < stop.mono_ns]
+    running = {u.call_id: u.turn for u in before if u.status in ("pending", "in_progress")}
+    running = {c: t for c, t in running.items()
+               if not any(u.call_id == c and u.status in ("completed", "failed") for u in before)}
+    for call_id, turn in running.items():
+        after = [u for u in obs.updates if u.kind == "tool_call" and u.call_id == call_id and u.mono_ns >= stop.mono_ns]
+        item = {"call_id": call_id, "turn": turn, "statuses": [u.status for u in after], "seen_in": "ACP transcript"}
+        if any(u.status == "completed" for u in after):
+            found.fail(BOX, f"tool call {call_id}, running at Stop ({stop.how}), was reported completed", item)
+        elif after and after[-1].status == "failed":
+            found.ok(BOX, item, note=f"tool call {call_id}, running at Stop, was reported failed")
+        else:
+            found.note(item, note=f"tool call {call_id}, running at Stop, was never reported ended")
 
 
 def _outliving_windows(obs: Observation, stopped: set[str]) -> list[Item]:

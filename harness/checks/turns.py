@@ -52,11 +52,12 @@ def turn_ends_exactly_once(obs: Observation) -> CheckResult:
     delivered as SIGINT that it left to the default action (how its exit tells that is C8's);
     a second turn end, a turn started while another is open in the same process, or a turn
     left open while the process lived on are violations. Needs a store that records turn ends;
-    telling whether a death fell inside an open turn needs its events' monotonic times.
+    telling whether a death fell inside an open turn needs its events' monotonic times. Over
+    ACP, without such a store, the prompts' answers decide (``_prompts_answered``).
     """
     log = log_or_verdict(obs, "C1", Capability.TURN_ENDS)
     if isinstance(log, CheckResult):
-        return log
+        return _prompts_answered(obs) if obs.driver == "acp" and log.outcome is not Outcome.FAIL else log
     starts = log.of_type("turn_started")
     if not starts:
         return result("C1", Outcome.SKIPPED, "the log has no turn")
@@ -112,6 +113,40 @@ def turn_ends_exactly_once(obs: Observation) -> CheckResult:
                       [event_item(e) for e in untimed], needs_reader=True)
     return result("C1", Outcome.PASS, f"{len(starts)} turn(s); each ended once with a valid reason, or was open when "
                   "the agent was killed", [event_item(e) for e in log.of_type("turn_ended")])
+
+
+def _prompts_answered(obs: Observation) -> CheckResult:
+    """Over ACP a turn is a ``session/prompt`` and its end is that request's one response, so
+    the protocol shows what a store without turn ends cannot: each prompt was answered once,
+    with a ``stopReason`` of the protocol's set (the driver's settlement), or was open when the
+    agent was killed. A prompt never answered while the agent lived on fails."""
+    prompts = [i for i in obs.inputs if not i.queued]
+    if not prompts:
+        return result("C1", Outcome.SKIPPED, "no prompt was sent")
+    found = Findings("C1")
+    # Killed, or dead of a signal of its own; not ended by the client once the steps were over.
+    ends = sorted([k.mono_ns for k in obs.kills] + [e.ended_ns for e in obs.exits
+                                                     if e.signal is not None and e.expect != "ended"])
+    for number, prompt in enumerate(prompts, start=1):
+        until = prompts[number].mono_ns if number < len(prompts) else None
+        answers = [s for s in obs.settlements if s.mono_ns >= prompt.mono_ns and (until is None or s.mono_ns < until)]
+        item = {"turn": number, "prompt": prompt.text, "seen_in": "ACP transcript"}
+        if not answers:
+            gone = next((t for t in ends if t > prompt.mono_ns and (until is None or t < until)), None)
+            if gone is None:
+                found.fail(BOX, f"turn {number} ({prompt.text!r}) never ended: its session/prompt was never answered "
+                           "while the agent lived on", item)
+            else:
+                found.ok(BOX, item, note="open when the agent was killed")
+            continue
+        if len(answers) > 1:
+            found.fail(BOX, f"turn {number} ended {len(answers)} times", item, ends=[a.how for a in answers])
+        elif answers[0].reason not in TURN_END_REASONS:
+            found.fail(BOX, f"turn {number} ended with no reason of the closed set ({answers[0].how})", item)
+        else:
+            found.ok(BOX, item, ended=answers[0].how, reason=answers[0].reason)
+    return found.result(f"{len(prompts)} ACP prompt(s): each answered once with a stopReason of the protocol's set, "
+                        "or open when the agent was killed")
 
 
 def _open_in_a_kill_capture(obs: Observation, start: SessionEvent) -> bool:
@@ -269,6 +304,8 @@ def _settled_from_outside(obs: Observation, stop: StopDelivery, found: Findings)
                        and (until is None or s.mono_ns < until)), None)
     if settlement is not None and settlement.reason is not None:
         item = _settlement_item(settlement)
+        if obs.driver == "acp":  # the prompt's stopReason, as the transcript holds it
+            item["seen_in"] = "ACP transcript"
         exited = _exit_behind(obs, settlement)
         if exited is not None:  # a headless run's settlement is its exit code read by the profile's convention
             item["fact"] = exit_fact(exited)

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 # process tools (psutil, pexpect, pyte) are loaded by `run` alone
 # (tests/harness/test_cli_imports.py; benchmarks/startup_bench.py prints the start-up times).
 DEFAULT_RETRIES = 2  # harness.run.runner.DEFAULT_RETRIES, for --help without the runner (a test holds them equal)
-DRIVER_NAMES = "inproc, subprocess, terminal"  # harness.model.drivers.DRIVERS, for --help (a test holds them equal)
+DRIVER_NAMES = "inproc, subprocess, terminal, acp"  # model.drivers.DRIVERS, for --help (a test holds them equal)
 
 
 def _harness_error() -> type[Exception]:

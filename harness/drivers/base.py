@@ -84,6 +84,7 @@ class Driver(Protocol):
     def transcript(self) -> str: ...
     def processes(self) -> list[ProcRef]: ...
     def screens(self) -> list[dict[str, Any]]: ...  # the rendered screens kept (a terminal's), for the evidence
+    def protocol(self) -> dict[str, Any] | None: ...  # the protocol transcript kept (ACP's), for the evidence
     def fit_record(self) -> dict[str, Any]: ...  # the run's profile_fit record, as the evidence holds it
     def turn_running(self) -> bool: ...
     def text_since_input(self) -> str: ...
@@ -143,6 +144,11 @@ class DriverBase:
     def screens(self) -> list[dict[str, Any]]:
         """The rendered screens the run kept; only a terminal has a screen."""
         return []
+
+    def protocol(self) -> dict[str, Any] | None:
+        """The messages of a protocol the driver speaks with the agent (ACP), as evidence; None
+        for a driver that speaks none."""
+        return None
 
     def fit_record(self) -> dict[str, Any]:
         """The run's ``profile_fit`` record: what the driver noted, and whether the profile's

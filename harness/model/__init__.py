@@ -64,6 +64,7 @@ from harness.model.observation import (
     Restart,
     Settlement,
     StopDelivery,
+    TurnUpdate,
     UserInput,
     WindowObservation,
 )
@@ -133,6 +134,7 @@ __all__ = [
     "Settlement",
     "Snapshot",
     "StopDelivery",
+    "TurnUpdate",
     "TaskResult",
     "Tier",
     "TimelineMark",

@@ -22,6 +22,9 @@ class DriverSpec:
     process_per_turn: bool = False  # every turn is a process of its own, the next one resuming the session
     per_turn_timeout: bool = False  # a send may hand the agent its own per-turn timeout (--timeout T)
     can_queue: bool = True  # a message can be typed while a turn runs, and withdrawn
+    # The agent itself reports when its turn settled — an API's settled event, a protocol's answer
+    # to the prompt — so L1 runs from the Stop to that report.
+    reports_settlement: bool = False
 
     @property
     def can_kill(self) -> bool:
@@ -38,10 +41,12 @@ class DriverSpec:
 
 
 DRIVERS: dict[str, DriverSpec] = {spec.name: spec for spec in (
-    DriverSpec("inproc", "harness.drivers.inproc:InprocDriver", "inproc", in_process=True),
+    DriverSpec("inproc", "harness.drivers.inproc:InprocDriver", "inproc", in_process=True, reports_settlement=True),
     DriverSpec("subprocess", "harness.drivers.headless:HeadlessDriver", "headless", process_per_turn=True,
                per_turn_timeout=True, can_queue=False),
     DriverSpec("terminal", "harness.drivers.terminal:TerminalDriver", "interactive"),
+    # An ACP client: Stop is session/cancel, a turn ends with the prompt's answer, resume is session/load.
+    DriverSpec("acp", "harness.drivers.acp:AcpDriver", "acp", can_queue=False, reports_settlement=True),
 )}
 
 

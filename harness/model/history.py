@@ -18,12 +18,13 @@ from harness.model import (
     Restart,
     Settlement,
     StopDelivery,
+    TurnUpdate,
     UserInput,
     WindowObservation,
 )
 
-Entry = UserInput | StopDelivery | Settlement | AgentKill | Restart | ProcessExit | WindowObservation
-E = TypeVar("E", UserInput, StopDelivery, Settlement, AgentKill, Restart, ProcessExit, WindowObservation)
+Entry = UserInput | StopDelivery | Settlement | AgentKill | Restart | ProcessExit | WindowObservation | TurnUpdate
+E = TypeVar("E", UserInput, StopDelivery, Settlement, AgentKill, Restart, ProcessExit, WindowObservation, TurnUpdate)
 
 
 @dataclass

@@ -67,6 +67,22 @@ class Settlement:
 
 
 @dataclass(frozen=True)
+class TurnUpdate:
+    """What an agent told its protocol client about a turn (ACP's ``session/update``): a
+    tool call's status as it changed, and anything at all it sent for a turn after that
+    turn's settlement. ``turn`` counts the driver's turns from 1; ``how`` names the message
+    in the driver's transcript."""
+
+    mono_ns: int  # read off the agent's output
+    turn: int
+    kind: str  # "tool_call" (a call's status) or the update's own kind ("agent_message_chunk", …)
+    how: str
+    call_id: str | None = None
+    status: str | None = None  # pending, in_progress, completed, failed (or the agent's own word)
+    after_end: bool = False  # sent after the turn had settled
+
+
+@dataclass(frozen=True)
 class AgentKill:
     """A SIGKILL of the agent process at a beacon, with its store as it was right after."""
 
@@ -177,6 +193,7 @@ class Observation:
     restarts: tuple[Restart, ...] = ()
     exits: tuple[ProcessExit, ...] = ()
     windows: tuple[WindowObservation, ...] = ()
+    updates: tuple[TurnUpdate, ...] = ()  # what a protocol driver was told about turns (ACP)
     log_format: LogFormat | None = None  # None: the profile has no reader (black-box agent)
     log: SessionLog | None = None  # the final store, parsed
     log_snapshot: Snapshot | None = None  # the final store as it was taken (for the reader's ``lost``)

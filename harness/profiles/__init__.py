@@ -29,11 +29,16 @@ from harness.contract import EXIT_CODE_FOR_REASON, TURN_END_REASONS
 from harness.datafile import DataFileError, read_toml
 from harness.profiles import schema
 from harness.profiles.model import (
+    ACP_CANCELS,
+    ACP_PERMISSIONS,
+    ACP_READERS,
+    ACP_RESUME_METHODS,
     BUDGET_KEYS,
     KEY_NAMES,
     OPTIONS,
     PLACEHOLDERS,
     REGISTRIES,
+    AcpSpec,
     Budgets,
     CommandSpec,
     Install,
@@ -170,8 +175,9 @@ def parse_profile(data: Mapping[str, Any], path: str | Path = "<profile>") -> Pr
     adapters = c.adapters(raw)
     headless, exit_codes = c.headless(raw.headless)
     interactive = c.interactive(raw.interactive)
-    if not (headless or interactive or raw.inproc is not None):
-        c.fail("headless", "a profile needs at least one of [headless], [interactive], [inproc]")
+    acp = c.acp(raw.acp)
+    if not (headless or interactive or acp or raw.inproc is not None):
+        c.fail("headless", "a profile needs at least one of [headless], [interactive], [acp], [inproc]")
     files = c.files(raw.files, fresh_home=raw.fresh_home)
     env = c.environment(raw.env, "env")
     adapter_env = c.adapter_env(raw.adapter_env, adapters)
@@ -195,6 +201,7 @@ def parse_profile(data: Mapping[str, Any], path: str | Path = "<profile>") -> Pr
         headless=headless,
         exit_codes=exit_codes,
         interactive=interactive,
+        acp=acp,
         stop_signal=c.signal("stop.signal", raw.stop.signal),
         session=c.session(raw.session, chosen=_uses(data, "session_uuid")),
         streams=raw.streams,
@@ -367,6 +374,20 @@ class _Checker:
             exit_codes[reason] = code
         return CommandSpec(**spec, stdin=table.stdin, no_resume=table.no_resume), exit_codes
 
+    def acp(self, table: schema.AcpTable | None) -> AcpSpec | None:
+        """``[acp]``: the command, and each choice from its closed set."""
+        if table is None:
+            return None
+        spec = AcpSpec(**self.command(schema.CommandTable(command=table.command,
+                                                          adapter_options=table.adapter_options), "acp"),
+                       cancel=self.one_of("acp.cancel", table.cancel, list(ACP_CANCELS)),
+                       resume_method=self.one_of("acp.resume_method", table.resume_method, list(ACP_RESUME_METHODS)),
+                       permission=self.one_of("acp.permission", table.permission, list(ACP_PERMISSIONS)),
+                       reader=self.one_of("acp.reader", table.reader, list(ACP_READERS)))
+        if table.client_capabilities is not None:
+            spec = dataclasses.replace(spec, client_capabilities=table.client_capabilities)
+        return spec
+
     def interactive(self, table: schema.InteractiveTable | None) -> Interactive | None:
         if table is None:
             return None
@@ -500,7 +521,7 @@ def _uses(data: Mapping[str, Any], placeholder: str) -> bool:
             for v in value.values():
                 walk(v)
 
-    for section in ("headless", "interactive"):
+    for section in ("headless", "interactive", "acp"):
         walk(data.get(section, {}))
     return found
 

@@ -101,6 +101,28 @@ class Interactive(CommandSpec):
     busy_regex: str = ""
 
 
+# ACP: how Stop is sent, how a session is taken up again after a kill, and how a tool's
+# permission request is answered (docs/acp.md).
+ACP_CANCELS = ("session/cancel", "$/cancel_request")
+ACP_RESUME_METHODS = ("session/load", "session/resume")
+ACP_PERMISSIONS = ("allow", "reject")
+# Which store the log checks read on an acp run: what session/load replays (any ACP agent), or
+# the agent's own store through the profile's log_reader.
+ACP_READERS = ("acp-replay", "native")
+
+
+@dataclass(frozen=True)
+class AcpSpec(CommandSpec):
+    """The agent's ACP server command (JSON-RPC over its stdio) and how the client plays it."""
+
+    cancel: str = "session/cancel"
+    resume_method: str = "session/load"
+    permission: str = "allow"
+    reader: str = "acp-replay"
+    client_capabilities: Mapping[str, Any] = field(default_factory=lambda: {
+        "fs": {"readTextFile": False, "writeTextFile": False}, "terminal": False})
+
+
 @dataclass(frozen=True)
 class Budgets:
     """How long each kind of step may take with this agent, in seconds: the failsafes a step
@@ -176,6 +198,7 @@ class Profile:
     headless: CommandSpec | None = None
     exit_codes: Mapping[str, int] = field(default_factory=dict)
     interactive: Interactive | None = None
+    acp: AcpSpec | None = None
     stop_signal: int = signal.SIGINT
     agent: str | None = None  # the installable agent (a built-in profile with [install]) this profile drives
     install: Install | None = None  # [install]: this profile is an installable agent itself
@@ -207,7 +230,8 @@ class Profile:
     def drivers(self) -> list[str]:
         """The drivers this profile can be driven by: those whose section it has
         (``harness.model.drivers``)."""
-        sections = {"inproc": self.inproc_factory, "headless": self.headless, "interactive": self.interactive}
+        sections = {"inproc": self.inproc_factory, "headless": self.headless, "interactive": self.interactive,
+                    "acp": self.acp}
         return [name for name, spec in DRIVERS.items() if sections.get(spec.section)]
 
 

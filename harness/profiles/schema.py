@@ -54,6 +54,18 @@ class InteractiveTable(CommandTable, frozen=True, forbid_unknown_fields=True):
     match_on: str = "stream"
 
 
+class AcpTable(_Table, frozen=True, forbid_unknown_fields=True):
+    """[acp]: the agent's ACP server command and how the client plays it (docs/acp.md)."""
+
+    command: list[str] = []
+    adapter_options: dict[str, Any] = {}
+    cancel: str = "session/cancel"
+    resume_method: str = "session/load"
+    permission: str = "allow"
+    reader: str = "acp-replay"
+    client_capabilities: dict[str, Any] | None = None
+
+
 class StopTable(_Table, frozen=True, forbid_unknown_fields=True):
     signal: str = "SIGINT"
 
@@ -123,6 +135,7 @@ class ProfileFile(_Table, frozen=True, forbid_unknown_fields=True):
     not_run: dict[str, Any] = {}
     headless: HeadlessTable | None = None
     interactive: InteractiveTable | None = None
+    acp: AcpTable | None = None
     inproc: InprocTable | None = None
     stop: StopTable = StopTable()
     watchdog: WatchdogTable = WatchdogTable()
@@ -137,8 +150,9 @@ class ProfileFile(_Table, frozen=True, forbid_unknown_fields=True):
 
 # The Struct of each table, by the key it sits under (``files``: each [[files]] entry).
 TABLES: dict[str, type[msgspec.Struct]] = {
-    "headless": HeadlessTable, "interactive": InteractiveTable, "stop": StopTable, "watchdog": WatchdogTable,
-    "session": SessionTable, "inproc": InprocTable, "failpoints": FailpointsTable, "repair": RepairTable,
+    "headless": HeadlessTable, "interactive": InteractiveTable, "acp": AcpTable, "stop": StopTable,
+    "watchdog": WatchdogTable, "session": SessionTable, "inproc": InprocTable, "failpoints": FailpointsTable,
+    "repair": RepairTable,
     "timeouts": TimeoutsTable, "finish_action": FinishActionTable, "shell": ShellTable, "files": FileTable,
     "install": Install,
 }

@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from importlib.metadata import EntryPoint, entry_points
 
+from harness.readers.acp_replay import NAME as ACP_REPLAY
+from harness.readers.acp_replay import AcpReplayReader
 from harness.readers.base import (
     CannotDamage,
     Damage,
@@ -107,7 +109,7 @@ def _load_plugin(point: EntryPoint, known: Mapping[str, Reader]) -> tuple[Reader
 
 READERS = _Registry((ContractV1Reader(), CodexRolloutReader(), ClaudeCodeReader(), QwenCodeReader(), OpenCodeReader(),
                      PiReader(), CopilotReader(), KiloReader(), ContinueReader(), GeminiCliReader(),
-                     KimiCliReader(), LlmLogsReader(), GptmeReader(), OpenHandsReader()))
+                     KimiCliReader(), LlmLogsReader(), GptmeReader(), OpenHandsReader(), AcpReplayReader()))
 
 
 def reader_names() -> list[str]:
@@ -132,6 +134,7 @@ def get_reader(name: str) -> Reader | None:
 
 
 __all__ = [
+    "ACP_REPLAY",
     "NO_READER",
     "PLUGIN_GROUP",
     "READERS",

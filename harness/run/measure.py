@@ -26,7 +26,9 @@ def timed_latencies(item: WorkItem, agent: str, obs: Observation) -> list[tuple[
     records = obs.records
     # L1 and L2 are aborts mid-stream; a Stop inside a tool is timed by L3 (the tree kill).
     for stop in (s for s in obs.stops if s.exercised and s.phase == "stream"):
-        if DRIVERS[item.driver].in_process:  # the settlement the API reported, stamped when the agent settled
+        # The settlement the agent itself reported — the API's settled event, stamped when the
+        # agent settled; over ACP the prompt's answer, stamped when it was read.
+        if DRIVERS[item.driver].reports_settlement:
             after = [s.mono_ns for s in obs.settlements if s.mono_ns >= stop.mono_ns]
             if after:
                 add("L1", after[0] - stop.mono_ns, start_ns=stop.mono_ns)

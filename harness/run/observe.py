@@ -24,6 +24,7 @@ from harness.model import (
     Restart,
     Settlement,
     StopDelivery,
+    TurnUpdate,
     UserInput,
     WindowObservation,
 )
@@ -44,7 +45,7 @@ def observe(item: WorkItem, profile: Profile, *, history: History, records: tupl
         task=item.variant, agent=profile.name, adapter=item.adapter, driver=item.driver, api_key=api_key,
         records=records, inputs=history.of(UserInput), stops=stops, settlements=history.of(Settlement),
         kills=history.of(AgentKill), restarts=history.of(Restart), exits=history.of(ProcessExit),
-        windows=history.of(WindowObservation), log_format=reader,
+        windows=history.of(WindowObservation), updates=history.of(TurnUpdate), log_format=reader,
         log=final.log if final else None, log_snapshot=final.snapshot if final else None,
         log_error=final.error if final else None,
         log_version_unknown=final.version_unknown if final else False, log_path=log_path,

@@ -50,7 +50,7 @@ from harness.model.history import History
 from harness.model.tracebacks import frame_lines
 from harness.offline import HostNetwork, open_network
 from harness.profiles import BUILTIN_DIR, Profile
-from harness.readers import get_reader
+from harness.readers import ACP_REPLAY, get_reader
 from harness.run.measure import timed_latencies
 from harness.run.observe import observe
 from harness.run.planning import WorkItem
@@ -205,7 +205,9 @@ async def _run_contained(profile: Profile, item: WorkItem, dirs: RunDirs, contai
     t0_ns = time.monotonic_ns()
     api_key = canary_key()
     history = History()
-    reader = get_reader(profile.log_reader)
+    # Over ACP the durable history is what a session/load replays, unless the profile reads the agent's own store.
+    replay = item.driver == "acp" and profile.acp is not None and profile.acp.reader == ACP_REPLAY
+    reader = get_reader(ACP_REPLAY if replay else profile.log_reader)
     outlived: EndReport | None = None
     driver: Driver | None = None
     window_refs: list[ProcRef] = []
@@ -421,8 +423,8 @@ def _evidence(profile: Profile, item: WorkItem, obs: Observation, final: LogCapt
 
 def _seen(result: TaskResult, driver: Driver | None) -> TaskResult:
     """``result`` with what the driver saw on every path a run ends by: the session the
-    profile's rules named (and which rule), a terminal's rendered screens, and whether the
-    profile fit the agent (``profile_fit``)."""
+    profile's rules named (and which rule), a terminal's rendered screens, the ACP transcript,
+    and whether the profile fit the agent (``profile_fit``)."""
     if driver is None:
         return result
     seen: dict[str, object] = {"profile_fit": driver.fit_record()}
@@ -430,6 +432,8 @@ def _seen(result: TaskResult, driver: Driver | None) -> TaskResult:
         seen["session"] = {"id": driver.session_id, "found_by": driver.session_found_by}
     if screens := driver.screens():
         seen["screens"] = screens
+    if (protocol := driver.protocol()) is not None:
+        seen["acp"] = protocol
     return dataclasses.replace(result, evidence={**result.evidence, **seen})
 
 

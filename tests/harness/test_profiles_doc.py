@@ -19,7 +19,8 @@ EXAMPLES = re.findall(r"^```toml\n(.*?)^```$", TEXT, flags=re.S | re.M)
 REFERENCE = TEXT[TEXT.index("## Reference"):TEXT.index("\n## ", TEXT.index("## Reference") + 1)]
 # Tables whose keys are the author's own names (variables, adapters, tasks, reasons), not the reference's.
 FREE_FORM = {"env", "adapter_env", "not_run", "headless.exit_codes", "headless.adapter_options",
-             "interactive.adapter_options", "finish_action.arguments"}
+             "interactive.adapter_options", "finish_action.arguments", "acp.adapter_options",
+             "acp.client_capabilities"}
 
 
 def reference_keys() -> set[str]:

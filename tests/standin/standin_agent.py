@@ -28,6 +28,7 @@ import ssl
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections import namedtuple
 from pathlib import Path
@@ -68,6 +69,15 @@ FAULTS = {
     "lose-partial": (["C5"], "on Stop mid-stream, discard the text streamed so far"),
     "request-after-stop": (["C9"], "after Stop mid-stream, send one more model request before exiting"),
     "blank-fork": (["C7"], "on resume, start a blank conversation instead of continuing the session"),
+}
+# The fault switches of the ACP mode (--acp; --acp --list-faults lists these).
+ACP_FAULTS = {
+    "acp-cancel-end-turn": (["C12"], "answer a cancelled prompt with stopReason end_turn"),
+    "acp-update-after-cancel": (["C9"], "send one more session/update for a cancelled turn after answering it"),
+    "acp-prompt-hangs": (["C1"], "never answer a cancelled prompt"),
+    "acp-stopped-tool-completed": (["C3"], "report a tool call stopped by a cancel as completed"),
+    "acp-load-forgets-killed": (["C11"], "session/load replays no turn that a kill left unfinished"),
+    "acp-no-load": (["C7"], "advertise loadSession but answer session/load with -32601"),
 }
 
 SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
@@ -1069,6 +1079,280 @@ def resume_note(doc: dict, cwd: str, reaped: int) -> str:
 # --- the command line ------------------------------------------------------------------------------
 
 
+# --- ACP mode: the Agent Client Protocol on stdin/stdout (JSON-RPC 2.0, one message a line) --------
+
+
+METHOD_NOT_FOUND = -32601
+STOP_REASONS = {"completed": "end_turn", "aborted": "cancelled", "interrupted": "cancelled",
+                "max_tokens": "max_tokens", "error": "refusal"}
+
+
+class AcpAgent(Agent):
+    """A session's agent whose output is ``session/update`` notifications, not stdout; each
+    bash call is reported as an ACP tool call, after asking the client's permission."""
+
+    def __init__(self, server: AcpServer, session_id: str, doc: dict, path: Path, cfg: argparse.Namespace,
+                 key: str, faults: set[str]):
+        super().__init__(doc, path, cfg, key, Stopper(None, None), faults)
+        self.server, self.session_id = server, session_id
+        self.note: str | None = None  # the resume note for the next prompt, after a load
+
+    def echo(self, text: str) -> None:
+        self.printed += text
+        self.server.update(self.session_id, {"sessionUpdate": "agent_message_chunk",
+                                             "content": {"type": "text", "text": text}})
+
+    def run_tool(self, call: dict) -> None:
+        cid = call["id"]
+        try:
+            args = json.loads(call["function"]["arguments"] or "{}")
+        except ValueError:
+            args = None
+        tool = {"toolCallId": cid, "title": call["function"]["name"], "kind": "execute", "rawInput": args}
+        self.server.update(self.session_id, {"sessionUpdate": "tool_call", "status": "pending", **tool})
+        allowed = self.server.permission(self.session_id, tool, self.stop)
+        if not allowed:
+            self.answer(cid, "[not run: permission was not given]", aborted=True)
+        else:
+            self.server.update(self.session_id, {"sessionUpdate": "tool_call_update", "toolCallId": cid,
+                                                 "status": "in_progress"})
+            super().run_tool(call)
+        if self.stop.requested() and os.environ.get("STANDIN_ACP_ASK_AFTER_CANCEL") == "yes":
+            # asked once more for the stopped call (a client must answer "cancelled"), waiting for the answer
+            self.server.permission(self.session_id, tool, Stopper(None, None))
+        result = self.doc["messages"][-1]
+        failed = result.get("aborted") and "acp-stopped-tool-completed" not in self.faults
+        self.server.update(self.session_id, {
+            "sessionUpdate": "tool_call_update", "toolCallId": cid, "status": "failed" if failed else "completed",
+            "content": [{"type": "content", "content": {"type": "text", "text": result.get("content") or ""}}]})
+
+
+class AcpServer:
+    """Reads requests on stdin (the main thread); a prompt runs in a thread of its own, so a
+    ``session/cancel`` read meanwhile wakes it through its Stopper's pipe."""
+
+    def __init__(self, args: argparse.Namespace, key: str, faults: set[str], store: Path):
+        self.args, self.key, self.faults, self.store = args, key, faults, store
+        self.lock = threading.Lock()
+        self.agents: dict[str, AcpAgent] = {}
+        self.turn: tuple[threading.Thread, str, object] | None = None  # thread, session id, prompt request id
+        self.next_id = 0
+        self.waiting: dict[int, tuple[int, list]] = {}  # our request id → (pipe to wake, [response])
+
+    # the wire
+    def send(self, message: dict, *more: dict) -> None:
+        """Messages in one write (a client reads them together)."""
+        line = "".join(json.dumps({"jsonrpc": "2.0", **m}, ensure_ascii=False) + "\n" for m in (message, *more))
+        with self.lock:
+            try:
+                sys.stdout.write(line)
+                sys.stdout.flush()
+            except OSError:
+                pass
+
+    def update(self, session_id: str, update: dict) -> None:
+        self.send({"method": "session/update", "params": {"sessionId": session_id, "update": update}})
+
+    def permission(self, session_id: str, tool: dict, stop: Stopper) -> bool:
+        """Ask the client; False when it rejects or cancels, or the turn is stopped meanwhile."""
+        r, w = os.pipe()
+        answer: list = []
+        with self.lock:
+            self.next_id += 1
+            number = self.next_id
+            self.waiting[number] = (w, answer)
+        options = [{"optionId": "allow", "name": "Allow", "kind": "allow_once"},
+                   {"optionId": "reject", "name": "Reject", "kind": "reject_once"}]
+        self.send({"id": number, "method": "session/request_permission",
+                   "params": {"sessionId": session_id, "toolCall": tool, "options": options}})
+        try:
+            stop.wait(r, select.POLLIN)
+        except Stopped:
+            return False
+        finally:
+            os.close(r)
+            with self.lock:
+                self.waiting.pop(number, None)
+            os.close(w)
+        outcome = (answer[0].get("result") or {}).get("outcome") if answer and isinstance(answer[0], dict) else None
+        return isinstance(outcome, dict) and outcome.get("optionId") == "allow"
+
+    # requests
+    def serve(self) -> int:
+        for line in sys.stdin:
+            if not line.strip():
+                continue
+            try:
+                message = json.loads(line)
+            except ValueError:
+                self.send({"id": None, "error": {"code": -32700, "message": "not JSON"}})
+                continue
+            if not isinstance(message, dict):
+                continue
+            if "method" not in message:
+                self.answered(message)
+                continue
+            try:
+                result = self.handle(message["method"], message.get("params") or {}, message.get("id"))
+            except Fatal as exc:
+                result = {"error": {"code": -32603, "message": str(exc)}}
+            if "id" in message and result is not None:
+                self.send({"id": message["id"], **result})
+        running = self.turn
+        if running is not None:  # stdin closed mid-turn: stop it, give it a moment, go
+            self.agents[running[1]].stop.request("eof")
+            running[0].join(5)
+        return 0
+
+    def answered(self, message: dict) -> None:
+        with self.lock:
+            waiting = self.waiting.get(message.get("id"))
+        if waiting is not None:
+            waiting[1].append(message)
+            os.write(waiting[0], b"!")
+
+    def handle(self, method: str, params: dict, request_id) -> dict | None:
+        """A request's response ({"result": …} or {"error": …}); None: answered later, or a notification."""
+        if method == "initialize" and os.environ.get("STANDIN_ACP_NOISE") == "yes":
+            with self.lock:  # a stray print and an answer to nothing: a client must survive both
+                sys.stdout.write('debug: starting\n{"jsonrpc": "2.0", "id": 999, "result": {}}\n')
+                sys.stdout.flush()
+        if method == "initialize":
+            return {"result": {"protocolVersion": 1, "authMethods": [], "agentInfo": {"name": "standin",
+                                                                                      "version": VERSION},
+                               "agentCapabilities": {"loadSession": True,
+                                                     "sessionCapabilities": {"close": {}, "resume": {}},
+                                                     "promptCapabilities": {}}}}
+        if method == "session/new" and os.environ.get("STANDIN_ACP_AUTH") == "required":
+            return {"error": {"code": -32000, "message": "Authentication required"}}
+        if method == "session/new":
+            doc = new_session(os.path.abspath(params.get("cwd") or self.args.cwd or os.getcwd()), self.args.model)
+            self.store.mkdir(parents=True, exist_ok=True, mode=0o700)
+            path = self.store / f"{doc['id']}.json"
+            save_document(path, doc)
+            self.agents[doc["id"]] = AcpAgent(self, doc["id"], doc, path, self.config(doc), self.key, self.faults)
+            self.send({"id": request_id, "result": {"sessionId": doc["id"]}}, {
+                "method": "session/update", "params": {"sessionId": doc["id"], "update": {
+                    "sessionUpdate": "available_commands_update", "availableCommands": []}}})
+            return None  # answered, with the session's commands right after
+        if method == "session/load":
+            if "acp-no-load" in self.faults:
+                return {"error": {"code": METHOD_NOT_FOUND, "message": "session/load is not implemented"}}
+            return self.take_up(str(params.get("sessionId")), replay=True)
+        if method == "session/resume":  # as a load, without the replay
+            return self.take_up(str(params.get("sessionId")), replay=False)
+        if method == "session/prompt":
+            return self.prompt(params, request_id)
+        if method == "session/cancel":
+            self.cancel(lambda session, _: session == params.get("sessionId"))
+            return None
+        if method == "$/cancel_request":
+            self.cancel(lambda _, prompt_id: prompt_id == params.get("requestId"))
+            return None
+        if method == "session/close":
+            self.agents.pop(str(params.get("sessionId")), None)
+            return {"result": {}}
+        return {"error": {"code": METHOD_NOT_FOUND, "message": f"{method} is not a method"}} if request_id else None
+
+    def take_up(self, session_id: str, *, replay: bool) -> dict:
+        doc, path = load_session(self.store, session_id)
+        agent = AcpAgent(self, doc["id"], doc, path, self.config(doc), self.key, self.faults)
+        if replay:
+            self.replay(agent)
+        agent.note = resume_note(doc, agent.cfg.cwd, reap_leftovers(doc))
+        self.agents[doc["id"]] = agent
+        return {"result": {}}
+
+    def config(self, doc: dict) -> argparse.Namespace:
+        return argparse.Namespace(**{**vars(self.args), "cwd": doc["cwd"]})
+
+    def cancel(self, matches) -> None:
+        running = self.turn
+        if running is not None and matches(running[1], running[2]):
+            self.agents[running[1]].stop.request("cancel")
+
+    def prompt(self, params: dict, request_id) -> dict | None:
+        agent = self.agents.get(str(params.get("sessionId")))
+        if agent is None:
+            return {"error": {"code": -32602, "message": f"no session {params.get('sessionId')!r}"}}
+        if self.turn is not None:
+            return {"error": {"code": -32600, "message": "a prompt is already running"}}
+        text = "".join(b.get("text", "") for b in params.get("prompt") or [] if isinstance(b, dict))
+        agent.stop, agent.printed = Stopper(None, None), ""
+        thread = threading.Thread(target=self.run_turn, args=(agent, text, request_id), daemon=True)
+        self.turn = (thread, agent.session_id, request_id)
+        thread.start()
+        return None
+
+    def run_turn(self, agent: AcpAgent, text: str, request_id) -> None:
+        note, agent.note = agent.note, None
+        outcome, cause = agent.turn(text, note)
+        self.turn = None  # over before it is answered: the client may send the next prompt at once
+        if outcome != "completed":
+            say(f"turn {outcome}: {cause}")
+        cancelled = outcome in ("aborted", "interrupted")
+        if cancelled and "acp-prompt-hangs" in self.faults:
+            return
+        reason = "end_turn" if cancelled and "acp-cancel-end-turn" in self.faults else STOP_REASONS[outcome]
+        late = []
+        if cancelled and "acp-update-after-cancel" in self.faults:  # flushed with the answer, right after it
+            late = [{"method": "session/update", "params": {"sessionId": agent.session_id, "update": {
+                "sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "(one more thing)"}}}}]
+        # The session's own update, as real agents send it after a turn: no part of the turn.
+        commands = {"method": "session/update", "params": {"sessionId": agent.session_id, "update": {
+            "sessionUpdate": "available_commands_update", "availableCommands": []}}}
+        self.send({"id": request_id, "result": {"stopReason": reason}}, *late, commands)
+
+    def replay(self, agent: AcpAgent) -> None:
+        """The session's history as updates, before the load is answered."""
+        doc = agent.doc
+        messages = doc["messages"]
+        forgotten: set[int] = set()
+        if "acp-load-forgets-killed" in self.faults:
+            turns = doc["turns"]
+            for i, turn in enumerate(turns):
+                if turn.get("ended") is None:
+                    end = turns[i + 1]["first_message"] if i + 1 < len(turns) else len(messages)
+                    forgotten.update(range(turn["first_message"], end))
+        for i, m in enumerate(messages):
+            if i in forgotten or m["role"] == "system":
+                continue
+            content = {"type": "text", "text": m.get("content") or ""}
+            if m["role"] == "user":
+                agent.server.update(agent.session_id, {"sessionUpdate": "user_message_chunk", "content": content})
+            elif m["role"] == "assistant":
+                if m.get("content"):
+                    agent.server.update(agent.session_id, {"sessionUpdate": "agent_message_chunk",
+                                                           "content": content})
+                for call in m.get("tool_calls") or []:
+                    try:
+                        args = json.loads(call["function"]["arguments"] or "{}")
+                    except ValueError:
+                        args = None
+                    agent.server.update(agent.session_id, {
+                        "sessionUpdate": "tool_call", "toolCallId": call["id"], "title": call["function"]["name"],
+                        "kind": "execute", "status": "pending", "rawInput": args})
+            elif m["role"] == "tool":
+                agent.server.update(agent.session_id, {
+                    "sessionUpdate": "tool_call_update", "toolCallId": m.get("tool_call_id"),
+                    "status": "failed" if m.get("aborted") else "completed",
+                    "content": [{"type": "content", "content": content}]})
+
+
+def acp_main(args: argparse.Namespace) -> int:
+    try:
+        faults = parse_faults(os.environ.get("STANDIN_FAULTS", ""), ACP_FAULTS)
+        key = os.environ.get("STANDIN_API_KEY", "")
+        if not key:
+            raise Fatal("no API key: set STANDIN_API_KEY")
+    except Fatal as exc:
+        say(f"error: {exc}")
+        return 2
+    become_subreaper()
+    store = Path(args.store).expanduser().absolute() if args.store else default_store()
+    return AcpServer(args, key, faults, store).serve()
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="standin_agent.py", description=__doc__.split("\n")[0])
     parser.add_argument("--base-url", default=os.environ.get("STANDIN_BASE_URL", "https://api.openai.com/v1"))
@@ -1081,20 +1365,21 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help=argparse.SUPPRESS)
     parser.add_argument("--version", action="version", version=VERSION)
     parser.add_argument("--list-faults", action="store_true", help="print the fault switches as JSON and exit")
+    parser.add_argument("--acp", action="store_true", help="serve the Agent Client Protocol on stdin/stdout")
     parser.add_argument("prompt", nargs="?")
     args = parser.parse_args(argv)
-    if not args.list_faults and not args.prompt:
+    if not args.list_faults and not args.acp and not args.prompt:
         parser.error("a PROMPT is required")
     if args.timeout is not None and not args.timeout > 0:
         parser.error("--timeout must be a positive number of seconds")
     return args
 
 
-def parse_faults(text: str) -> set[str]:
+def parse_faults(text: str, known: dict = FAULTS) -> set[str]:
     faults = {f.strip() for f in text.split(",") if f.strip()}
-    unknown = sorted(faults - set(FAULTS))
+    unknown = sorted(faults - set(known))
     if unknown:
-        raise Fatal(f"unknown fault {unknown[0]!r} in STANDIN_FAULTS (known: {', '.join(FAULTS)})")
+        raise Fatal(f"unknown fault {unknown[0]!r} in STANDIN_FAULTS (known: {', '.join(known)})")
     return faults
 
 
@@ -1138,8 +1423,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.list_faults:
         print(json.dumps({name: {"checks": checks, "description": text}
-                          for name, (checks, text) in FAULTS.items()}, indent=1))
+                          for name, (checks, text) in (ACP_FAULTS if args.acp else FAULTS).items()}, indent=1))
         return 0
+    if args.acp:
+        return acp_main(args)
     stopper = Stopper(began + args.timeout if args.timeout else None, args.timeout)
     try:
         dies = setting("STANDIN_ON_STOP", ON_STOP) == "die"
