@@ -37,11 +37,11 @@ CATALOG: dict[str, tuple[tuple[str, ...], str]] = {
     "lose-inbox": (("C6",), "queued inbox items are silently forgotten when a turn is stopped or the session reloads"),
     "leak-api-key": (("C13",), "the API key is written into the session header"),
     "resume-forks": (("C7",), "--resume/--continue starts a new blank session instead"),
-    "acp-cancel-ends-turn": (("C8",), "acp: a prompt stopped by session/cancel answers end_turn, not cancelled"),
+    "acp-cancel-ends-turn": (("C12",), "acp: a prompt stopped by session/cancel answers end_turn, not cancelled"),
     "acp-updates-after-cancel": (("C9",), "acp: the updates a cancelled turn sends after session/cancel (the stopped "
                                           "tool's failed tool_call_update) come after the prompt's response"),
     "acp-prompt-never-resolves": (("C1",), "acp: a prompt stopped by session/cancel never gets a response"),
-    "acp-load-forgets-interrupted": (("C7",), "acp: session/load replays every turn except the stopped or "
+    "acp-load-forgets-interrupted": (("C11",), "acp: session/load replays every turn except the stopped or "
                                               "interrupted ones"),
 }
 

@@ -183,3 +183,11 @@ def event_of(kind: str, *, seq: int, line: int, mono_ns: int | None = None, turn
         canonical[f.name] = tuple(value) if f.name in _SEQUENCES and isinstance(value, list | tuple) else value
     return cast(SessionEvent, cls(seq=seq, line=line, mono_ns=mono_ns, turn=turn, data=data, where=where,
                                   derived=derived, **canonical))
+
+
+def with_data(event: SessionEvent, data: Mapping[str, Any]) -> SessionEvent:
+    """``event`` with its record grown to ``data`` (a reader joining chunks into one message),
+    its canonical fields made again from it: never ``dataclasses.replace(event, data=…)``,
+    which would leave them as they were."""
+    return event_of(event.type, seq=event.seq, line=event.line, mono_ns=event.mono_ns, turn=event.turn, data=data,
+                    where=event.where, derived=event.derived)

@@ -26,9 +26,10 @@ replayed update                              canonical event
 anything else (thoughts, plans, modes)       not mapped
 ==========================================  ===================================================
 
-A replay carries no times, no turn ends, no Stop requests and no interrupted flags, so the
-capabilities are empty: checks that need those answer ``unknown`` naming them, and judge
-the rest (what was kept, in which order, under which session).
+A replay carries no times, no turn ends, no Stop requests and no interrupted flags: checks
+that need those answer ``unknown`` naming them, and judge the rest (what was kept, in which
+order, under which session). Its format rules are the protocol's: a tool call is announced
+once, and a status update names a call announced before it (C10).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ import json
 from typing import Any
 
 from harness.model import Capability, Change, FormatProblem, LogCapture, SessionHeader, SessionLog, Snapshot
+from harness.model.events import with_data
 from harness.readers.base import (
     CannotDamage,
     Damage,
@@ -56,7 +58,7 @@ class AcpReplayReader:
     never torn, never continued, and has no damage of its own."""
 
     name = NAME
-    capabilities: frozenset[Capability] = frozenset()
+    capabilities: frozenset[Capability] = frozenset({Capability.FORMAT_RULES})
     damage_kinds: frozenset[str] = frozenset()
     agent_versions = "any ACP agent that advertises loadSession (protocol version 1)"
 
@@ -87,7 +89,20 @@ class AcpReplayReader:
         return None
 
     def format_problems(self, log: SessionLog) -> list[FormatProblem]:
-        return []
+        """The rules of a replay as the protocol states them: a tool call is announced once,
+        and every update of a call's status names a call the replay announced before it."""
+        problems, announced = [], set()
+        for event in log.events:
+            call_id = event.get("call_id")
+            if event.type == "tool_call":
+                if call_id in announced:
+                    problems.append(FormatProblem(f"line {event.line}: tool call {call_id!r} is announced twice",
+                                                  line=event.line, event=event))
+                announced.add(call_id)
+            elif event.type == "tool_result" and call_id not in announced:
+                problems.append(FormatProblem(f"line {event.line}: an update of tool call {call_id!r}, which the "
+                                              "replay never announced", line=event.line, event=event))
+        return problems
 
     def continuation_problems(self, before: LogCapture, after: SessionLog) -> list[FormatProblem]:
         return []
@@ -146,8 +161,7 @@ def _call(events: Events, line: Line, finished: set[str] | None) -> None:
     else:
         owner = next(i for i in range(len(events.items) - 1, -1, -1) if events.items[i].type == "assistant_message")
         last = events.items[owner]
-        events.items[owner] = dataclasses.replace(last, data={**last.data, "tool_calls": [*last.data["tool_calls"],
-                                                                                          call]})
+        events.items[owner] = with_data(last, {**last.data, "tool_calls": [*last.data["tool_calls"], call]})
     events.add("tool_call", line.number, call_id=call["id"], name=call["name"], arguments=call["arguments"],
                status=line.record.get("status"))
     if line.record.get("status") in FINISHED:  # a call replayed whole, as one update
@@ -168,7 +182,7 @@ def _result(events: Events, line: Line, finished: set[str] | None) -> None:
 def _extend(events: Events, key: str, text: str) -> None:
     """Add a chunk's text to the event the run of chunks began (replaced: events are frozen)."""
     last = events.items[-1]
-    events.items[-1] = dataclasses.replace(last, data={**last.data, key: str(last.data.get(key, "")) + text})
+    events.items[-1] = with_data(last, {**last.data, key: str(last.data.get(key, "")) + text})
 
 
 def _text(content: Any) -> str:

@@ -39,7 +39,6 @@ requests, tool starts, partial text (a stream cut off leaves nothing), step sett
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from typing import Any
 
@@ -51,6 +50,7 @@ from harness.model import (
     SessionLog,
     Snapshot,
 )
+from harness.model.events import with_data
 from harness.readers.base import LogDamaged, UnknownVersion
 from harness.readers.jsonl import Events, JsonlStore, Line, text_of
 
@@ -210,7 +210,7 @@ def _extend(event: SessionEvent, message: dict, line: Line, events: Events, extr
     data["text"] = data["text"] + text_of(blocks)
     data["tool_calls"] = [*data["tool_calls"], *(_canonical(c) for c in calls)]
     data["finish_reason"] = message.get("stop_reason") or data["finish_reason"]
-    grown = dataclasses.replace(event, data=data)
+    grown = with_data(event, data)
     events.items[events.items.index(event)] = grown
     for call in calls:
         events.add("tool_call", line.number, step=data["step"], call_id=call["id"], name=call["name"],

@@ -31,3 +31,11 @@ def test_a_field_the_store_does_not_record_is_none_and_a_type_outside_the_vocabu
     assert isinstance(ended, TurnEnded) and (ended.reason, ended.source) == ("aborted", None)
     with pytest.raises(KeyError):
         event_of("turn_paused", seq=1, line=1)
+
+
+def test_an_event_grown_by_its_reader_has_its_canonical_fields_made_again():
+    from harness.model.events import AssistantMessage, with_data
+
+    first = event_of("assistant_message", seq=1, line=3, data={"text": "Hel", "tool_calls": []})
+    grown = with_data(first, {**first.data, "text": "Hello"})
+    assert isinstance(grown, AssistantMessage) and grown.text == "Hello" and grown.get("text") == "Hello"

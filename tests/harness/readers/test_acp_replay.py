@@ -89,3 +89,18 @@ def test_a_repair_replayed_after_more_history_is_not_a_loss():
     later = replay([user("Run the migration."), call("c1"), user("Next."), agent("Done."), repaired],
                    ["Run the migration.", "Next."])
     assert READER.lost(first, later) is None
+
+
+def test_the_replays_own_rules_a_call_announced_once_and_updates_of_announced_calls_only():
+    from harness.readers.acp_replay import AcpReplayReader
+
+    reader = AcpReplayReader()
+    header = {"acp_replay": 1, "sessionId": "s1", "prompts": ["go"], "finished_live": ["c1", "c9"]}
+    updates = [{"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": "go"}},
+               {"sessionUpdate": "tool_call", "toolCallId": "c1", "title": "bash", "status": "pending"},
+               {"sessionUpdate": "tool_call_update", "toolCallId": "c1", "status": "completed"},
+               {"sessionUpdate": "tool_call", "toolCallId": "c1", "title": "bash", "status": "pending"},
+               {"sessionUpdate": "tool_call_update", "toolCallId": "c9", "status": "failed"}]
+    data = b"\n".join(json.dumps(r).encode() for r in [header, *updates]) + b"\n"
+    log = reader.parse(Snapshot(reader=reader.name, path="replay.jsonl", data=data, mono_ns=0))
+    assert [p.line for p in reader.format_problems(log)] == [5, 6]
