@@ -20,7 +20,8 @@ from .bounded import bounded
 from .canonical import estimate_tokens, restore_ids
 from .errors import ApiError, api_error
 from .playout import chunk_fields, http_error_of, play, prepare
-from .records import Disconnect, Error, Late, Record, RecordError, Records, Request, Response, StreamEnd
+from .record_store import Records
+from .records import Disconnect, Error, Late, Record, RecordError, Request, Response, StreamEnd
 from .scenario import Disconnect as DisconnectFrame
 from .scenario import Scenario, StreamError, demo_scenario
 from .script import Ids, Plan, ScenarioCursor
