@@ -23,7 +23,8 @@ from .playout import chunk_fields, http_error_of, play, prepare
 from .record_store import Records
 from .records import Disconnect, Error, Late, Record, RecordError, Request, Response, StreamEnd
 from .scenario import Disconnect as DisconnectFrame
-from .scenario import Scenario, StreamError, demo_scenario
+from .scenario import Scenario, StreamError
+from .scenario_loader import demo_scenario
 from .script import Ids, Plan, ScenarioCursor
 from .sse import sse_all
 from .sse_out import BURST, SseOut

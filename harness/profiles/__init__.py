@@ -22,7 +22,8 @@ from typing import Any, NoReturn
 
 import msgspec
 
-from fake_server.scenario import FinishAction, ScenarioError, parse_finish_action
+from fake_server.scenario import FinishAction, ScenarioError
+from fake_server.scenario_loader import parse_finish_action
 from fake_server.wire import wires
 from harness.agents.install import parse_python_spec, split_version
 from harness.contract import EXIT_CODE_FOR_REASON, TURN_END_REASONS
