@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from harness.calibrate import stopwatch
-from harness.calibrate.agent import ResponseParser, Step, delay_ns_from_env, http_request, parse_args
+from harness.calibrate.agent import delay_ns_from_env, parse_args
+from harness.calibrate.agent_wire import ResponseParser, Step, http_request
 from harness.calibrate.stopwatch import (
     AIM_NS,
     L4_LESS_START_UP,
@@ -182,7 +183,8 @@ def test_loading_the_in_process_agent_loads_nothing_of_the_harness():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == str(sorted(["harness", "harness.calibrate", "harness.calibrate.agent",
-                                             "harness.calibrate.agent_inproc"]))
+                                             "harness.calibrate.agent_inproc", "harness.calibrate.agent_tool_group",
+                                             "harness.calibrate.agent_wire"]))
 
 
 def test_the_agent_reads_a_chunked_sse_stream_split_anywhere():
