@@ -14,18 +14,12 @@ from pathlib import Path
 
 import pytest
 
+from harness.calibrate import figures as calibration_figures
 from harness.calibrate import stopwatch
 from harness.calibrate.agent import delay_ns_from_env, parse_args
 from harness.calibrate.agent_wire import ResponseParser, Step, http_request
-from harness.calibrate.stopwatch import (
-    AIM_NS,
-    L4_LESS_START_UP,
-    MEASURED,
-    CalSample,
-    error_rows,
-    error_table,
-    quick_floor_async,
-)
+from harness.calibrate.figures import AIM_NS, L4_LESS_START_UP, MEASURED, CalSample, error_rows, error_table
+from harness.calibrate.stopwatch import quick_floor_async
 from harness.cli.calibrate import main as calibrate_main
 
 D_MS = 20.0
@@ -83,7 +77,7 @@ def test_the_error_table_prints_every_latency_with_n(calibration):
         assert row.n == 2  # one run at each D
         line = next(line for line in lines if line.startswith(latency + " ") and f" {driver} " in line)
         assert f" {row.n} " in line
-    report = stopwatch.report(calibration)
+    report = calibration_figures.report(calibration)
     assert "load" in report and "CPUs" in report
 
 
