@@ -9,10 +9,12 @@ import importlib
 
 TYPE_CHECKING = False       # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:
-    from .scenario import Scenario, ScenarioError, load_scenario
+    from .scenario import Scenario, ScenarioError
+    from .scenario_loader import load_scenario
     from .server import FakeServer
 
-_LAZY = {"FakeServer": "server", "Scenario": "scenario", "ScenarioError": "scenario", "load_scenario": "scenario"}
+_LAZY = {"FakeServer": "server", "Scenario": "scenario", "ScenarioError": "scenario",
+         "load_scenario": "scenario_loader"}
 __all__ = ["FakeServer", "Scenario", "ScenarioError", "load_scenario"]
 
 

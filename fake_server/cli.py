@@ -13,7 +13,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .scenario import ScenarioError, load_scenario
+from .scenario import ScenarioError
+from .scenario_loader import load_scenario
 
 
 def port(text: str) -> int:

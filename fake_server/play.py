@@ -22,7 +22,8 @@ import h11
 from .errors import ApiError
 from .playout import chunk_fields, http_error_of, play, prepare
 from .records import Chunk, Disconnect, Error, Late, Record, Request, StreamEnd
-from .scenario import Scenario, demo_scenario
+from .scenario import Scenario
+from .scenario_loader import demo_scenario
 from .script import Ids, ScenarioCursor
 from .wire import wire_for
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 import secrets
 import socket
 from collections.abc import Mapping
@@ -20,9 +19,12 @@ from .bounded import bounded
 from .canonical import estimate_tokens, restore_ids
 from .errors import ApiError, api_error
 from .playout import chunk_fields, http_error_of, play, prepare
-from .records import Disconnect, Error, Late, Record, RecordError, Records, Request, Response, StreamEnd
+from .record_store import Records
+from .records import Disconnect, Error, Late, Record, RecordError, Request, Response, StreamEnd
+from .request_secrets import credentials, redact, redacted_beacon, redacted_path
 from .scenario import Disconnect as DisconnectFrame
-from .scenario import Scenario, StreamError, demo_scenario
+from .scenario import Scenario, StreamError
+from .scenario_loader import demo_scenario
 from .script import Ids, Plan, ScenarioCursor
 from .sse import sse_all
 from .sse_out import BURST, SseOut
@@ -31,38 +33,12 @@ from .wire import StreamEncoder, Wire, wire_for, wires
 
 MAX_BODY_BYTES = 8 * 1024 * 1024
 MAX_POLL_S = 300.0
-SECRET_HEADERS = {"authorization", "x-api-key", "api-key", "x-goog-api-key", "proxy-authorization", "cookie"}
-SECRET_QUERY = {"key"}      # Google's clients may send the API key as ?key=…
 # Records from other processes make the harness act (a window's processes are ended, a
 # disconnect or a chunk sets off a Stop): the beacon takes them only under the run's token,
 # which the run's window commands and its in-process agent are given (``FakeServer.beacon_url``).
 BEACON_PATH = "/_stopbench/beacon"
 SSE_HEADERS = {"Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache",
                "Connection": "keep-alive"}
-
-
-def redact(headers: Mapping[str, str]) -> dict[str, str]:
-    """Header names lower-cased (HTTP does not care) and secrets replaced."""
-    return {k.lower(): ("[redacted]" if k.lower() in SECRET_HEADERS else v) for k, v in headers.items()}
-
-
-def credentials(request: web.Request) -> list[str]:
-    """The secrets a request carries in its headers and query (a bearer token without its scheme)."""
-    values = [v for k, v in request.headers.items() if k.lower() in SECRET_HEADERS]
-    values += [request.query[name] for name in SECRET_QUERY if name in request.query]
-    return [v.split(" ", 1)[1] if v.lower().startswith("bearer ") else v for v in values]
-
-
-def redacted_path(request: web.Request) -> str:
-    """The path and query as a record keeps them: secret query parameters replaced."""
-    if not any(name in request.query for name in SECRET_QUERY):
-        return request.path_qs
-    return str(request.rel_url.update_query({name: "[redacted]" for name in SECRET_QUERY if name in request.query}))
-
-
-def redacted_beacon(path: str) -> str:
-    """A beacon path as a record keeps it: whatever token it carries replaced."""
-    return re.sub(r"^/run/[^/]*/", "/run/[redacted]/", path)
 
 
 class FakeServer:

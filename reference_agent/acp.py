@@ -38,10 +38,22 @@ from typing import Any
 import msgspec
 
 from . import failpoints
+from .acp_rpc import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    LINE_LIMIT,
+    METHOD_NOT_FOUND,
+    PARSE_ERROR,
+    RESOURCE_NOT_FOUND,
+    Channel,
+    RpcError,
+    serve_lines,
+)
+from .acp_updates import live_updates, replay_updates
 from .api import default_sessions_dir, log_path_of, open_session
 from .engine import Session, Turn
 from .log import LogDamage, load
-from .state import NOT_STARTED_TEXT, OUTCOME_UNKNOWN_TEXT, parse_arguments
 
 PROTOCOL_VERSION = 1
 # A settlement's reason -> the prompt's stop reason; an ``error`` settlement is an error response.
@@ -49,49 +61,6 @@ PROTOCOL_VERSION = 1
 # agent refusing to go on: the one reason the protocol has for that.
 STOP_REASONS = {"completed": "end_turn", "max_tokens": "max_tokens", "blocked": "refusal",
                 "aborted": "cancelled", "interrupted": "cancelled"}
-PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR = -32700, -32600, -32601, -32602, -32603
-RESOURCE_NOT_FOUND = -32002
-LINE_LIMIT = 256 * 1024 * 1024  # a prompt may embed whole files
-TOOL_KINDS = {"bash": "execute", "read_file": "read"}
-
-
-class RpcError(Exception):
-    def __init__(self, code: int, message: str, data: Any = None):
-        super().__init__(message)
-        self.code, self.message, self.data = code, message, data
-
-    def to_json(self) -> dict[str, Any]:
-        error: dict[str, Any] = {"code": self.code, "message": self.message}
-        if self.data is not None:
-            error["data"] = self.data
-        return error
-
-
-class Channel:
-    """The protocol's output: one encoded message a line, written whole, in call order."""
-
-    def __init__(self, fd: int):
-        self.fd = fd
-        self.gone = False  # the client closed its end: what is left to send is dropped
-        self._encoder = msgspec.json.Encoder()
-
-    def send(self, message: dict[str, Any]) -> None:
-        data = memoryview(self._encoder.encode({"jsonrpc": "2.0", **message}) + b"\n")
-        try:
-            while data and not self.gone:
-                data = data[os.write(self.fd, data):]
-        except BrokenPipeError:
-            self.gone = True
-            print("refagent: acp: the client closed the connection's output; nothing more is sent", file=sys.stderr)
-
-    def respond(self, request_id: Any, result: Any) -> None:
-        self.send({"id": request_id, "result": result})
-
-    def fail(self, request_id: Any, error: RpcError) -> None:
-        self.send({"id": request_id, "error": error.to_json()})
-
-    def update(self, session_id: str, update: dict[str, Any]) -> None:
-        self.send({"method": "session/update", "params": {"sessionId": session_id, "update": update}})
 
 
 @dataclass
@@ -145,97 +114,6 @@ class Binding:
             self.channel.respond(prompt.request_id, {"stopReason": reason})
         for update in prompt.held:
             self.channel.update(self.session.id, update)
-
-
-def tool_call_update(call_id: str, name: str, arguments: Any, status: str) -> dict[str, Any]:
-    """The ``tool_call`` that announces a call: what it is, and how far it got."""
-    args = arguments if isinstance(arguments, dict) else {}
-    shown = args.get("command", args.get("path", ""))
-    update: dict[str, Any] = {"sessionUpdate": "tool_call", "toolCallId": call_id, "title": f"{name}: {shown}",
-                              "kind": TOOL_KINDS.get(name, "other"), "status": status, "rawInput": arguments}
-    if name == "read_file" and isinstance(args.get("path"), str):
-        update["locations"] = [{"path": args["path"]}]
-    return update
-
-
-def result_update(call_id: str, output: str, exit_code: int | None, aborted: bool) -> dict[str, Any]:
-    """A call's end: ``completed`` when it ran and exited 0; else ``failed`` (a Stop included)."""
-    status = "completed" if exit_code == 0 and not aborted else "failed"
-    return {"sessionUpdate": "tool_call_update", "toolCallId": call_id, "status": status,
-            "content": [text_content(output)], "rawOutput": {"exitCode": exit_code, "aborted": aborted}}
-
-
-def text_content(text: str) -> dict[str, Any]:
-    return {"type": "content", "content": {"type": "text", "text": text}}
-
-
-def chunk(kind: str, text: str) -> dict[str, Any]:
-    return {"sessionUpdate": kind, "content": {"type": "text", "text": text}}
-
-
-def live_updates(event: dict[str, Any]) -> list[dict[str, Any]]:
-    """The updates one event of a running turn is reported as."""
-    kind = event["type"]
-    if kind == "text_delta":
-        return [chunk("agent_message_chunk", event["text"])]
-    if kind == "tool_call":
-        return [tool_call_update(event["call_id"], event["name"], event.get("arguments"), "pending")]
-    if kind == "tool_card":  # the body starts now
-        return [{"sessionUpdate": "tool_call_update", "toolCallId": event["call_id"], "status": "in_progress"}]
-    if kind == "tool_result":
-        return [result_update(event["call_id"], event.get("output") or "", event.get("exit_code"),
-                              bool(event.get("aborted")))]
-    return []
-
-
-def replay_updates(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The whole durable conversation as updates: user and assistant text, and each tool
-    call the model asked for with the outcome the log recorded. Calls are opened and closed
-    as the model's history does it (``state.History``): a call with no result (a Stop before
-    it ran, or a kill) ends ``failed`` with the words the in-memory repair gives the model,
-    ``TOOL_OUTCOME_UNKNOWN`` once its ``tool_call`` was recorded, else ``TOOL_NOT_STARTED``."""
-    endings = {e["turn"]: e["reason"] for e in events if e["type"] == "turn_ended"}
-    forget = failpoints.on("acp-load-forgets-interrupted")
-    inbox: dict[str, str] = {}
-    calls: dict[str, bool] = {}  # call_id -> its tool_call recorded, of calls with no result yet
-    updates: list[dict[str, Any]] = []
-
-    def close_open_calls() -> None:
-        for call_id, started in calls.items():
-            text = OUTCOME_UNKNOWN_TEXT if started else NOT_STARTED_TEXT
-            updates.append(result_update(call_id, text, None, True))
-        calls.clear()
-
-    for event in events:
-        kind = event["type"]
-        if kind == "inbox_queued":
-            inbox[event["item_id"]] = event["text"]
-            continue
-        if forget and endings.get(event.get("turn"), "interrupted") in ("aborted", "interrupted"):
-            continue
-        call_id = event.get("call_id")
-        if kind == "turn_started":
-            close_open_calls()
-            texts = [inbox[i] for i in event.get("inbox") or () if i in inbox]
-            if event.get("input"):
-                texts.append(event["input"])
-            updates.append(chunk("user_message_chunk", "\n\n".join(texts)))
-        elif kind == "assistant_message":
-            close_open_calls()
-            if event.get("text"):
-                updates.append(chunk("agent_message_chunk", event["text"]))
-            for call in event.get("tool_calls") or ():
-                calls[call["id"]] = False
-                updates.append(tool_call_update(call["id"], call["name"], parse_arguments(call["arguments"]),
-                                                "pending"))
-        elif kind == "tool_call" and call_id in calls:
-            calls[call_id] = True
-        elif kind == "tool_result" and call_id in calls:
-            del calls[call_id]
-            updates.append(result_update(call_id, event.get("output") or "", event.get("exit_code"),
-                                         bool(event.get("aborted"))))
-    close_open_calls()
-    return updates
 
 
 def prompt_text(blocks: Any) -> str:
@@ -465,7 +343,7 @@ async def acp_main(args: argparse.Namespace, version: Callable[[], str]) -> int:
         loop.add_signal_handler(sig, on_signal, sig)
     reader = asyncio.StreamReader(limit=LINE_LIMIT)
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
-    reading = loop.create_task(_serve(reader, agent))
+    reading = loop.create_task(serve_lines(reader, channel, agent.handle_line))
     try:
         ends: list[asyncio.Future[Any]] = [reading, quit_code]
         await asyncio.wait(ends, return_when=asyncio.FIRST_COMPLETED)
@@ -474,17 +352,3 @@ async def acp_main(args: argparse.Namespace, version: Callable[[], str]) -> int:
         await asyncio.gather(reading, return_exceptions=True)
         await agent.close_all()
     return quit_code.result() if quit_code.done() else 0
-
-
-async def _serve(reader: asyncio.StreamReader, agent: Agent) -> None:
-    while True:
-        try:
-            line = await reader.readuntil(b"\n")
-        except asyncio.IncompleteReadError as exc:  # end of input; a last line without its newline still counts
-            await agent.handle_line(exc.partial)
-            return
-        except asyncio.LimitOverrunError:  # the rest of the line cannot be told from the next message
-            agent.channel.fail(None, RpcError(PARSE_ERROR, f"Parse error: a line longer than {LINE_LIMIT} bytes; "
-                                                           "the connection is closed"))
-            return
-        await agent.handle_line(line)

@@ -3,7 +3,8 @@
 An installable agent is a built-in profile with an ``[install]`` table (``harness.profiles.model.Install``):
 the registry (``npm`` or ``pypi``), the package and its pinned version, the program to run —
 as glob patterns relative to the install folder, first match wins — and, for pip agents, the
-Python versions the package accepts.
+Python versions the package accepts (``harness.agents.pythons`` reads the range and finds the
+interpreters on this machine).
 
 Layout: ``<root>/agents/<name>-<version>/`` where ``<root>`` is ``$STOPBENCH_CACHE`` or
 ``~/.cache/stopbench``. An npm agent is ``npm install --prefix <dir>`` (so ``node_modules/``
@@ -29,9 +30,10 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from harness.agents.pythons import Interpreter, candidate_pythons, interpreter_version, python_accepts, wanted_names
 
 if TYPE_CHECKING:
     from harness.profiles.model import Install as Agent
@@ -102,36 +104,6 @@ def install_command(name: str, version: str | None = None) -> str:
     return f"stopbench agents install {name}" + (f"@{version}" if version else "")
 
 
-def parse_python_spec(spec: str) -> list[tuple[str, tuple[int, ...]]]:
-    """``">=3.10,<3.13"`` → ``[(">=", (3, 10)), ("<", (3, 13))]``; ValueError on anything else."""
-    out = []
-    for part in (p.strip() for p in spec.split(",") if p.strip()):
-        for op in (">=", "<=", "==", "!=", ">", "<"):
-            if part.startswith(op):
-                numbers = part[len(op):].strip()
-                try:
-                    version = tuple(int(n) for n in numbers.split("."))
-                except ValueError:
-                    raise ValueError(f"bad Python version in {spec!r}: {part!r}") from None
-                out.append((op, version))
-                break
-        else:
-            raise ValueError(f"bad Python version range {spec!r}: {part!r} has no comparison")
-    return out
-
-
-def python_accepts(spec: str | None, version: tuple[int, ...]) -> bool:
-    if not spec:
-        return True
-    for op, bound in parse_python_spec(spec):
-        have = tuple(version[: len(bound)])
-        ok = {">=": have >= bound, "<=": have <= bound, "==": have == bound, "!=": have != bound,
-              ">": have > bound, "<": have < bound}[op]
-        if not ok:
-            return False
-    return True
-
-
 # --- where things go ----------------------------------------------------------------------
 
 def cache_root() -> Path:
@@ -189,48 +161,6 @@ def binary(name: str, version: str | None = None) -> Path:
 
 # --- interpreters -------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class Interpreter:
-    path: Path
-    version: tuple[int, int, int]
-
-    def __str__(self) -> str:
-        return f"{self.path} ({'.'.join(map(str, self.version))})"
-
-
-def candidate_pythons() -> list[Path]:
-    """``sys.executable``, ``python3.N`` on PATH, and ``~/.pyenv/versions/*/bin/python3``."""
-    seen: dict[str, Path] = {}
-    paths: list[Path] = [Path(sys.executable)]
-    for minor in range(20, 7, -1):
-        found = shutil.which(f"python3.{minor}")
-        if found and "/.pyenv/shims/" not in found:
-            paths.append(Path(found))
-    pyenv = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
-    if pyenv.is_dir():
-        paths.extend(sorted(pyenv.glob("*/bin/python3")))
-    for p in paths:
-        try:
-            real = os.path.realpath(p)
-        except OSError:
-            continue
-        if os.access(real, os.X_OK) and real not in seen:
-            seen[real] = p
-    return list(seen.values())
-
-
-def interpreter_version(path: Path) -> tuple[int, int, int] | None:
-    try:
-        out = subprocess.run([str(path), "-c", "import sys; print(*sys.version_info[:3])"],
-                             capture_output=True, text=True, timeout=20, check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    parts = out.stdout.split()
-    if out.returncode != 0 or len(parts) != 3:
-        return None
-    return int(parts[0]), int(parts[1]), int(parts[2])
-
-
 def find_python(agent: Agent, candidates: Iterable[Path] | None = None) -> Interpreter:
     """The interpreter for ``agent``'s venv: the running one if accepted, else the newest accepted."""
     tried: list[Interpreter] = []
@@ -241,7 +171,7 @@ def find_python(agent: Agent, candidates: Iterable[Path] | None = None) -> Inter
     accepted = [i for i in tried if python_accepts(agent.python, i.version)]
     if not accepted:
         need = agent.python or "any Python 3"
-        wanted = _wanted_names(agent.python)
+        wanted = wanted_names(agent.python)
         raise PythonNotFound(
             f"{agent.name} {agent.version} needs Python {need}"
             + (f" (e.g. {wanted})" if wanted else "")
@@ -249,11 +179,6 @@ def find_python(agent: Agent, candidates: Iterable[Path] | None = None) -> Inter
             + (", ".join(str(i) for i in tried) or "nothing") + ")")
     current = [i for i in accepted if os.path.realpath(i.path) == os.path.realpath(sys.executable)]
     return current[0] if current else max(accepted, key=lambda i: i.version)
-
-
-def _wanted_names(spec: str | None) -> str:
-    names = [f"python3.{m}" for m in range(8, 20) if python_accepts(spec, (3, m, 0))]
-    return " or ".join(names[:2])
 
 
 # --- registries ---------------------------------------------------------------------------

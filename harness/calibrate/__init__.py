@@ -9,26 +9,22 @@ loaded on first use, so loading the in-process agent does not load the harness.
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from harness.calibrate.stopwatch import (
-        Calibration,
-        CalibrationError,
-        CalSample,
-        calibrate,
-        error_table,
-        quick_floor,
-        quick_floor_async,
-    )
+    from harness.calibrate.figures import Calibration, CalSample, error_table
+    from harness.calibrate.stopwatch import CalibrationError, calibrate, quick_floor, quick_floor_async
 
+# Each name and the module that holds it: the figures, or the stopwatch that measures them.
+_MODULES = {"CalSample": "figures", "Calibration": "figures", "error_table": "figures",
+            "CalibrationError": "stopwatch", "calibrate": "stopwatch", "quick_floor": "stopwatch",
+            "quick_floor_async": "stopwatch"}
 __all__ = ["CalSample", "Calibration", "CalibrationError", "calibrate", "error_table", "quick_floor",
            "quick_floor_async"]
 
 
 def __getattr__(name: str) -> Any:
-    if name in __all__:
-        from harness.calibrate import stopwatch
-
-        return getattr(stopwatch, name)
+    if name in _MODULES:
+        return getattr(importlib.import_module(f"harness.calibrate.{_MODULES[name]}"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -39,7 +39,18 @@ import signal  # noqa: E402
 import socket  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
-from typing import Any, NoReturn  # noqa: E402
+from typing import TYPE_CHECKING, Any, NoReturn  # noqa: E402
+
+# The wire and the tool's process group are modules of their own beside this file. Run as the
+# profile runs it (``python -I -S agent.py``), this file is no package's module and its folder
+# is not on the path, so it puts the folder there and imports them by their own names.
+if TYPE_CHECKING or __package__:
+    from .agent_tool_group import Group, kill_group, wait_gone
+    from .agent_wire import BASH_TOOL, ModelError, ResponseParser, Step, command_of, http_request
+else:
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from agent_tool_group import Group, kill_group, wait_gone
+    from agent_wire import BASH_TOOL, ModelError, ResponseParser, Step, command_of, http_request
 
 VERSION = "stopbench-calibration-agent 1"
 DELAY_ENV = "STOPBENCH_CAL_DELAY_MS"
@@ -47,8 +58,6 @@ KEY_ENV = "STOPBENCH_CAL_API_KEY"
 EXIT_COMPLETED, EXIT_ERROR, EXIT_STOPPED = 0, 2, 3
 MAX_STEPS = 8
 OUTPUT_MAX = 30_000
-GONE_POLL_S = 0.0001  # how often the agent looks for its killed group's members (its own "gone" stamp)
-GONE_FAILSAFE_S = 10.0
 SPIN_BEFORE_DEADLINE_NS = 200_000  # the last 0.2 ms before a timeout are spun, not slept (select wakes a little late)
 IO_FAILSAFE_S = 600.0
 # After acting on a Stop the agent sleeps this long before it exits: its exit costs the kernel a
@@ -56,10 +65,6 @@ IO_FAILSAFE_S = 600.0
 # the effect (the server reading the FIN, the watcher polling the tree). Its timeout exits at once:
 # there, the exit is what L4 times.
 LINGER_AFTER_STOP_S = 0.005
-BASH_TOOL = {"type": "function", "function": {
-    "name": "bash", "description": "Run a bash command; returns its output and exit status.",
-    "parameters": {"type": "object", "properties": {"command": {"type": "string", "description": "the command"}},
-                   "required": ["command"]}}}
 
 
 def delay_ns_from_env() -> int:
@@ -79,235 +84,8 @@ def spin_until(deadline_ns: int) -> int:
     return now
 
 
-# --- the wire: one HTTP/1.1 request, a chunked SSE body ----------------------------------
-
-
-class ModelError(Exception):
-    """The model request failed: a status other than 200, a stream that broke, no server."""
-
-
-def http_request(url: str, path: str, body: dict[str, Any], api_key: str) -> tuple[tuple[str, int], bytes]:
-    """(host, port) and the bytes of a POST of ``body`` as JSON to ``url`` + ``path``."""
-    scheme, _, rest = url.partition("://")
-    hostport, slash, base_path = rest.partition("/")
-    host, _, port_text = hostport.rpartition(":") if ":" in hostport else (hostport, "", "80")
-    if scheme != "http" or not host or not port_text.isdigit():
-        raise ModelError(f"the calibration agent speaks plain http to host:port only, not {url!r}")
-    port = int(port_text)
-    data = json.dumps(body).encode()
-    target = (slash + base_path).rstrip("/") + path
-    head = (f"POST {target} HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: application/json\r\n"
-            f"Accept: text/event-stream\r\nAuthorization: Bearer {api_key}\r\nContent-Length: {len(data)}\r\n"
-            "Connection: close\r\n\r\n")
-    return (host, port), head.encode() + data
-
-
-class ResponseParser:
-    """Feed bytes of an HTTP response; get the SSE ``data:`` payloads of its body."""
-
-    def __init__(self) -> None:
-        self._buf = b""
-        self.status: int | None = None
-        self.headers: dict[str, str] = {}
-        self._chunked = False
-        self._body = b""  # de-chunked body not yet split into SSE events
-        self._chunk_left = 0  # bytes left in the current chunk (-1: reading the size line)
-        self.done = False  # the body ended (last chunk, or [DONE] seen)
-        self.raw_body = b""
-
-    def feed(self, data: bytes) -> list[str]:
-        self._buf += data
-        if self.status is None:
-            end = self._buf.find(b"\r\n\r\n")
-            if end < 0:
-                return []
-            head, self._buf = self._buf[:end].decode("latin-1"), self._buf[end + 4:]
-            lines = head.split("\r\n")
-            try:
-                self.status = int(lines[0].split()[1])
-            except (IndexError, ValueError):
-                raise ModelError(f"not an HTTP response: {lines[0]!r}") from None
-            for line in lines[1:]:
-                name, _, value = line.partition(":")
-                self.headers[name.strip().lower()] = value.strip()
-            self._chunked = "chunked" in self.headers.get("transfer-encoding", "").lower()
-            self._chunk_left = -1
-        if self._chunked:
-            self._dechunk()
-        else:
-            self._body += self._buf
-            self._buf = b""
-        return self._events()
-
-    def _dechunk(self) -> None:
-        while self._buf and not self.done:
-            if self._chunk_left < 0:
-                end = self._buf.find(b"\r\n")
-                if end < 0:
-                    return
-                size = int(self._buf[:end].split(b";")[0], 16)
-                self._buf = self._buf[end + 2:]
-                if size == 0:
-                    self.done = True
-                    return
-                self._chunk_left = size
-            take = self._buf[:self._chunk_left]
-            self._body += take
-            self._buf = self._buf[len(take):]
-            self._chunk_left -= len(take)
-            if self._chunk_left == 0:
-                if len(self._buf) < 2:
-                    self._chunk_left = 0
-                    return
-                self._buf = self._buf[2:]  # the CRLF after a chunk
-                self._chunk_left = -1
-
-    def _events(self) -> list[str]:
-        if self.status != 200:
-            self.raw_body += self._body
-            self._body = b""
-            return []
-        out: list[str] = []
-        while True:
-            end = self._body.find(b"\n\n")
-            if end < 0:
-                return out
-            event, self._body = self._body[:end].decode("utf-8", "replace"), self._body[end + 2:]
-            data = "\n".join(line[5:].lstrip() for line in event.split("\n") if line.startswith("data:"))
-            if data == "[DONE]":
-                self.done = True
-                return out
-            if data:
-                out.append(data)
-
-
-class Step:
-    """What one streamed response said: its text, its tool calls, its finish reason."""
-
-    def __init__(self) -> None:
-        self.text = ""
-        self.calls: dict[int, dict[str, Any]] = {}
-        self.finish_reason: str | None = None
-
-    def feed(self, payload: str) -> str:
-        """Take one chunk; return the text it added."""
-        chunk = json.loads(payload)
-        if "error" in chunk:
-            raise ModelError(f"stream error: {chunk['error'].get('message')}")
-        added = ""
-        for choice in chunk.get("choices") or []:
-            delta = choice.get("delta") or {}
-            if delta.get("content"):
-                added += delta["content"]
-            for piece in delta.get("tool_calls") or []:
-                call = self.calls.setdefault(piece.get("index", 0), {"id": "", "name": "", "arguments": ""})
-                call["id"] = piece.get("id") or call["id"]
-                function = piece.get("function") or {}
-                call["name"] += function.get("name") or ""
-                call["arguments"] += function.get("arguments") or ""
-            if choice.get("finish_reason"):
-                self.finish_reason = choice["finish_reason"]
-        self.text += added
-        return added
-
-    def message(self) -> dict[str, Any]:
-        message: dict[str, Any] = {"role": "assistant", "content": self.text or None}
-        if self.calls:
-            message["tool_calls"] = [{"id": c["id"], "type": "function",
-                                      "function": {"name": c["name"], "arguments": c["arguments"]}}
-                                     for _, c in sorted(self.calls.items())]
-        return message
-
-
-def command_of(call: dict[str, Any]) -> str:
-    try:
-        arguments = json.loads(call["arguments"] or "{}")
-    except json.JSONDecodeError:
-        raise ModelError(f"tool call {call['id']}: arguments are not JSON") from None
-    command = arguments.get("command") if isinstance(arguments, dict) else None
-    if call["name"] != "bash" or not isinstance(command, str):
-        raise ModelError(f"tool call {call['id']}: unknown tool {call['name']!r} or no command")
-    return command
-
-
 def tool_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k not in (KEY_ENV, DELAY_ENV)}
-
-
-# --- the tool's process group --------------------------------------------------------------
-
-
-def group_members(pgid: int) -> list[int]:
-    """PIDs of the processes in group ``pgid`` that are not yet dead (zombies count as gone)."""
-    found = []
-    for name in os.listdir("/proc"):
-        if name.isdigit() and _live_in_group(int(name), pgid):
-            found.append(int(name))
-    return found
-
-
-def _live_in_group(pid: int, pgid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read()
-    except OSError:
-        return False
-    fields = stat[stat.rfind(b")") + 2:].split()  # after "pid (comm) ": state ppid pgrp …
-    return fields[0] not in (b"Z", b"X") and int(fields[2]) == pgid
-
-
-def still_live(pids: list[int], pgid: int) -> list[int]:
-    return [p for p in pids if _live_in_group(p, pgid)]
-
-
-class Group:
-    """A tool's process group, its members looked up while it runs (every ``REFRESH_NS``), so
-    that after the kill only those few ``/proc/<pid>/stat`` are polled: a full ``/proc`` scan
-    costs a millisecond or two of CPU, which the dying processes need on a two-core machine."""
-
-    REFRESH_NS = 50_000_000
-
-    def __init__(self, pgid: int):
-        self.pgid = pgid
-        self.known = {pgid}
-        self._next_ns = 0
-
-    def refresh(self, *, force: bool = False) -> None:
-        now = time.monotonic_ns()
-        if force or now >= self._next_ns:
-            self.known |= set(group_members(self.pgid))
-            self._next_ns = now + self.REFRESH_NS
-
-    def live(self) -> list[int]:
-        return still_live(sorted(self.known), self.pgid)
-
-    def confirm_gone(self) -> bool:
-        """A full scan after the known members died: True when none is left that was missed."""
-        missed = group_members(self.pgid)
-        self.known |= set(missed)
-        return not missed
-
-
-def wait_gone(group: Group) -> int | None:
-    """After the kill: the moment every member was seen dead (None at the failsafe)."""
-    end = time.monotonic() + GONE_FAILSAFE_S
-    while time.monotonic() < end:
-        if not group.live():
-            gone = time.monotonic_ns()
-            if group.confirm_gone():
-                return gone
-        time.sleep(GONE_POLL_S)
-    return None
-
-
-def kill_group(pgid: int) -> int:
-    """SIGKILL the whole group; the moment it was sent."""
-    sent = time.monotonic_ns()
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    return sent
 
 
 # --- headless --------------------------------------------------------------------------------

@@ -1,8 +1,9 @@
 """stopbench's calibration agent, in-process: the factory the in-process driver loads.
 
 ``open_session(**kwargs)`` gives a session whose turns stream OpenAI Chat Completions from the
-server and run the bash tool on asyncio, like the headless agent (``agent.py``, whose wire code
-this shares — standard library only, nothing of the harness). ``turn.stop()`` returns at once;
+server and run the bash tool on asyncio, like the headless agent (``agent.py``, whose wire
+``agent_wire.py`` and process-group tools ``agent_tool_group.py`` this shares — standard library
+only, nothing of the harness). ``turn.stop()`` returns at once;
 the action runs on the loop's next pass, exactly D (``STOPBENCH_CAL_DELAY_MS``, a spin) after
 the ``stop()`` call: the stream is shut and the settlement stamped at that moment, or the tool's
 process group is SIGKILLed and the settlement stamped once every member is gone. Its own
@@ -21,22 +22,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .agent import (
-    BASH_TOOL,
-    GONE_FAILSAFE_S,
-    MAX_STEPS,
-    OUTPUT_MAX,
-    Group,
-    ModelError,
-    ResponseParser,
-    Step,
-    command_of,
-    delay_ns_from_env,
-    http_request,
-    kill_group,
-    spin_until,
-    tool_env,
-)
+from .agent import MAX_STEPS, OUTPUT_MAX, delay_ns_from_env, spin_until, tool_env
+from .agent_tool_group import GONE_FAILSAFE_S, Group, kill_group
+from .agent_wire import BASH_TOOL, ModelError, ResponseParser, Step, command_of, http_request
 
 Subscriber = Callable[[dict[str, Any]], None]
 RECENT_SESSIONS = 64

@@ -12,8 +12,9 @@ each invariant in words and how it is observed.
 
 from harness.checks import (  # noqa: F401 (each module registers its checkers)
     balance,
-    durability,
+    checkpoints,
     inbox,
+    log_format,
     partial,
     process,
     repair,

@@ -14,8 +14,9 @@ from harness.checks.base import (
     failure_item,
     log_half,
 )
-from harness.checks.durability import AT_THE_END, checkpoint_carried
+from harness.checks.checkpoints import checkpoint_carried
 from harness.checks.facts import left_nothing, no_store_fact
+from harness.checks.log_format import AT_THE_END
 from harness.checks.views import (
     clip,
     first_request_after,

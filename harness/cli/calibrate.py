@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TypeVar
 
-from harness.calibrate.stopwatch import DELAYS_MS, CalibrationError, calibrate, quick_floor_async, quick_table, report
+from harness.calibrate.figures import quick_table, report
+from harness.calibrate.stopwatch import DELAYS_MS, CalibrationError, calibrate, quick_floor_async
 from harness.cli.signals import Interrupted, run_until_signalled
 from harness.cli.usage import Parser
 from harness.model.drivers import DRIVERS

@@ -12,7 +12,8 @@ from pathlib import Path
 
 from harness.cli.usage import Parser
 from harness.report.diff import diff, diff_json, format_diff, format_diff_markdown
-from harness.report.gate import compare, format_gate, format_gate_markdown
+from harness.report.gate import compare
+from harness.report.gate_text import format_gate, format_gate_markdown
 from harness.report.html import render_html
 from harness.report.junit import render_junit
 from harness.report.load import ResultsError, load_results

@@ -22,9 +22,11 @@ from typing import Any, NoReturn
 
 import msgspec
 
-from fake_server.scenario import FinishAction, ScenarioError, parse_finish_action
+from fake_server.scenario import FinishAction, ScenarioError
+from fake_server.scenario_loader import parse_finish_action
 from fake_server.wire import wires
-from harness.agents.install import parse_python_spec, split_version
+from harness.agents.install import split_version
+from harness.agents.pythons import parse_python_spec
 from harness.contract import EXIT_CODE_FOR_REASON, TURN_END_REASONS
 from harness.datafile import DataFileError, read_toml
 from harness.profiles import schema

@@ -103,7 +103,7 @@ class TimeoutsTable(_Table, frozen=True, forbid_unknown_fields=True):
 
 
 class FinishActionTable(_Table, frozen=True, forbid_unknown_fields=True):
-    tool: Any = None  # its types are fake_server.scenario.parse_finish_action's, shared with scenarios
+    tool: Any = None  # its types are fake_server.scenario_loader.parse_finish_action's, shared with scenarios
     arguments: Any = None
     shell: Any = None
 

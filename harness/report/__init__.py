@@ -5,7 +5,8 @@ so any results file â€” from this machine, a CI artifact or a merge of shards â€
 and gates the same way.
 """
 
-from harness.report.gate import compare, format_gate, format_gate_markdown
+from harness.report.gate import compare
+from harness.report.gate_text import format_gate, format_gate_markdown
 from harness.report.html import render_html
 from harness.report.junit import render_junit
 from harness.report.load import ResultsError, load_results, parse_results

@@ -37,7 +37,8 @@ from typing import Any
 from harness.contract import check_order
 from harness.model import Outcome, RunResult, RunStatus, TaskResult
 from harness.report.aggregate import fold, latency_order
-from harness.report.gate import NOT_COMPARABLE, TASK_ROW, TOO_FEW, agent_key, columns, compare, consequences
+from harness.report.gate import NOT_COMPARABLE, TASK_ROW, TOO_FEW, agent_key, compare, consequences
+from harness.report.gate_text import columns
 from harness.report.latency import format_ns, percentile
 from harness.report.text import md_cell
 

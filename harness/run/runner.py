@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from fake_server import FakeServer
-from fake_server.records import Error, Records, Window
+from fake_server.record_store import Records
+from fake_server.records import Error, Window
 from fake_server.server import BEACON_PATH
 from harness.checks import run_checks
 from harness.containment import Containment, EndReport

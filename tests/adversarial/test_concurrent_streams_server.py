@@ -6,7 +6,7 @@ import aiohttp
 import pytest
 
 from fake_server import FakeServer
-from fake_server.scenario import parse_scenario_text
+from fake_server.scenario_loader import parse_scenario_text
 
 STREAMS = 200
 CHUNKS = 8

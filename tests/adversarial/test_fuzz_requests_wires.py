@@ -18,7 +18,7 @@ from malformed_requests import FAMILY, VALID, WIRES, _dumps, _paths, _set, reque
 from fake_server import FakeServer
 from fake_server.canonical import restore_ids
 from fake_server.errors import ApiError
-from fake_server.scenario import parse_scenario_text
+from fake_server.scenario_loader import parse_scenario_text
 from fake_server.strict import BodyProblem, load_body
 from fake_server.wire import wire_for
 

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from fake_server.scenario import ScenarioError, load_scenario
+from fake_server.scenario import ScenarioError
+from fake_server.scenario_loader import load_scenario
 from harness.checks import REGISTRY
 from harness.cli import main
 from harness.datafile import DataFileError

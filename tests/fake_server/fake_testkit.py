@@ -1,5 +1,5 @@
 """Small helpers shared by the fake-server tests."""
-from fake_server.scenario import parse_scenario_text
+from fake_server.scenario_loader import parse_scenario_text
 
 BASH_TOOL = {"type": "function", "function": {"name": "bash", "description": "Run a shell command", "parameters": {
     "type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}}}

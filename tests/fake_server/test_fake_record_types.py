@@ -4,6 +4,7 @@ import json
 
 import pytest
 
+from fake_server.record_store import Records
 from fake_server.records import (
     KINDS,
     RECORDS_VERSION,
@@ -13,7 +14,6 @@ from fake_server.records import (
     Late,
     Record,
     RecordError,
-    Records,
     Request,
     Response,
     Side,

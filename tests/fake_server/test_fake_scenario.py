@@ -4,7 +4,8 @@ import json
 import pytest
 
 from fake_server import ScenarioError, load_scenario
-from fake_server.scenario import Shell, ShellToolOverride, Text, Window, demo_scenario
+from fake_server.scenario import Shell, ShellToolOverride, Text, Window
+from fake_server.scenario_loader import demo_scenario
 from fake_server.shell import REQUIRED_TEXT, ToolDef, detect_shell_tool, shell_arguments
 
 GOOD = '''

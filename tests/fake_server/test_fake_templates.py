@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fake_server import wire_anthropic, wire_chat, wire_gemini, wire_responses
-from fake_server.records import Chunk, Records
+from fake_server.record_store import Records
+from fake_server.records import Chunk
 from fake_server.scenario import Reasoning, Response, Text, ToolCall
 from fake_server.script import Delta, Ids, Parsed, build_plan
 from fake_server.sse import NUMBER, TEXT, Template, sse_all

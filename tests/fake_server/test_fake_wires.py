@@ -8,7 +8,7 @@ import pytest
 from fake_testkit import BASH_TOOL, BASH_TOOL_ANTHROPIC, BASH_TOOL_RESPONSES, scenario
 
 from fake_server import ScenarioError, wire_anthropic, wire_chat, wire_gemini, wire_responses
-from fake_server.scenario import parse_scenario_text
+from fake_server.scenario_loader import parse_scenario_text
 from fake_server.wire import UnknownWire, register, wire_for, wires
 
 AFTER_TOOL = '''

@@ -14,17 +14,12 @@ from pathlib import Path
 
 import pytest
 
+from harness.calibrate import figures as calibration_figures
 from harness.calibrate import stopwatch
-from harness.calibrate.agent import ResponseParser, Step, delay_ns_from_env, http_request, parse_args
-from harness.calibrate.stopwatch import (
-    AIM_NS,
-    L4_LESS_START_UP,
-    MEASURED,
-    CalSample,
-    error_rows,
-    error_table,
-    quick_floor_async,
-)
+from harness.calibrate.agent import delay_ns_from_env, parse_args
+from harness.calibrate.agent_wire import ResponseParser, Step, http_request
+from harness.calibrate.figures import AIM_NS, L4_LESS_START_UP, MEASURED, CalSample, error_rows, error_table
+from harness.calibrate.stopwatch import quick_floor_async
 from harness.cli.calibrate import main as calibrate_main
 
 D_MS = 20.0
@@ -82,7 +77,7 @@ def test_the_error_table_prints_every_latency_with_n(calibration):
         assert row.n == 2  # one run at each D
         line = next(line for line in lines if line.startswith(latency + " ") and f" {driver} " in line)
         assert f" {row.n} " in line
-    report = stopwatch.report(calibration)
+    report = calibration_figures.report(calibration)
     assert "load" in report and "CPUs" in report
 
 
@@ -182,7 +177,8 @@ def test_loading_the_in_process_agent_loads_nothing_of_the_harness():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == str(sorted(["harness", "harness.calibrate", "harness.calibrate.agent",
-                                             "harness.calibrate.agent_inproc"]))
+                                             "harness.calibrate.agent_inproc", "harness.calibrate.agent_tool_group",
+                                             "harness.calibrate.agent_wire"]))
 
 
 def test_the_agent_reads_a_chunked_sse_stream_split_anywhere():

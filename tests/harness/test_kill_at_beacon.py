@@ -83,7 +83,7 @@ async def test_play_freezes_only_for_a_wait_that_a_kill_follows(make_driver, fak
 
 
 async def test_at_once_runs_in_the_call_that_stores_the_record_for_chunks_and_records_already_there():
-    from fake_server.records import Records
+    from fake_server.record_store import Records
 
     records = Records()
     seen: list[tuple[str, bool]] = []

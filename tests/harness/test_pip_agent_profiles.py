@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.agents.install import agents, python_accepts
+from harness.agents.install import agents
+from harness.agents.pythons import python_accepts
 from harness.cli import main
 from harness.drivers import AgentContext
 from harness.drivers.base import DriverBase, find_log

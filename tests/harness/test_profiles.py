@@ -139,7 +139,7 @@ def test_broken_toml_names_the_file(tmp_path):
 
 
 def test_a_finish_action_is_served_with_every_task_scenario():
-    from fake_server.scenario import demo_scenario
+    from fake_server.scenario_loader import demo_scenario
     profile = parse_profile({**MINIMAL, "finish_action": {"tool": "complete", "arguments": {"summary": "{text}"}}})
     served = profile.scenario_for(demo_scenario())
     assert served.finish_action is not None and served.finish_action.tool == "complete"

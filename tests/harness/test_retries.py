@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from fake_server.records import Records
+from fake_server.record_store import Records
 from harness.model import ProcessExit, RunStatus
 from harness.model.history import History
 from harness.profiles import load_profile

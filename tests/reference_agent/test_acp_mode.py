@@ -18,7 +18,7 @@ import psutil
 import pytest
 from refagent_testkit import CANARY_KEY, REFAGENT, alive, kill_pids, read_events, reset_signals, started_of
 
-from reference_agent.acp import replay_updates
+from reference_agent.acp_updates import replay_updates
 from reference_agent.state import NOT_STARTED_TEXT, OUTCOME_UNKNOWN_TEXT
 
 SCENARIO = """

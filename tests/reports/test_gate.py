@@ -16,7 +16,8 @@ import pytest
 from harness.cli.report import gate_main
 from harness.model import CheckResult, Evidence, LatencySample, Outcome, RunResult, RunStatus, TaskResult, Tier
 from harness.report import compare, format_gate
-from harness.report.gate import NOT_CHECKED, TOO_FEW, decision, repeat_to_decide, too_few
+from harness.report.gate import NOT_CHECKED, TOO_FEW, repeat_to_decide, too_few
+from harness.report.gate_text import decision
 from harness.report.writer import results_text
 
 SEEDS = range(100)

@@ -21,7 +21,7 @@ import psutil
 import pytest
 
 from fake_server import FakeServer
-from fake_server.scenario import parse_scenario_text
+from fake_server.scenario_loader import parse_scenario_text
 
 HERE = Path(__file__).resolve().parent
 AGENT = HERE / "standin_agent.py"

@@ -24,9 +24,8 @@ from harness.agents.install import (
     binary,
     install_dir,
     installed_path,
-    parse_python_spec,
-    python_accepts,
 )
+from harness.agents.pythons import parse_python_spec, python_accepts
 from harness.profiles.model import REGISTRIES
 
 install = importlib.import_module("harness.agents.install")  # the module (the package exports a function of that name)
