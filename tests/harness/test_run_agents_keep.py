@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from harness import cli
 from harness.agents.install import MARKER
 from harness.cli import main
+from harness.cli import run as cli_run
 from harness.cli.run import installed_profiles
 
 
@@ -48,7 +48,7 @@ def test_agents_installed_with_none_installed_says_how_to_install(cache, tmp_pat
 @pytest.mark.slow(reason="stopbench runs of two agents")
 def test_agents_installed_runs_each_into_one_leaderboard_and_keep_keeps_the_run_folders(tmp_path, monkeypatch,
                                                                                         capsys):
-    monkeypatch.setattr(cli, "installed_profiles", lambda: ["reference"])
+    monkeypatch.setattr(cli_run, "installed_profiles", lambda: ["reference"])
     report = tmp_path / "board"
     code = main(["run", "--agents", "installed", "--keep", "--task", "exit-codes", "--adapter", "http",
                  "--report-dir", str(report)])
