@@ -18,15 +18,12 @@ import datetime as dt
 import re
 import shutil
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Coroutine
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 from fake_server import FakeServer
-from fake_server.record_store import Records
-from fake_server.records import Error, Window
-from fake_server.server import BEACON_PATH
 from harness.checks import run_checks
 from harness.containment import Containment, EndReport
 from harness.containment.procs import ProcRef, SpawnError, kill_all, leftovers
@@ -35,11 +32,8 @@ from harness.drivers import Driver, ProfileMisfit, Unsupported, make_driver
 from harness.model import (
     AgentFailure,
     Attempt,
-    CheckResult,
     LatencySample,
-    LogCapture,
     Observation,
-    ProcessExit,
     RunStatus,
     TaskResult,
     redaction,
@@ -50,15 +44,23 @@ from harness.model.fit import note_store
 from harness.model.history import History
 from harness.model.tracebacks import frame_lines
 from harness.offline import HostNetwork, open_network
-from harness.profiles import BUILTIN_DIR, Profile
+from harness.profiles import Profile
 from harness.readers import ACP_REPLAY, get_reader
 from harness.run.measure import timed_latencies
 from harness.run.observe import observe
 from harness.run.planning import WorkItem
+from harness.run.result import (
+    all_checks,
+    containment_report,
+    forged_windows,
+    not_run_result,
+    redacted,
+    task_result,
+    with_what_was_seen,
+)
 from harness.run.rundir import RunDirs, agent_context, canary_key
 from harness.run.steps import AgentFailed, NotExercised, play
 from harness.run.taskrun import TaskRun
-from harness.run.timeline import timeline
 from harness.timing.alone import CLEANING_UP_FOR, Member, Stopwatch
 
 T = TypeVar("T")
@@ -67,9 +69,6 @@ DEFAULT_RETRIES = 2
 # a turn timeout T is there to fall while the agent works, and an agent the machine slows
 # down (``import openai`` alone takes seconds under load) may not have started working by T.
 RETRY_TIMEOUT_FACTOR = 3.0
-TAIL_CHARS = 1500
-# The fields that identify a record in the evidence's outline of what the server saw.
-OUTLINED = ("request", "chunk", "window", "status", "problem", "error")
 CONTAIN_BUDGET_S = 10.0  # failsafe: ending a frozen cgroup takes milliseconds
 
 
@@ -91,7 +90,7 @@ async def run_item(profile: Profile, item: WorkItem, *, retries: int = DEFAULT_R
     happen (each earlier try is kept in ``attempts``); never leaves a process, nor a folder
     unless ``keep`` names where each try's run folder stays (its evidence says which)."""
     if item.not_run is not None:
-        return ItemOutcome(_not_run(profile, item), [], None)
+        return ItemOutcome(not_run_result(profile, item), [], None)
     attempts: list[Attempt] = []
     while True:
         root = kept_dir(keep, item, len(attempts) + 1) if keep is not None else None
@@ -250,38 +249,38 @@ async def _run_contained(profile: Profile, item: WorkItem, dirs: RunDirs, contai
                           log_path=driver.log_path, transcript=driver.transcript(), api_key=api_key,
                           canary_hits=redaction.scan_files(api_key, dirs.root, dirs.profile_files), failure=failure)
             checks = run_checks(obs, dict(item.task.checks))
-            result = _result(profile, item, started, t0_ns, checks, RunStatus.RAN,
+            result = task_result(profile, item, started, t0_ns, checks, RunStatus.RAN,
                              failure.what if failure else None, obs, final,
-                             _contained(containment, outlived, forged, escaped))
+                             containment_report(containment, outlived, forged, escaped))
             alone: list[LatencySample] = []
             concurrent: list[LatencySample] = []
             for sample, start_ns in timed_latencies(item, profile.name, obs) if item.mutant is None else ():
                 timed_alone = member.alone_between(start_ns, start_ns + abs(sample.value_ns))
                 (alone if timed_alone else concurrent).append(sample)
-            return ItemOutcome(_redacted(_seen(result, driver), api_key), alone, obs, concurrent)
+            return ItemOutcome(redacted(with_what_was_seen(result, driver), api_key), alone, obs, concurrent)
     except NotExercised as exc:
-        result = _result(profile, item, started, t0_ns, _all(item, skipped, f"not exercised: {exc}"),
+        result = task_result(profile, item, started, t0_ns, all_checks(item, skipped, f"not exercised: {exc}"),
                          RunStatus.NOT_EXERCISED, str(exc), None, None)
-        return ItemOutcome(_redacted(_seen(result, driver), api_key), [], None)
+        return ItemOutcome(redacted(with_what_was_seen(result, driver), api_key), [], None)
     except ProfileMisfit as exc:
-        result = _result(profile, item, started, t0_ns, _all(item, skipped, f"not judged: {exc}"),
+        result = task_result(profile, item, started, t0_ns, all_checks(item, skipped, f"not judged: {exc}"),
                          RunStatus.PROFILE_PROBLEM, str(exc), None, None)
         if exc.screen is not None:
             result = dataclasses.replace(result, evidence={**result.evidence, "screen": exc.screen})
-        return ItemOutcome(_redacted(_seen(result, driver), api_key), [], None)
+        return ItemOutcome(redacted(with_what_was_seen(result, driver), api_key), [], None)
     except Unsupported as exc:
-        result = _result(profile, item, started, t0_ns, _all(item, skipped, f"not run: {exc}"),
+        result = task_result(profile, item, started, t0_ns, all_checks(item, skipped, f"not run: {exc}"),
                          RunStatus.NOT_RUN, str(exc), None, None)
-        return ItemOutcome(_redacted(_seen(result, driver), api_key), [], None)
+        return ItemOutcome(redacted(with_what_was_seen(result, driver), api_key), [], None)
     except SpawnError as exc:
         reason = f"the profile's command could not be started: {exc}"
-        result = _result(profile, item, started, t0_ns, (), RunStatus.ERRORED, reason, None, None)
-        return ItemOutcome(_redacted(_seen(result, driver), api_key), [], None)
+        result = task_result(profile, item, started, t0_ns, (), RunStatus.ERRORED, reason, None, None)
+        return ItemOutcome(redacted(with_what_was_seen(result, driver), api_key), [], None)
     except Exception as exc:  # the harness's own fault: say so, with where it happened
         where = "; ".join(frame_lines(exc))
         reason = f"harness error: {type(exc).__name__}: {exc} ({where})"
-        result = _result(profile, item, started, t0_ns, (), RunStatus.ERRORED, reason, None, None)
-        return ItemOutcome(_redacted(_seen(result, driver), api_key), [], None)
+        result = task_result(profile, item, started, t0_ns, (), RunStatus.ERRORED, reason, None, None)
+        return ItemOutcome(redacted(with_what_was_seen(result, driver), api_key), [], None)
     finally:
         agent_refs = driver.processes() if driver is not None else []
         await _to_the_end(_clean_up(item, dirs, containment, member, agent_refs + window_refs, run_root))
@@ -326,118 +325,3 @@ async def _to_the_end(work: Coroutine[Any, Any, T]) -> T:
     return result
 
 
-def _all(item: WorkItem, verdict: Callable[[str, str], CheckResult], summary: str) -> tuple[CheckResult, ...]:
-    return tuple(dataclasses.replace(verdict(c, summary), tier=tier) for c, tier in item.task.checks.items())
-
-
-def _not_run(profile: Profile, item: WorkItem) -> TaskResult:
-    reason = item.not_run or ""
-    return TaskResult(task=item.variant, agent=profile.name, adapter=item.adapter, repeat=item.repeat,
-                      driver=item.driver, checks=_all(item, skipped, f"not run: {reason}"),
-                      status=RunStatus.NOT_RUN, reason=reason, mutant=item.mutant)
-
-
-def _result(profile: Profile, item: WorkItem, started: str, t0_ns: int, checks: tuple[CheckResult, ...],
-            status: RunStatus, reason: str | None, obs: Observation | None, final: LogCapture | None,
-            containment: dict[str, Any] | None = None) -> TaskResult:
-    evidence: dict[str, object] = {"reproduce": reproducer(profile, item)}
-    if obs is not None:
-        evidence = _evidence(profile, item, obs, final, t0_ns)
-    if containment is not None:
-        evidence["containment"] = containment
-    return TaskResult(
-        task=item.variant, agent=profile.name, adapter=item.adapter, repeat=item.repeat, driver=item.driver,
-        checks=checks, started=started, duration_s=round((time.monotonic_ns() - t0_ns) / 1e9, 3),
-        status=status, reason=reason, mutant=item.mutant,
-        timeline=timeline(obs, t0_ns) if obs is not None else (),
-        evidence=evidence,
-    )
-
-
-def _contained(containment: Containment, outlived: EndReport | None, forged: list[dict[str, Any]],
-               escaped: list[dict[str, Any]]) -> dict[str, Any]:
-    """Which containment held the run, what it found still alive after the agent and its
-    tools were ended (each with how it was found): daemons no PID led to; the window records
-    that named processes not the run's, or were refused for want of its token; and the
-    processes that had left the run's cgroup."""
-    report: dict[str, Any] = {"kind": containment.kind, "why": containment.why}
-    if outlived is not None:
-        report["outlived"] = [m.to_json() for m in outlived.found]
-    if forged:
-        report["forged"] = forged
-    if escaped:
-        report["escaped"] = escaped
-    return report
-
-
-def forged_windows(server_records: Records, containment: Containment) -> tuple[list[dict[str, Any]], set[ProcRef]]:
-    """Forged evidence, and the processes it named that the harness must leave alone.
-
-    A window record's process that is alive but not a member of the run's containment is
-    not the run's, whatever the record says (the harness itself, a stranger's process): it is
-    listed, with its command line, and never ended. A window record the server refused for
-    want of the run's beacon token is listed as refused (with the window it claimed, if one)."""
-    named = [(r, ProcRef(p.pid, p.create_time, p.role)) for r in server_records
-             if isinstance(r, Window) for p in r.pids]
-    strangers = set(containment.strangers([ref for _, ref in named]))
-    forged: list[dict[str, Any]] = []
-    for record, ref in named:
-        if ref in strangers:
-            process = ref.process()
-            cmdline = process.cmdline() if process is not None else []
-            forged.append({"window": record.window, "index": record.index, "source": record.source,
-                           **ref.to_json(), "cmdline": cmdline})
-    forged += [{"window": r.window, "index": r.index, "refused": True, "problem": r.problem} for r in server_records
-               if isinstance(r, Error) and r.status == 403 and r.path is not None and r.path.endswith(BEACON_PATH)]
-    return forged, strangers
-
-
-def reproducer(profile: Profile, item: WorkItem) -> str:
-    """The one command that runs this task run again."""
-    agent = profile.name if Path(profile.path).parent == BUILTIN_DIR else profile.path
-    command = f"stopbench run --agent {agent} --task {item.task.name} --driver {item.driver} --adapter {item.adapter}"
-    return command + (f" --mutants --failpoint {item.mutant}" if item.mutant else "")
-
-
-def _evidence(profile: Profile, item: WorkItem, obs: Observation, final: LogCapture | None,
-              t0_ns: int) -> dict[str, object]:
-    """What a profile author needs to act on a run: each process with its command line and
-    output tails, the server's records outlined, and why the run ended early, if it did."""
-
-    def process(e: ProcessExit) -> dict[str, object]:
-        return {"pid": e.pid, "role": e.role, "argv": list(e.argv), "returncode": e.returncode, "signal": e.signal,
-                "stdout_tail": e.stdout_tail[-TAIL_CHARS:], "stderr_tail": e.stderr_tail[-TAIL_CHARS:]}
-
-    records = [{"index": r.index, "kind": r.kind, **{k: getattr(r, k) for k in OUTLINED
-                                                    if getattr(r, k, None) is not None}} for r in obs.records]
-    evidence: dict[str, object] = {"processes": [process(e) for e in obs.exits], "records": records,
-                                   "log_path": obs.log_path, "reproduce": reproducer(profile, item),
-                                   "start_ns": t0_ns}
-    if final is not None and final.error:
-        evidence["log_error"] = final.error
-    if obs.failure is not None:
-        f = obs.failure
-        evidence["agent_failure"] = {"step": f.step, "awaited": f.awaited, "what": f.what,
-                                     "exit": process(f.exit) if f.exit else None}
-    return evidence
-
-
-def _seen(result: TaskResult, driver: Driver | None) -> TaskResult:
-    """``result`` with what the driver saw on every path a run ends by: the session the
-    profile's rules named (and which rule), a terminal's rendered screens, the ACP transcript,
-    and whether the profile fit the agent (``profile_fit``)."""
-    if driver is None:
-        return result
-    seen: dict[str, object] = {"profile_fit": driver.fit_record()}
-    if driver.session_id is not None:
-        seen["session"] = {"id": driver.session_id, "found_by": driver.session_found_by}
-    if screens := driver.screens():
-        seen["screens"] = screens
-    if (protocol := driver.protocol()) is not None:
-        seen["acp"] = protocol
-    return dataclasses.replace(result, evidence={**result.evidence, **seen})
-
-
-def _redacted(result: TaskResult, api_key: str) -> TaskResult:
-    """The one place a run's key leaves its result: everything after this is safe to write."""
-    return TaskResult.from_json(redaction.redact(result.to_json(), [api_key]))

@@ -24,7 +24,7 @@ def test_reference_is_built_in_and_complete():
     assert "reference" in builtin_names()
     p = load_profile("reference")
     assert p.adapters == ("inproc", "http", "openai-sdk") and p.log_reader == "contract-v1"
-    assert p.drivers() == ["inproc", "subprocess", "terminal"]
+    assert p.drivers() == ["inproc", "subprocess", "terminal", "acp"]
     assert p.stop_signal == signal.SIGINT and p.failpoints_env == "REFAGENT_FAILPOINTS"
     assert p.inproc_factory == "reference_agent.api:open_session"
 

@@ -4,7 +4,7 @@ apart; redaction on write leaves no key anywhere, with one mask."""
 from harness.model import CheckResult, Evidence, Outcome, RunResult, TaskResult
 from harness.model.redaction import MASK, MIN_SECRET_RUN, redact, redact_text, scan_files
 from harness.report import write_reports
-from harness.run import runner
+from harness.run import result as result_of_run
 
 KEY = "sk-stopbench-0123456789abcdef"
 
@@ -72,7 +72,7 @@ def test_results_json_and_report_html_hold_no_run_of_the_key_s_secret(tmp_path):
     check = CheckResult("C13", Outcome.FAIL, Evidence(f"the agent printed stopbench-{SECRET}",
                                                       ({"excerpt": f"OPENAI_KEY={SECRET[:20]}"},)), name="no_secret_leaks")
     result = TaskResult("interrupt-cancel", "ref", "http", 1, (check,), reason=f"argv held --key={SECRET[4:]}")
-    written = write_reports(RunResult({"agent": "ref"}, (runner._redacted(result, RUN_KEY),), ()), tmp_path)
+    written = write_reports(RunResult({"agent": "ref"}, (result_of_run.redacted(result, RUN_KEY),), ()), tmp_path)
     for path in written:
         text = path.read_text(encoding="utf-8").lower()
         assert not any(SECRET[i:i + MIN_SECRET_RUN] in text for i in range(len(SECRET) - MIN_SECRET_RUN + 1)), path
