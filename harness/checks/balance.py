@@ -19,6 +19,7 @@ from harness.checks.views import (
     unbalanced,
 )
 from harness.model import AgentFailure, CheckResult, DecidedBy, Observation, Outcome, SessionLog
+from harness.model.events import AssistantMessage, ToolCall
 
 BOX, LOG = DecidedBy.BLACK_BOX, DecidedBy.LOG
 
@@ -82,8 +83,8 @@ def next_request_is_balanced(obs: Observation) -> CheckResult:
 
 def _recorded_calls(log: SessionLog) -> set[str]:
     """The calls a store records: its tool_call events and the calls of its assistant messages."""
-    return ({str(e.get("call_id")) for e in log.of_type("tool_call")}
-            | {c.id for e in log.of_type("assistant_message") for c in event_calls(e) if c.id})
+    return ({str(e.call_id) for e in log.events_of(ToolCall)}
+            | {c.id for e in log.events_of(AssistantMessage) for c in event_calls(e) if c.id})
 
 
 def _refused_unbalanced(failure: AgentFailure) -> bool:

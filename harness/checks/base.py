@@ -40,6 +40,7 @@ from harness.model import (
     Tier,
     unknown,
 )
+from harness.model.events import StopRequested, TurnStarted
 from harness.model.tracebacks import frame_lines
 
 Checker = Callable[[Observation], CheckResult]
@@ -279,7 +280,7 @@ def captures(obs: Observation) -> list[LogCapture]:
 
 def turn_at(log: SessionLog, ns: int) -> int | None:
     """The number of the last turn started before ``ns``."""
-    started = [e for e in log.of_type("turn_started") if e.mono_ns is not None and e.mono_ns < ns]
+    started = [e for e in log.events_of(TurnStarted) if e.mono_ns is not None and e.mono_ns < ns]
     return started[-1].turn if started else None
 
 
@@ -306,8 +307,8 @@ def stops_seen(obs: Observation) -> list[StopDelivery]:
     driver delivers."""
     stops = [s for s in obs.stops if s.exercised]
     if obs.log is not None and obs.has(Capability.STOP_REQUESTS) and not any(s.source == "timeout" for s in stops):
-        for event in obs.log.of_type("stop_requested"):
-            if event.get("source") == "timeout" and event.mono_ns is not None:
+        for event in obs.log.events_of(StopRequested):
+            if event.source == "timeout" and event.mono_ns is not None:
                 stops.append(StopDelivery(mono_ns=event.mono_ns, source="timeout", how="timeout (agent's own)",
                                           phase="other", exercised=True, by="agent-timeout"))
     return sorted(stops, key=lambda s: s.mono_ns)

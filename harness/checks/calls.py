@@ -28,6 +28,7 @@ from harness.checks.views import (
 )
 from harness.contract import TOOL_NOT_STARTED, TOOL_OUTCOME_UNKNOWN
 from harness.model import AgentKill, Capability, Conventions, Observation, SessionLog
+from harness.model.events import AssistantMessage, ToolCall, ToolResult
 
 
 class Known(enum.StrEnum):
@@ -93,9 +94,9 @@ def known_at(obs: Observation, kill: AgentKill) -> CallsAtKill:
     log, note = _log_at(obs, kill)
     if log is not None:
         starts = obs.has(Capability.TOOL_STARTS)
-        results = {e.get("call_id"): str(e.get("output", "")) for e in log.of_type("tool_result")}
-        started = {e.get("call_id") for e in log.of_type("tool_call")}
-        for event in log.of_type("assistant_message"):
+        results = {e.call_id: e.output or "" for e in log.events_of(ToolResult)}
+        started = {e.call_id for e in log.events_of(ToolCall)}
+        for event in log.events_of(AssistantMessage):
             for c in event_calls(event):
                 if not c.id:
                     continue

@@ -31,6 +31,7 @@ from harness.checks.views import (
     windows_opened,
 )
 from harness.model import AgentKill, Capability, CheckResult, DecidedBy, Observation, Outcome, SessionLog
+from harness.model.events import AssistantMessage, ModelRequest, StepSettled, ToolCall, ToolResult, TurnStarted
 
 BOX, LOG = DecidedBy.BLACK_BOX, DecidedBy.LOG
 
@@ -187,14 +188,14 @@ def _request_durable(obs: Observation, kill: AgentKill, log: SessionLog) -> list
         return [{"at": kill.at, "note": f"killed at {kill.at}, but the server recorded no request before the kill"}]
     if obs.has(Capability.REQUESTS):
         wanted = _signature(sent_messages(killed))
-        logged = log.of_type("model_request")
+        logged = log.events_of(ModelRequest)
         if any(_signature(event_messages(e)) == wanted for e in logged):
             return []
         last = [event_item(logged[-1], note="the last model_request in the store")] if logged else []
         return [request_item(killed, note=f"the server received request {killed.request} but the log left by the "
                              "kill holds no model_request for it (not durable before the stream opened)"), *last]
     said = [m.text for m in sent_messages(killed) if m.role == "user"]
-    inputs = [str(e.get("input", "")) for e in log.of_type("turn_started")]
+    inputs = [e.input or "" for e in log.events_of(TurnStarted)]
     words = _user_words(obs, said[-1]) if said else ""
     if said and not any(squeeze(words) in squeeze(i) for i in inputs):
         return [request_item(killed, note=f"the server received request {killed.request} but the log left by the kill "
@@ -215,17 +216,17 @@ def _user_words(obs: Observation, said: str) -> str:
 def _tool_call_durable(obs: Observation, kill: AgentKill, log: SessionLog) -> list[Item]:
     window, call_id = killed_window(obs, kill)
     if obs.has(Capability.TOOL_STARTS):
-        calls = log.of_type("tool_call")
-        if call_id is not None and any(e.get("call_id") == call_id for e in calls):
+        calls = log.events_of(ToolCall)
+        if call_id is not None and any(e.call_id == call_id for e in calls):
             return []
         if call_id is None:
-            answered = {e.get("call_id") for e in log.of_type("tool_result")}
-            if any(e.get("call_id") not in answered for e in calls):
+            answered = {e.call_id for e in log.events_of(ToolResult)}
+            if any(e.call_id not in answered for e in calls):
                 return []
         return [{"window": window, "call_id": call_id, **_undurable(obs, kill, call_id),
                  "note": f"window {window} was running (call {call_id}) but the log left by the kill holds no "
                          "tool_call for it (not durable before the tool body ran)"}]
-    known = {c.id for e in log.of_type("assistant_message") for c in event_calls(e)}
+    known = {c.id for e in log.events_of(AssistantMessage) for c in event_calls(e)}
     if call_id is not None and call_id in known:
         return []
     return [{"window": window, "call_id": call_id, **_undurable(obs, kill, call_id),
@@ -245,7 +246,7 @@ def _step_durable(obs: Observation, kill: AgentKill, log: SessionLog) -> list[It
     if previous is None or number is None:
         return [{"at": kill.at, "note": f"killed at {kill.at}, but there is no previous step to check"}]
     call_ids = [c.id for c in calls(previous)]
-    messages = log.of_type("assistant_message")
+    messages = log.events_of(AssistantMessage)
     if call_ids:
         message = next((e for e in messages if [c.id for c in event_calls(e)] == call_ids), None)
     else:
@@ -254,13 +255,13 @@ def _step_durable(obs: Observation, kill: AgentKill, log: SessionLog) -> list[It
         return [{"request": number - 1, "calls": call_ids, "note": f"the assistant message of request {number - 1} "
                  f"is not in the store when request {number} arrived"}]
     problems = []
-    results = {e.get("call_id") for e in log.of_type("tool_result")}
+    results = {e.call_id for e in log.events_of(ToolResult)}
     for call_id in call_ids:
         if call_id not in results:
             problems.append(event_item(message, note=f"the result of tool call {call_id} is not in the store when "
                                        f"request {number} arrived"))
     if obs.has(Capability.STEP_SETTLEMENTS) and not any(
-            e.turn == message.turn and e.get("step") == message.get("step") for e in log.of_type("step_settled")):
+            e.turn == message.turn and e.step == message.get("step") for e in log.events_of(StepSettled)):
         problems.append(event_item(message, note=f"step {message.get('step')} of turn {message.turn} has no "
                                    f"step_settled in the store when request {number} arrived"))
     return problems + _request_durable(obs, kill, log)

@@ -7,6 +7,7 @@ from harness.checks.base import Findings, check, event_item, log_half, result
 from harness.checks.views import clip, request_item, requests_between, same_text, sent_messages
 from harness.model import Capability as Cap
 from harness.model import CheckResult, DecidedBy, Observation, Outcome, SessionEvent, SessionLog, UserInput
+from harness.model.events import InboxCanceled, InboxDelivered, InboxQueued, TurnStarted
 
 BOX, LOG = DecidedBy.BLACK_BOX, DecidedBy.LOG
 CANCEL_PREFIX = "/cancel"  # a withdrawal is recorded as the input "/cancel <item_id>"
@@ -71,15 +72,15 @@ def _later_turn_requests(obs: Observation, item: UserInput) -> bool:
 def _log_outcomes(obs: Observation, log: SessionLog, queued: list[UserInput], cancels: list[UserInput],
                   found: Findings) -> None:
     """Each queued input was recorded, and each recorded item has a deliberate outcome."""
-    queued_events = log.of_type("inbox_queued")
+    queued_events = log.events_of(InboxQueued)
     for item in queued:
         if not any(same_text(str(e.get("text")), item.text) for e in queued_events):
             found.fail(LOG, f"queued input {clip(item.text, 60)!r} has no inbox_queued event: it was never kept",
                        queued=clip(item.text, 80))
     for event in queued_events:
-        item_id = event.get("item_id")
-        delivered = [e for e in log.of_type("inbox_delivered") if e.get("item_id") == item_id]
-        canceled = [e for e in log.of_type("inbox_canceled") if e.get("item_id") == item_id]
+        item_id = event.item_id
+        delivered = [e for e in log.events_of(InboxDelivered) if e.item_id == item_id]
+        canceled = [e for e in log.events_of(InboxCanceled) if e.item_id == item_id]
         if delivered and canceled:
             found.fail(LOG, f"inbox item {item_id} was both delivered and canceled", event_item(canceled[0]))
         elif delivered:
@@ -87,7 +88,7 @@ def _log_outcomes(obs: Observation, log: SessionLog, queued: list[UserInput], ca
         elif canceled:
             _canceled(obs, event, canceled[0], cancels, found)
         else:
-            later = [e for e in log.of_type("turn_started") if (e.mono_ns or 0) > (event.mono_ns or 0)]
+            later = [e for e in log.events_of(TurnStarted) if (e.mono_ns or 0) > (event.mono_ns or 0)]
             if later:
                 found.fail(LOG, f"inbox item {item_id} vanished: turn {later[0].turn} started without delivering or "
                            "canceling it", event_item(event))
@@ -99,7 +100,7 @@ def _delivered(obs: Observation, log: SessionLog, queued: SessionEvent, delivere
                found: Findings) -> None:
     """A delivered item is listed in its turn's ``inbox`` and its text reaches the model."""
     item_id, text = queued.get("item_id"), str(queued.get("text"))
-    turn = next((e for e in log.of_type("turn_started") if e.turn == delivered.get("turn")), None)
+    turn = next((e for e in log.events_of(TurnStarted) if e.turn == delivered.get("turn")), None)
     if turn is None or item_id not in (turn.get("inbox") or []):
         found.fail(LOG, f"inbox item {item_id} is marked delivered to turn {delivered.get('turn')}, whose "
                    "turn_started does not list it", event_item(delivered))

@@ -19,6 +19,7 @@ from harness.checks.views import (
     window_call,
 )
 from harness.model import Capability, CheckResult, DecidedBy, Observation, Outcome, SessionLog, StopDelivery
+from harness.model.events import AssistantMessage
 
 BOX, LOG = DecidedBy.BLACK_BOX, DecidedBy.LOG
 
@@ -135,7 +136,7 @@ def _committed(log: SessionLog, stop: StopDelivery, scripted: str, seen: str, co
     """The log commits the stopped step's text: the whole of it before a tool ran, or the
     part seen, flagged ``interrupted: true``, when the stream was cut off."""
     turn = turn_at(log, stop.mono_ns)
-    in_turn = [e for e in log.of_type("assistant_message") if e.turn == turn]
+    in_turn = [e for e in log.events_of(AssistantMessage) if e.turn == turn]
     if complete:  # Stop in a tool: the step's message was written before the tool ran
         message = next((e for e in reversed(in_turn) if (e.mono_ns or 0) < stop.mono_ns), None)
     else:
@@ -144,7 +145,7 @@ def _committed(log: SessionLog, stop: StopDelivery, scripted: str, seen: str, co
         found.fail(LOG, f"turn {turn} has no assistant message keeping the text streamed before Stop", turn=turn,
                    seen=clip(seen, 80))
         return
-    text = str(message.get("text") or "")
+    text = message.text or ""
     if complete:
         if squeeze(text) != squeeze(scripted):
             found.fail(LOG, f"the text streamed before the tool ran was not kept: expected {clip(scripted, 80)!r}",
@@ -153,7 +154,7 @@ def _committed(log: SessionLog, stop: StopDelivery, scripted: str, seen: str, co
             found.ok(LOG, event_item(message))
         return
     problems = 0
-    if message.get("interrupted") is not True:
+    if message.interrupted is not True:
         found.fail(LOG, "the assistant message cut off by Stop is not marked interrupted: true", event_item(message))
         problems += 1
     why = kept_problem(text, scripted, seen)

@@ -20,6 +20,7 @@ from harness.contract import (
 )
 from harness.model import Capability, CheckResult, DecidedBy, Observation, Outcome, ProcessExit, StopDelivery
 from harness.model.drivers import DRIVERS
+from harness.model.events import TurnEnded
 
 BOX = DecidedBy.BLACK_BOX
 # `run --timeout T` must exit "shortly after T". Measured from spawn, so start-up counts; the
@@ -213,10 +214,10 @@ def _settled(obs: Observation, exit_: ProcessExit) -> tuple[str | None, Item | s
         return settlements[-1].reason, settlements[-1].how
     if obs.log is None or not (obs.has(Capability.TURN_ENDS) and obs.has(Capability.MONO_TIMES)):
         return None, None
-    ends = [e for e in obs.log.of_type("turn_ended") if exit_.started_ns <= (e.mono_ns or 0) <= exit_.ended_ns]
+    ends = [e for e in obs.log.events_of(TurnEnded) if exit_.started_ns <= (e.mono_ns or 0) <= exit_.ended_ns]
     if not ends:
         return None, None
-    return str(ends[-1].get("reason")), event_item(ends[-1])
+    return str(ends[-1].reason), event_item(ends[-1])
 
 
 @check("C9")
@@ -246,7 +247,7 @@ def stop_means_stop(obs: Observation) -> CheckResult:
                      and (resume_ns is None or u.mono_ns < resume_ns)]:
             quiet = False
             found.fail(BOX, f"the agent went on with the stopped turn {late.turn} after it had ended: {late.how}",
-                       turn=late.turn, update=late.kind, seen_in="ACP transcript")
+                       turn=late.turn, update=late.kind, seen_in=DRIVERS[obs.driver].transcript)
         if quiet:
             found.ok(BOX, stop=stop.how, phase=stop.phase, quiet_until=until)
     return found.result(f"nothing new started after {len(stops)} Stop(s)")

@@ -23,6 +23,7 @@ from harness.checks.views import (
 )
 from harness.contract import TOOL_NOT_STARTED
 from harness.model import Capability, CheckResult, Conventions, DecidedBy, Observation, Outcome, StopDelivery
+from harness.model.events import ToolResult
 
 BOX, LOG = DecidedBy.BLACK_BOX, DecidedBy.LOG
 STARTED_CLASSES = (Known.STARTED, Known.RAN_TO_END)
@@ -129,7 +130,7 @@ def _judge_ended(obs: Observation, stop: StopDelivery, window: str, call_id: str
                        f"{req.request} answers it {clip(answer.text, 80)!r}: {said.value}", item, call_id=call_id)
         else:
             found.ok(BOX, item, call_id=call_id, window=window)
-    logged = [e for e in obs.log.of_type("tool_result") if e.get("call_id") == call_id] if obs.log else []
+    logged = [e for e in obs.log.events_of(ToolResult) if e.call_id == call_id] if obs.log else []
     for event in logged[:1]:
         judged = True
         said = _said_after_stop(str(event.get("output", "")), obs.conventions)

@@ -27,6 +27,7 @@ from harness.checks.views import (
     squeeze,
 )
 from harness.model import CheckResult, DecidedBy, LogCapture, Observation, Restart, SessionLog
+from harness.model.events import SessionResumed, TurnStarted
 
 BOX, LOG = DecidedBy.BLACK_BOX, DecidedBy.LOG
 
@@ -124,7 +125,7 @@ def _log_continues(obs: Observation, log: SessionLog, restart: Restart, number: 
             found.fail(LOG, f"the store {capture.moment} lost what it held {before.moment}: {change.where}: "
                        f"{change.detail}", where=change.where, line=change.line, restart=number)
             return
-    last_turn = max((e.turn or 0 for e in before.log.of_type("turn_started")), default=0)
+    last_turn = max((e.turn or 0 for e in before.log.events_of(TurnStarted)), default=0)
     new_turns = [e for e in log.events[len(before.log.events):] if e.type == "turn_started"]
     if not new_turns:
         found.fail(LOG, f"no turn was appended to the session after restart {number}", restart=number)
@@ -178,5 +179,5 @@ def _count(req: Request, carries: Callable[[str], bool]) -> int:
 def _resume_note(log: SessionLog | None, after_ns: int) -> str | None:
     if log is None:
         return None
-    resumed = [e for e in log.of_type("session_resumed") if (e.mono_ns or 0) > after_ns]
-    return str(resumed[0].get("note")) if resumed else None
+    resumed = [e for e in log.events_of(SessionResumed) if (e.mono_ns or 0) > after_ns]
+    return str(resumed[0].note) if resumed else None

@@ -27,6 +27,8 @@ from harness.model import (
     StopDelivery,
     WindowObservation,
 )
+from harness.model.drivers import DRIVERS
+from harness.model.events import StopRequested, ToolCall, ToolResult, TurnEnded
 
 BOX, LOG = DecidedBy.BLACK_BOX, DecidedBy.LOG
 
@@ -111,8 +113,8 @@ def _acted_at(log: SessionLog, stop: StopDelivery) -> int:
     if stop.by != "agent-timeout":
         return stop.mono_ns
     turn = turn_at(log, stop.mono_ns)
-    acted = [e.mono_ns for e in log.of_type("stop_requested")
-             if e.get("source") == "timeout" and e.turn == turn and e.mono_ns is not None]
+    acted = [e.mono_ns for e in log.events_of(StopRequested)
+             if e.source == "timeout" and e.turn == turn and e.mono_ns is not None]
     return acted[0] if acted else stop.mono_ns
 
 
@@ -163,7 +165,8 @@ def _reported_stopped(obs: Observation, stop: StopDelivery, found: Findings) -> 
                if not any(u.call_id == c and u.status in ("completed", "failed") for u in before)}
     for call_id, turn in running.items():
         after = [u for u in obs.updates if u.kind == "tool_call" and u.call_id == call_id and u.mono_ns >= stop.mono_ns]
-        item = {"call_id": call_id, "turn": turn, "statuses": [u.status for u in after], "seen_in": "ACP transcript"}
+        item = {"call_id": call_id, "turn": turn, "statuses": [u.status for u in after],
+                "seen_in": DRIVERS[obs.driver].transcript}
         if any(u.status == "completed" for u in after):
             found.fail(BOX, f"tool call {call_id}, running at Stop ({stop.how}), was reported completed", item)
         elif after and after[-1].status == "failed":
@@ -188,14 +191,14 @@ def _describe(processes: Iterable[Mapping[str, Any]]) -> str:
 
 def _unclosed_calls(log: SessionLog, found: Findings) -> None:
     """Tool calls of turns that settled in the store but have no tool result."""
-    settled = {e.turn for e in log.of_type("turn_ended")}
-    results = {e.get("call_id") for e in log.of_type("tool_result")}
-    calls = log.of_type("tool_call")
+    settled = {e.turn for e in log.events_of(TurnEnded)}
+    results = {e.call_id for e in log.events_of(ToolResult)}
+    calls = log.events_of(ToolCall)
     for event in calls:
-        if event.turn in settled and event.get("call_id") not in results:
+        if event.turn in settled and event.call_id not in results:
             found.fail(LOG, f"tool call {event.get('call_id')} of settled turn {event.turn} has no tool_result",
                        event_item(event))
-    closed = [e for e in calls if e.get("call_id") in results]
+    closed = [e for e in calls if e.call_id in results]
     if closed:
         found.ok(LOG, calls_closed=len(closed), note=f"{len(closed)} tool call(s) in the log have a result")
 
@@ -206,7 +209,7 @@ def _timeouts(obs: Observation, log: SessionLog, tool_stops: list[StopDelivery],
     if not obs.has(Capability.STOP_REQUESTS):
         return
     delivered = {turn_at(log, s.mono_ns) for s in tool_stops}
-    for event in log.of_type("stop_requested"):
+    for event in log.events_of(StopRequested):
         if event.mono_ns is None or event.turn in delivered:
             continue
         _aborted_results(obs, log, event.mono_ns, None, f"stop_requested ({event.get('source')}) at line {event.line}",
@@ -218,25 +221,25 @@ def _aborted_results(obs: Observation, log: SessionLog, at_ns: int, window: str 
     """The calls running at a Stop (started, no result yet) report ``aborted: true``; True when
     at least one was judged and every one was."""
     turn = turn_at(log, at_ns)
-    finished_before = {e.get("call_id") for e in log.of_type("tool_result") if (e.mono_ns or 0) < at_ns}
-    running = [e for e in log.of_type("tool_call")
-               if e.turn == turn and (e.mono_ns or 0) < at_ns and e.get("call_id") not in finished_before]
+    finished_before = {e.call_id for e in log.events_of(ToolResult) if (e.mono_ns or 0) < at_ns}
+    running = [e for e in log.events_of(ToolCall)
+               if e.turn == turn and (e.mono_ns or 0) < at_ns and e.call_id not in finished_before]
     window_call_id = window_call(obs, window)[1] if window else None
-    if window_call_id and window_call_id not in {e.get("call_id") for e in running}:
+    if window_call_id and window_call_id not in {e.call_id for e in running}:
         found.fail(LOG, f"window {window} ran call {window_call_id}, which has no tool_call in turn {turn} before "
                    f"Stop ({how})", window=window, call_id=window_call_id)
         return False
     ok = bool(running)
     for call_event in running:
-        call_id = call_event.get("call_id")
+        call_id = call_event.call_id
         judged = [e for e in found.evidence if e.get("aborted_call") == call_id]
         if judged:
             continue
-        end = next((e for e in log.of_type("tool_result") if e.get("call_id") == call_id), None)
+        end = next((e for e in log.events_of(ToolResult) if e.call_id == call_id), None)
         if end is None:
             found.fail(LOG, f"tool call {call_id} running at Stop ({how}) has no tool_result", event_item(call_event))
             ok = False
-        elif end.get("aborted") is not True:
+        elif end.aborted is not True:
             found.fail(LOG, f"tool call {call_id} was stopped ({how}) but its result says "
                        f"aborted={end.get('aborted')!r}", event_item(end))
             ok = False

@@ -39,6 +39,8 @@ from harness.model import (
     Settlement,
     StopDelivery,
 )
+from harness.model.drivers import DRIVERS
+from harness.model.events import ToolResult, TurnEnded, TurnStarted
 
 BOX, LOG = DecidedBy.BLACK_BOX, DecidedBy.LOG
 
@@ -57,18 +59,19 @@ def turn_ends_exactly_once(obs: Observation) -> CheckResult:
     """
     log = log_or_verdict(obs, "C1", Capability.TURN_ENDS)
     if isinstance(log, CheckResult):
-        return _prompts_answered(obs) if obs.driver == "acp" and log.outcome is not Outcome.FAIL else log
-    starts = log.of_type("turn_started")
+        answered = DRIVERS[obs.driver].answers_each_turn and log.outcome is not Outcome.FAIL
+        return _prompts_answered(obs) if answered else log
+    starts = log.events_of(TurnStarted)
     if not starts:
         return result("C1", Outcome.SKIPPED, "the log has no turn")
     timed = obs.has(Capability.MONO_TIMES)
     kill_times = sorted([k.mono_ns for k in obs.kills] + [e.ended_ns for e in obs.exits if e.signal is not None])
     problems: list[tuple[str, SessionEvent]] = []
     untimed: list[SessionEvent] = []
-    open_turn: SessionEvent | None = None
+    open_turn: TurnStarted | None = None
     ended: dict[int | None, SessionEvent] = {}
 
-    def killed_while_open(start: SessionEvent, next_start: SessionEvent | None) -> bool | None:
+    def killed_while_open(start: TurnStarted, next_start: TurnStarted | None) -> bool | None:
         if not kill_times:
             return False
         if _open_in_a_kill_capture(obs, start) or _last_turn_of_a_process_that_died(obs, start):
@@ -78,7 +81,7 @@ def turn_ends_exactly_once(obs: Observation) -> CheckResult:
         end = next_start.mono_ns if next_start is not None else None
         return any(t > (start.mono_ns or 0) and (end is None or t < end) for t in kill_times)
 
-    def left_open(start: SessionEvent, next_start: SessionEvent | None) -> None:
+    def left_open(start: TurnStarted, next_start: TurnStarted | None) -> None:
         killed = killed_while_open(start, next_start)
         if killed is None:
             untimed.append(start)
@@ -88,7 +91,7 @@ def turn_ends_exactly_once(obs: Observation) -> CheckResult:
                              f"turn {start.turn} never ended, and the agent was not killed while it ran", start))
 
     for event in log.events:
-        if event.type == "turn_started":
+        if isinstance(event, TurnStarted):
             if open_turn is not None:
                 left_open(open_turn, event)
             open_turn = event
@@ -112,7 +115,7 @@ def turn_ends_exactly_once(obs: Observation) -> CheckResult:
                       f"{Capability.MONO_TIMES.value}, so whether the kill fell inside it cannot be told",
                       [event_item(e) for e in untimed], needs_reader=True)
     return result("C1", Outcome.PASS, f"{len(starts)} turn(s); each ended once with a valid reason, or was open when "
-                  "the agent was killed", [event_item(e) for e in log.of_type("turn_ended")])
+                  "the agent was killed", [event_item(e) for e in log.events_of(TurnEnded)])
 
 
 def _prompts_answered(obs: Observation) -> CheckResult:
@@ -130,7 +133,7 @@ def _prompts_answered(obs: Observation) -> CheckResult:
     for number, prompt in enumerate(prompts, start=1):
         until = prompts[number].mono_ns if number < len(prompts) else None
         answers = [s for s in obs.settlements if s.mono_ns >= prompt.mono_ns and (until is None or s.mono_ns < until)]
-        item = {"turn": number, "prompt": prompt.text, "seen_in": "ACP transcript"}
+        item = {"turn": number, "prompt": prompt.text, "seen_in": DRIVERS[obs.driver].transcript}
         if not answers:
             gone = next((t for t in ends if t > prompt.mono_ns and (until is None or t < until)), None)
             if gone is None:
@@ -162,11 +165,11 @@ def _open_in_a_kill_capture(obs: Observation, start: SessionEvent) -> bool:
     return False
 
 
-def _last_turn_of_a_process_that_died(obs: Observation, start: SessionEvent) -> bool:
+def _last_turn_of_a_process_that_died(obs: Observation, start: TurnStarted) -> bool:
     """The turn was started by the last input a process received, and that process died of a
     signal (a SIGKILL, or a Stop it left to the signal's default action): a turn never ended
     was open when it died, whatever times the store records."""
-    said = str(start.get("input") or "")
+    said = start.input or ""
     for exit_ in obs.exits:
         if exit_.signal is None:
             continue
@@ -231,7 +234,7 @@ def reload_repairs_in_memory_only(obs: Observation) -> CheckResult:
                          restart=number)
             continue
         _writes_after_load(obs, found, number, before.log, log)
-    for event in log.of_type("tool_result"):
+    for event in log.events_of(ToolResult):
         if is_repair(str(event.get("output", "")), obs.conventions):
             found.fail(LOG, "a crash-repair result was written to the store", event_item(event))
     return found.result(f"{len(restarts)} reload(s) left the store as it was and wrote no repair")
@@ -253,7 +256,7 @@ def _writes_after_load(obs: Observation, found: Findings, number: int, before: S
         found.ok(LOG, restart=number, note="nothing was written after loading")
     if not obs.has(Capability.TURN_ENDS):
         return
-    open_turns = {e.turn for e in before.of_type("turn_started")} - {e.turn for e in before.of_type("turn_ended")}
+    open_turns = {e.turn for e in before.events_of(TurnStarted)} - {e.turn for e in before.events_of(TurnEnded)}
     ends = [e for e in written if e.type == "turn_ended" and e.turn in open_turns]
     for end in ends:
         found.fail(LOG, f"turn {end.turn} was open when restart {number} loaded the log; its end was written to the "
@@ -304,8 +307,8 @@ def _settled_from_outside(obs: Observation, stop: StopDelivery, found: Findings)
                        and (until is None or s.mono_ns < until)), None)
     if settlement is not None and settlement.reason is not None:
         item = _settlement_item(settlement)
-        if obs.driver == "acp":  # the prompt's stopReason, as the transcript holds it
-            item["seen_in"] = "ACP transcript"
+        if transcript := DRIVERS[obs.driver].transcript:  # the prompt's stopReason, as the transcript holds it
+            item["seen_in"] = transcript
         exited = _exit_behind(obs, settlement)
         if exited is not None:  # a headless run's settlement is its exit code read by the profile's convention
             item["fact"] = exit_fact(exited)

@@ -25,6 +25,10 @@ class DriverSpec:
     # The agent itself reports when its turn settled — an API's settled event, a protocol's answer
     # to the prompt — so L1 runs from the Stop to that report.
     reports_settlement: bool = False
+    # Each turn is one request the agent answers exactly once (a protocol's prompt), so a turn
+    # that ended can be told from its answer where the store records no turn ends (C1).
+    answers_each_turn: bool = False
+    transcript: str | None = None  # the protocol transcript the driver keeps, as evidence names it
 
     @property
     def can_kill(self) -> bool:
@@ -46,7 +50,8 @@ DRIVERS: dict[str, DriverSpec] = {spec.name: spec for spec in (
                per_turn_timeout=True, can_queue=False),
     DriverSpec("terminal", "harness.drivers.terminal:TerminalDriver", "interactive"),
     # An ACP client: Stop is session/cancel, a turn ends with the prompt's answer, resume is session/load.
-    DriverSpec("acp", "harness.drivers.acp:AcpDriver", "acp", can_queue=False, reports_settlement=True),
+    DriverSpec("acp", "harness.drivers.acp:AcpDriver", "acp", can_queue=False, reports_settlement=True,
+               answers_each_turn=True, transcript="ACP transcript"),
 )}
 
 

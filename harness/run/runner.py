@@ -206,7 +206,7 @@ async def _run_contained(profile: Profile, item: WorkItem, dirs: RunDirs, contai
     api_key = canary_key()
     history = History()
     # Over ACP the durable history is what a session/load replays, unless the profile reads the agent's own store.
-    replay = item.driver == "acp" and profile.acp is not None and profile.acp.reader == ACP_REPLAY
+    replay = DRIVERS[item.driver].section == "acp" and profile.acp is not None and profile.acp.reader == ACP_REPLAY
     reader = get_reader(ACP_REPLAY if replay else profile.log_reader)
     outlived: EndReport | None = None
     driver: Driver | None = None
