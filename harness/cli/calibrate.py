@@ -53,7 +53,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not delays or any(not d >= 0 for d in delays):
         parser.error("--delays needs at least one value, each >= 0")
     drivers = [d.strip() for value in args.driver for d in value.split(",") if d.strip()]
-    unknown = [d for d in drivers if d not in DRIVERS or d == "terminal"]
+    # The calibration agent has a headless and an in-process mode (harness/calibrate/calibrate.toml).
+    unknown = [d for d in drivers if d not in DRIVERS or DRIVERS[d].section not in ("headless", "inproc")]
     if unknown:
         parser.error(f"the calibration agent runs on inproc and subprocess, not {unknown[0]!r}")
     try:

@@ -75,10 +75,10 @@ def not_applicable(profile: Profile, task: Task, driver: str) -> str | None:
         return f"profile {profile.name!r}: {profile.not_run[task.name]}"
     if driver not in profile.drivers():
         return f"profile {profile.name!r} has no {DRIVERS[driver].plays}"
-    spec = profile.headless if driver == "subprocess" else None
+    spec = profile.headless if DRIVERS[driver].section == "headless" else None
     if spec is not None and spec.no_resume and resumes(task):
         return f"the task resumes a session, and profile {profile.name!r} has no headless resume: {spec.no_resume}"
-    if driver == "terminal" and profile.interactive is not None:
+    if DRIVERS[driver].section == "interactive" and profile.interactive is not None:
         steps = {s.do for s in task.steps}
         if "queue" in steps and not profile.interactive.queued_regex:
             return f"profile {profile.name!r} names no [interactive] queued_regex: queueing cannot be observed"

@@ -17,6 +17,7 @@ from typing import Any
 
 from fake_server.records import Error, Record, Request, Side
 from harness.model import RunStatus, redaction
+from harness.model.drivers import DRIVERS
 from harness.profiles import Profile, template_names
 from harness.run.planning import WorkItem
 from harness.run.runner import ItemOutcome, run_item
@@ -25,7 +26,7 @@ from harness.tasks import load_task
 TASK = Path(__file__).with_name("task.toml")
 RESUME_TASK = Path(__file__).with_name("resume-after-kill") / "task.toml"
 REQUESTS_SHOWN = 20  # model requests listed one by one; a doctor turn makes a few
-MODES = {"subprocess": "headless", "terminal": "interactive"}  # driver → the profile section it plays
+PLAYED = ("headless", "interactive")  # the profile sections doctor plays, each by the driver that plays it
 
 
 def doctor(profile: Profile) -> tuple[int, list[str]]:
@@ -38,14 +39,14 @@ def doctor(profile: Profile) -> tuple[int, list[str]]:
     if profile.log_reader == "none":
         lines.append('black-box (log_reader = "none"): checks needing a reader will be unknown; '
                      "no session store is needed")
-    drivers = [d for d in MODES if d in profile.drivers()]
+    drivers = [d for d, spec in DRIVERS.items() if spec.section in PLAYED and d in profile.drivers()]
     if not drivers:
         return 1, [*lines, "nothing to run: doctor plays [headless] and [interactive], and the profile has neither"]
     healthy = True
     first: ItemOutcome | None = None
     for driver in drivers:
         outcome = _play(profile, TASK, driver)
-        if driver == "subprocess":
+        if DRIVERS[driver].section == "headless":
             first = outcome
         ok, section = _report(profile, driver, outcome)
         healthy = healthy and ok
@@ -67,12 +68,12 @@ def _report(profile: Profile, driver: str, outcome: ItemOutcome) -> tuple[bool, 
     result = outcome.result
     ev: Mapping[str, Any] = result.evidence
     key = outcome.observation.api_key if outcome.observation else ""
-    lines = [f"{MODES[driver]} ({driver} driver): {result.status.value}" + (f" — {result.reason}" if result.reason
-                                                                          else "")]
+    reason = f" — {result.reason}" if result.reason else ""
+    lines = [f"{DRIVERS[driver].section} ({driver} driver): {result.status.value}{reason}"]
     for p in ev.get("processes", []):
         exit_ = p["returncode"] if p["returncode"] is not None else f"by signal {p['signal']}"
         lines += [f"  command: {' '.join(p['argv'])}", f"  exit {exit_}"]
-        if driver == "subprocess":  # a terminal's output is its screens, below
+        if DRIVERS[driver].section == "headless":  # a terminal's output is its screens, below
             lines += [f"  stdout tail: {p['stdout_tail'][-400:]!r}", f"  stderr tail: {p['stderr_tail'][-400:]!r}"]
     shown: dict[tuple[str, ...], int] = {}
     for screen in ev.get("screens", []):
@@ -162,7 +163,7 @@ def _resume_after_kill(profile: Profile, first: ItemOutcome) -> tuple[bool, list
 
 def _resumes_by_id(profile: Profile, driver: str) -> bool:
     """The profile resumes in this mode by the id the agent tells (``{session_id}``)."""
-    spec = profile.headless if driver == "subprocess" else profile.interactive
+    spec = profile.headless if DRIVERS[driver].section == "headless" else profile.interactive
     return spec is not None and spec.needs_session_id and not profile.session.chosen
 
 
