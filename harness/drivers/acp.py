@@ -34,7 +34,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.containment.procs import ExitStamp, ProcRef, kill_tree, signal_group, spawn
-from harness.drivers.base import AgentContext, DriverBase, DriverError, OutputBuffer, Unsupported, pump, values_for
+from harness.drivers.base import AgentContext, DriverBase, DriverError, Unsupported, values_for
+from harness.drivers.output import OutputBuffer, pump
 from harness.model import ProcessExit, Settlement, StopDelivery, TurnUpdate, UserInput
 from harness.model.history import History
 

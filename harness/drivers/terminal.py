@@ -24,7 +24,8 @@ import pexpect
 
 from harness.containment.procs import ProcRef, SpawnError, child_setup, kill_tree, signal_pid
 from harness.contract import TURN_END_REASONS
-from harness.drivers.base import AgentContext, DriverBase, DriverError, OutputBuffer, Unsupported, values_for
+from harness.drivers.base import AgentContext, DriverBase, DriverError, Unsupported, values_for
+from harness.drivers.output import OutputBuffer
 from harness.drivers.screen import Screen, ScreenLog
 from harness.model import ProcessExit, Settlement, StopDelivery
 from harness.model.history import History
