@@ -1,5 +1,5 @@
 """How long the harness takes to absorb what an agent prints: a child process writes N MB to its
-stdout and the drivers' reader (``harness.drivers.base.pump`` into an ``OutputBuffer``) takes it
+stdout and the drivers' reader (``harness.drivers.output.pump`` into an ``OutputBuffer``) takes it
 in, alone and with a waiter looking for a line that only comes at the end (what the terminal
 driver does while it waits for a prompt).
 
@@ -20,7 +20,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from harness.drivers.base import OutputBuffer, pump  # noqa: E402
+from harness.drivers.output import OutputBuffer, pump  # noqa: E402
 
 END = "== printed everything =="
 

@@ -17,17 +17,8 @@ from collections.abc import Mapping
 from urllib.parse import urlsplit
 
 from harness.containment.procs import ExitStamp, ProcRef, connection_holders, kill_tree, signal_group, signal_pid, spawn
-from harness.drivers.base import (
-    AgentContext,
-    DriverBase,
-    DriverError,
-    OutputBuffer,
-    ProfileMisfit,
-    Unsupported,
-    exit_of,
-    pump,
-    values_for,
-)
+from harness.drivers.base import AgentContext, DriverBase, DriverError, ProfileMisfit, Unsupported, exit_of, values_for
+from harness.drivers.output import OutputBuffer, pump
 from harness.model import ProcessExit, Settlement, StopDelivery
 from harness.model.history import History
 from harness.profiles import fill

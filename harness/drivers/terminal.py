@@ -7,34 +7,44 @@ wait on the text itself. Line-oriented agents are matched on the raw stream; ful
 (``match_on = "screen"``) on a rendered screen kept beside it (``harness.drivers.screen``):
 a turn's end is its turn-ended line below the turn's input there, or, for a UI that shows no
 such line, its busy indicator disappearing. The rendered screen as each wait ended, and as the
-run ended, goes into the run's evidence (``screens``): what the harness saw.
+run ended, goes into the run's evidence (``screens``, kept by ``harness.drivers.terminal_waits``
+with the profile fit of each wait): what the harness saw. The pseudo-terminal itself —
+starting it, reading it on the event loop, closing it — is ``harness.drivers.pseudo_terminal``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
 import re
 import signal
 import time
-from collections.abc import Awaitable
-from typing import Any, TypeVar
+from functools import partial
+from typing import Any
 
 import pexpect
 
-from harness.containment.procs import ProcRef, SpawnError, child_setup, kill_tree, signal_pid
+from harness.containment.procs import ProcRef, kill_tree, signal_pid
 from harness.contract import TURN_END_REASONS
-from harness.drivers.base import AgentContext, DriverBase, DriverError, OutputBuffer, Unsupported, values_for
-from harness.drivers.screen import Screen, ScreenLog
+from harness.drivers.base import AgentContext, DriverBase, DriverError, Unsupported, values_for
+from harness.drivers.output import OutputBuffer
+from harness.drivers.pseudo_terminal import (
+    ANSI,
+    COLUMNS,
+    KEYS,
+    LINES,
+    exit_within,
+    open_terminal,
+    read_on_loop,
+    retire,
+    stop_reading,
+)
+from harness.drivers.screen import Screen
+from harness.drivers.terminal_waits import WaitEvidence
 from harness.model import ProcessExit, Settlement, StopDelivery
 from harness.model.history import History
 
 QUIT_GRACE_S = 5.0  # failsafe: an agent that ignores the quit keys is killed after this
 EXIT_AFTER_EOF_S = 5.0  # failsafe: how long an agent whose terminal closed is given to exit
-KEYS = {"esc": "\x1b", "ctrl-c": "\x03", "ctrl-d": "\x04", "enter": "\r"}
-COLUMNS, LINES = 200, 40
-ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[@-Z\\-_]|\r")
-T = TypeVar("T")
 
 
 class TerminalDriver(DriverBase):
@@ -60,7 +70,7 @@ class TerminalDriver(DriverBase):
         self._running = False
         self._argv: tuple[str, ...] = ()
         self._view = Screen(COLUMNS, LINES)  # the rendered screen (matched on for full-screen UIs)
-        self._screens = ScreenLog()  # the screen as each wait ended: the evidence of what was seen
+        self._waits = WaitEvidence(self.spec, self.fit, lambda: self._view)  # what each wait saw, as evidence
         self._on_screen = self.spec.match_on == "screen"
         self._busy_seen = False  # the busy indicator showed since the last input
         self._queued = 0
@@ -73,45 +83,7 @@ class TerminalDriver(DriverBase):
         return list(self._refs)
 
     def screens(self) -> list[dict[str, Any]]:
-        return self._screens.to_json()
-
-    async def _watched(self, what: str, waiting: Awaitable[T]) -> T:
-        """``waiting``'s outcome, keeping the rendered screen as the wait for ``what`` ended:
-        seen, the terminal closed first (an outcome of False), or given up on (the output
-        ended, or the step stopped waiting: its budget ran out, the agent exited). A wait for
-        one of the profile's patterns goes into the run's profile fit: matched, or not seen
-        (undecided here: whether the pattern or the agent failed is the step's to tell)."""
-        try:
-            outcome = await waiting
-        except DriverError:
-            self._screens.take(f"the output ended before {what}", self._view)
-            self._note_fit(what, None, "the agent's output ended first")
-            raise
-        except asyncio.CancelledError:
-            self._screens.take(f"stopped waiting for {what}", self._view)
-            self._note_fit(what, None, "the step stopped waiting before it showed")
-            raise
-        closed = outcome is False
-        self._screens.take(f"the terminal closed before {what}" if closed else f"saw {what}", self._view)
-        self._note_fit(what, not closed, "the terminal closed first" if closed else
-                       "on the rendered screen" if self._on_screen else "in the terminal's output")
-        return outcome
-
-    def _expectation(self, what: str) -> tuple[str, str] | None:
-        """The profile's pattern for ``what`` the driver waits to see, and when it is expected."""
-        spec = self.spec
-        return {
-            "the prompt": (spec.prompt_regex, "when the agent is ready for input"),
-            "the turn's end": (spec.turn_ended_regex or f"{spec.busy_regex} going away", "when a turn ends"),
-            "the queued acknowledgement": (spec.queued_regex, "when input is typed while a turn runs"),
-        }.get(what)
-
-    def _note_fit(self, what: str, matched: bool | None, seen: str) -> None:
-        expectation = self._expectation(what)
-        if expectation is None:  # e.g. the typed text: the harness's own input, no pattern of the profile
-            return
-        pattern, expected = expectation
-        (self.fit.matched if matched else self.fit.undecided)(what, pattern, expected, seen)
+        return self._waits.to_json()
 
     def turn_running(self) -> bool:
         if self._running and self._turn_end() is not None:
@@ -163,62 +135,24 @@ class TerminalDriver(DriverBase):
     async def _spawn(self, *, resume: bool) -> None:
         argv = self.spec.render(values_for(self.ctx, session_id=self.session_id if resume else None), resume=resume)
         if self._child is not None:
-            self._retire(self._child)
+            retire(self._child)
         self._raw = OutputBuffer(watch=(str(self.ctx.values.get("api_key") or ""),))
         self._raws.append(self._raw)
         self._view = Screen(COLUMNS, LINES)
         self._started_ns = time.monotonic_ns()
-        try:
-            self._child = pexpect.spawn(
-                argv[0], argv[1:], env=self.ctx.env, cwd=str(self.ctx.cwd), encoding=None,
-                dimensions=(LINES, COLUMNS), preexec_fn=child_setup(self.ctx.preexec), echo=False,
-            )
-        except pexpect.ExceptionPexpect as exc:  # e.g. the binary is not on PATH
-            raise SpawnError(f"cannot start {' '.join(argv)!r}: {exc}") from None
+        self._child = open_terminal(argv, env=self.ctx.env, cwd=str(self.ctx.cwd), preexec=self.ctx.preexec)
         self._argv = tuple(argv)
-        # pexpect sleeps 50 ms in every send() by default: a blocking sleep on the event loop
-        # that would also land inside every Stop latency measured through keys.
-        self._child.delaybeforesend = None
-        # ptyprocess sleeps 100 ms in every close(), "to give the kernel time": this driver
-        # closes a terminal only once its agent has exited and been waited for.
-        self._child.ptyproc.delayafterclose = 0
         self._refs.append(ProcRef.of(self._child.pid, "resume" if resume else "chat"))
-        os.set_blocking(self._child.child_fd, False)
-        loop = asyncio.get_running_loop()
-        # A registration left for this descriptor number by a terminal closed while still
-        # registered would make add_reader change that dead entry without polling the new
-        # descriptor: the agent's output would never be read. Clear it first.
-        loop.remove_reader(self._child.child_fd)
-        loop.add_reader(self._child.child_fd, self._on_readable, self._child, self._raw, self._view)
+        read_on_loop(self._child, partial(self._took, self._raw, self._view),
+                     partial(_close_both, self._raw, self._view))
 
-    def _retire(self, child: pexpect.spawn) -> None:
-        """Done with an exited agent's terminal: stop reading it, then close it — in that
-        order, so no reader is left on a descriptor number the next terminal may get."""
-        try:
-            asyncio.get_running_loop().remove_reader(child.child_fd)
-        except (ValueError, OSError):
-            pass
-        if not child.isalive():
-            child.close(force=True)
-
-    def _on_readable(self, child: pexpect.spawn, raw: OutputBuffer, view: Screen) -> None:
-        """Read what ``child`` wrote (each terminal's reader feeds its own buffers, so a late
-        end-of-file of an earlier terminal never touches the current one's)."""
-        try:
-            data = os.read(child.child_fd, 65536)
-        except BlockingIOError:
-            return
-        except OSError:  # EIO: the terminal's other side is gone
-            data = b""
-        if data:
-            raw.feed(data)
-            view.feed(data)
-            if self._running and self.spec.busy_regex and view.shows(self.spec.busy_regex):
-                self._busy_seen = True
-            return
-        asyncio.get_running_loop().remove_reader(child.child_fd)
-        raw.close()
-        view.close()
+    def _took(self, raw: OutputBuffer, view: Screen, data: bytes) -> None:
+        """What a terminal wrote, into its own buffers (each terminal's reader feeds its own, so
+        a late end-of-file of an earlier terminal never touches the current one's)."""
+        raw.feed(data)
+        view.feed(data)
+        if self._running and self.spec.busy_regex and view.shows(self.spec.busy_regex):
+            self._busy_seen = True
 
     async def _ready(self) -> None:
         """Wait for the prompt after the last settlement (or start), and the session line."""
@@ -226,12 +160,13 @@ class TerminalDriver(DriverBase):
             await self._spawn(resume=False)
         self.awaiting = ("the prompt", self.spec.prompt_regex)
         if self._on_screen:
-            if not await self._watched("the prompt", self._view.wait(self._at_prompt)):
+            if not await self._waits.watched("the prompt", self._view.wait(self._at_prompt)):
                 raise DriverError(f"the terminal closed before the prompt; last screen: {self._view.text()[-400:]!r}")
             self.awaiting = None
             return
         start = self._settle_from if not self._running else self._input_at
-        await self._watched("the prompt", self._raw.wait_for(self.spec.prompt_regex, start=start, what="the prompt"))
+        await self._waits.watched("the prompt", self._raw.wait_for(self.spec.prompt_regex, start=start,
+                                                                   what="the prompt"))
         self.awaiting = None
 
     def screen(self) -> str:
@@ -268,8 +203,8 @@ class TerminalDriver(DriverBase):
         shown = _mark(text)
         before = self._view.text().count(shown)
         self._type(text)
-        if shown and not await self._watched("the typed text",
-                                             self._view.wait(lambda: self._view.text().count(shown) > before)):
+        if shown and not await self._waits.watched("the typed text",
+                                                   self._view.wait(lambda: self._view.text().count(shown) > before)):
             raise DriverError(f"the terminal closed before the typed text showed; last screen: "
                               f"{self._view.text()[-400:]!r}")
         self._type(KEYS["enter"])
@@ -285,12 +220,12 @@ class TerminalDriver(DriverBase):
         self._queued += 1
         self.awaiting = ("the queued acknowledgement", self.spec.queued_regex)
         if self._on_screen:  # one more queued item on screen than before
-            if not await self._watched("the queued acknowledgement",
-                                       self._view.wait(lambda: len(regex.findall(self._view.text())) > before)):
+            if not await self._waits.watched("the queued acknowledgement",
+                                             self._view.wait(lambda: len(regex.findall(self._view.text())) > before)):
                 raise DriverError("the terminal closed before the queued acknowledgement")
             self.awaiting = None
             return str(self._queued)
-        match = await self._watched("the queued acknowledgement", self._raw.wait_for(
+        match = await self._waits.watched("the queued acknowledgement", self._raw.wait_for(
             self.spec.queued_regex, start=start, what="the queued acknowledgement"))
         self.awaiting = None
         # A UI that shows no item ids: items are named by their position, for {item_id} in the cancel command.
@@ -318,7 +253,7 @@ class TerminalDriver(DriverBase):
 
     async def settle(self) -> Settlement:
         self.awaiting = ("the turn's end", self.spec.turn_ended_regex or f"{self.spec.busy_regex} going away")
-        if not await self._watched("the turn's end", self._view.wait(lambda: self._turn_end() is not None)):
+        if not await self._waits.watched("the turn's end", self._view.wait(lambda: self._turn_end() is not None)):
             raise DriverError(f"the agent's output ended before the turn-ended line; last output: {self._raw.tail()!r}")
         self.awaiting = None
         ended = self._turn_end()
@@ -345,7 +280,7 @@ class TerminalDriver(DriverBase):
         if self._child is None:
             return None
         if self._raw.eof and self._child.isalive():
-            await _exit_of(self._child.pid, EXIT_AFTER_EOF_S)
+            await exit_within(self._child.pid, EXIT_AFTER_EOF_S)
         if self._child.isalive():
             return None
         if self._refs and not any(e.pid == self._child.pid for e in self.history.of(ProcessExit)):
@@ -381,8 +316,8 @@ class TerminalDriver(DriverBase):
         await self._spawn(resume=True)
         if expect == "refused":
             assert self._child is not None
-            prompted = await self._watched("the prompt", self._view.wait(self._at_prompt) if self._on_screen
-                                           else self._prompt_or_eof())
+            prompted = await self._waits.watched("the prompt", self._view.wait(self._at_prompt) if self._on_screen
+                                                 else self._prompt_or_eof())
             if prompted:  # it accepted the damaged log: end it, the checks judge the exit
                 signal_pid(self._child.pid, signal.SIGKILL)
             await self._reap("refused")
@@ -411,7 +346,7 @@ class TerminalDriver(DriverBase):
         """Quit as a user would (the quit keys at the prompt), then end every process by PID."""
         child = self._child
         if child is not None:
-            self._screens.take("the run's end, before quitting", self._view)
+            self._waits.take("the run's end, before quitting")
         if child is not None and child.isalive() and not self.turn_running() and self.spec.quit_keys:
             self._type("".join(KEYS[k] for k in self.spec.quit_keys))
             try:  # a failsafe: an agent that does not quit is killed below
@@ -419,10 +354,7 @@ class TerminalDriver(DriverBase):
             except TimeoutError:
                 pass
         if child is not None:
-            try:
-                asyncio.get_running_loop().remove_reader(child.child_fd)
-            except (ValueError, OSError):
-                pass
+            stop_reading(child)
         for ref in self._refs:
             await asyncio.to_thread(kill_tree, ref)
         if child is not None:
@@ -431,29 +363,11 @@ class TerminalDriver(DriverBase):
             child.close(force=True)
 
 
-async def _exit_of(pid: int, within_s: float) -> None:
-    """Returns once process ``pid`` has exited (its pidfd is readable), or after ``within_s``."""
-    try:
-        fd = os.pidfd_open(pid)
-    except OSError:  # gone already, or no pidfds here: isalive() decides
-        return
-    loop = asyncio.get_running_loop()
-    gone: asyncio.Future[None] = loop.create_future()
-
-    def readable() -> None:
-        if not gone.done():
-            gone.set_result(None)
-
-    loop.add_reader(fd, readable)
-    try:
-        await asyncio.wait_for(gone, within_s)
-    except TimeoutError:
-        pass
-    finally:
-        loop.remove_reader(fd)
-        os.close(fd)
-
-
 def _mark(text: str) -> str:
     """What of a typed input is looked for on screen: the tail of its last line."""
     return text.strip().splitlines()[-1][-40:] if text.strip() else ""
+
+
+def _close_both(raw: OutputBuffer, view: Screen) -> None:
+    raw.close()
+    view.close()

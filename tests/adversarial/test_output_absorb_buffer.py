@@ -4,7 +4,7 @@ run's API key even where the output was left out. (How fast it absorbs 40 MB is 
 ``benchmarks/output_absorb.py``, not asserted here.)"""
 import asyncio
 
-from harness.drivers.base import OutputBuffer
+from harness.drivers.output import OutputBuffer
 
 KEY = "sk-canary-feedface0123"
 

@@ -16,7 +16,8 @@ from harness.agents.install import agents
 from harness.agents.pythons import python_accepts
 from harness.cli import main
 from harness.drivers import AgentContext
-from harness.drivers.base import DriverBase, find_log
+from harness.drivers.base import DriverBase
+from harness.drivers.sessions import find_log
 from harness.model.history import History
 from harness.profiles import ProfileError, load_profile, parse_profile
 from harness.run.planning import plan

@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from harness.drivers.base import AgentContext
+from harness.drivers.pseudo_terminal import COLUMNS, LINES
 from harness.drivers.screen import Screen
-from harness.drivers.terminal import COLUMNS, LINES, TerminalDriver
+from harness.drivers.terminal import TerminalDriver
 from harness.model.history import History
 from harness.profiles import fill, load_profile
 from harness.run.planning import not_applicable

@@ -121,7 +121,7 @@ def test_the_profiles_glob_finds_the_session_the_run_wrote(tmp_path):
     import os
 
     from harness.drivers import AgentContext
-    from harness.drivers.base import find_log
+    from harness.drivers.sessions import find_log
     from harness.profiles import load_profile
 
     profile = load_profile("gemini-cli")
