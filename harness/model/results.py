@@ -197,6 +197,15 @@ class TimelineMark:
                    end_ms=data.get("end_ms"), ref=data.get("ref"))
 
 
+def task_of(variant: str, driver: str) -> str:
+    """The task a result is of, without the driver its name carries when the task has several
+    (``interrupt-cancel[terminal]`` on the terminal driver: ``interrupt-cancel``). Results are
+    compared by task and driver apart, so a task that gains a driver, which renames its results,
+    still lines up with a run from before."""
+    suffix = f"[{driver}]"
+    return variant[: -len(suffix)] if driver and variant.endswith(suffix) else variant
+
+
 @dataclass(frozen=True)
 class TaskResult:
     """One task run once (one repeat) for one agent on one adapter."""

@@ -36,6 +36,7 @@ from typing import Any
 
 from harness.contract import check_order
 from harness.model import Outcome, RunResult, RunStatus, TaskResult
+from harness.model.results import task_of
 from harness.report.aggregate import fold, latency_order
 from harness.report.gate import NOT_COMPARABLE, TASK_ROW, TOO_FEW, agent_key, compare, consequences
 from harness.report.gate_text import columns
@@ -131,7 +132,8 @@ def diff(base: RunResult, new: RunResult) -> Diff:
     before, after = _side_rows(base, key_of), _side_rows(new, key_of)
     _not_ran(before, after)
     _not_ran(after, before)
-    follows = consequences(new, lambda t, c: (key_of(t.agent), t.task, t.driver, t.adapter, c.check))
+    follows = consequences(new, lambda t, c: (key_of(t.agent), task_of(t.task, t.driver), t.driver,
+                                             t.adapter, c.check))
     checks = [_change(key, before.get(key), after.get(key), follows.get(key))
               for key in sorted(before.keys() | after.keys(), key=_row_order)]
     return Diff(base, new, tuple(checks), _latencies(base, new, key_of))
@@ -143,7 +145,7 @@ def _side_rows(run: RunResult, key_of: Callable[[str], str]) -> dict[Key, str]:
     outcomes: dict[tuple[str, str, str, str], dict[str, list[Outcome]]] = {}
     statuses: dict[tuple[str, str, str, str], list[RunStatus]] = {}
     for t in _plain_tasks(run):
-        task_key = (key_of(t.agent), t.task, t.driver, t.adapter)
+        task_key = (key_of(t.agent), task_of(t.task, t.driver), t.driver, t.adapter)
         statuses.setdefault(task_key, []).append(t.status)
         checks = outcomes.setdefault(task_key, {})
         for c in t.checks:

@@ -151,3 +151,18 @@ def test_an_older_file_of_the_agent_compares_with_a_release_as_one_agent(tmp_pat
     out = capsys.readouterr().out
     assert "claude-code 2.1.197 (Claude Code)" in out and "claude-code 2.1.332" in out
     assert "2 unchanged" in out  # the task row and C8: one agent on both sides
+
+
+def test_a_task_that_gained_a_driver_still_lines_up_with_a_run_from_before():
+    """A result names the driver only when its task has several: a task that gains one renames
+    its results (http-stream-cancel → http-stream-cancel[subprocess]), and the diff still
+    compares them, by task and driver."""
+    from harness.model import CheckResult, Evidence, Outcome, RunResult, TaskResult, Tier
+    from harness.report.diff import diff
+
+    def run(task: str) -> RunResult:
+        check = CheckResult("C8", Outcome.PASS, Evidence("exit 3"), Tier.MANDATORY)
+        return RunResult({"agent": "a"}, (TaskResult(task, "a", "http", 1, (check,), driver="subprocess"),), ())
+
+    changes = diff(run("http-stream-cancel"), run("http-stream-cancel[subprocess]")).checks
+    assert {(c.key[1], c.change.value) for c in changes} == {("http-stream-cancel", "unchanged")}
