@@ -11,24 +11,25 @@ from typing import Any
 from fake_server.records import Disconnect, Request
 from harness.model import LatencySample, Observation
 from harness.model.drivers import DRIVERS
-from harness.run.planning import WorkItem
 
 
-def timed_latencies(item: WorkItem, agent: str, obs: Observation) -> list[tuple[LatencySample, int]]:
-    """Each sample with the ``monotonic_ns`` its interval began at (it ends ``value_ns``
-    later): whether it was timed alone is decided on that interval (``harness.timing.alone``)."""
+def timed_latencies(obs: Observation, repeat: int) -> list[tuple[LatencySample, int]]:
+    """Each sample of the observation (repeat ``repeat`` of its task) with the ``monotonic_ns``
+    its interval began at (it ends ``value_ns`` later): whether it was timed alone is decided on
+    that interval (``harness.timing.alone``). The observation names the agent, the task, the
+    adapter and the driver; nothing else of the run is read."""
     samples: list[tuple[LatencySample, int]] = []
 
     def add(lid: str, value: int, *, start_ns: int, **detail: Any) -> None:
-        samples.append((LatencySample(lid, int(value), agent, item.adapter, item.variant, item.repeat,
-                                      {"driver": item.driver, **detail}), start_ns))
+        samples.append((LatencySample(lid, int(value), obs.agent, obs.adapter, obs.task, repeat,
+                                      {"driver": obs.driver, **detail}), start_ns))
 
     records = obs.records
     # L1 and L2 are aborts mid-stream; a Stop inside a tool is timed by L3 (the tree kill).
     for stop in (s for s in obs.stops if s.exercised and s.phase == "stream"):
         # The settlement the agent itself reported — the API's settled event, stamped when the
         # agent settled; over ACP the prompt's answer, stamped when it was read.
-        if DRIVERS[item.driver].reports_settlement:
+        if DRIVERS[obs.driver].reports_settlement:
             after = [s.mono_ns for s in obs.settlements if s.mono_ns >= stop.mono_ns]
             if after:
                 add("L1", after[0] - stop.mono_ns, start_ns=stop.mono_ns)
@@ -50,7 +51,7 @@ def timed_latencies(item: WorkItem, agent: str, obs: Observation) -> list[tuple[
             continue
         # From the process that resumes: spawned by the restart (terminal) or by the follow-up (headless).
         spawned = restart.mono_ns
-        if DRIVERS[item.driver].process_per_turn:
+        if DRIVERS[obs.driver].process_per_turn:
             follow = next((i.mono_ns for i in obs.inputs if i.mono_ns > restart.mono_ns and not i.queued), None)
             if follow is None:
                 continue

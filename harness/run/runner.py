@@ -254,7 +254,7 @@ async def _run_contained(profile: Profile, item: WorkItem, dirs: RunDirs, contai
                              containment_report(containment, outlived, forged, escaped))
             alone: list[LatencySample] = []
             concurrent: list[LatencySample] = []
-            for sample, start_ns in timed_latencies(item, profile.name, obs) if item.mutant is None else ():
+            for sample, start_ns in timed_latencies(obs, item.repeat) if item.mutant is None else ():
                 timed_alone = member.alone_between(start_ns, start_ns + abs(sample.value_ns))
                 (alone if timed_alone else concurrent).append(sample)
             return ItemOutcome(redacted(with_what_was_seen(result, driver), api_key), alone, obs, concurrent)

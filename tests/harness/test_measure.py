@@ -1,5 +1,6 @@
 """Latencies from one observation, on hand-made values, and what a screen showed."""
 
+import dataclasses
 from types import SimpleNamespace
 
 from fake_server.records import Disconnect, Request
@@ -17,7 +18,9 @@ def _observation(**fields) -> Observation:
 
 
 def latencies(item: WorkItem, agent: str, obs: Observation):
-    return [sample for sample, _ in timed_latencies(item, agent, obs)]
+    """The samples of ``obs`` as the runner measures them for ``item`` (its driver and repeat)."""
+    seen = dataclasses.replace(obs, agent=agent, driver=item.driver, adapter=item.adapter, task=item.variant)
+    return [sample for sample, _ in timed_latencies(seen, item.repeat)]
 
 
 def _item(driver: str) -> WorkItem:
