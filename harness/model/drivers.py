@@ -23,7 +23,8 @@ class DriverSpec:
     per_turn_timeout: bool = False  # a send may hand the agent its own per-turn timeout (--timeout T)
     can_queue: bool = True  # a message can be typed while a turn runs, and withdrawn
     # The agent itself reports when its turn settled — an API's settled event, a protocol's answer
-    # to the prompt — so L1 runs from the Stop to that report.
+    # to the prompt: L1 (in process) runs from the Stop to that report, and L2 says it beside
+    # the connection's close (the contract's "and → settlement appended").
     reports_settlement: bool = False
     # Each turn is one request the agent answers exactly once (a protocol's prompt), so a turn
     # that ended can be told from its answer where the store records no turn ends (C1).

@@ -27,17 +27,19 @@ def timed_latencies(obs: Observation, repeat: int) -> list[tuple[LatencySample, 
     records = obs.records
     # L1 and L2 are aborts mid-stream; a Stop inside a tool is timed by L3 (the tree kill).
     for stop in (s for s in obs.stops if s.exercised and s.phase == "stream"):
-        # The settlement the agent itself reported — the API's settled event, stamped when the
-        # agent settled; over ACP the prompt's answer, stamped when it was read.
-        if DRIVERS[obs.driver].reports_settlement:
-            after = [s.mono_ns for s in obs.settlements if s.mono_ns >= stop.mono_ns]
-            if after:
-                add("L1", after[0] - stop.mono_ns, start_ns=stop.mono_ns)
+        # The settlement the agent itself reported: the in-process API's settled event, stamped
+        # when the agent settled; over ACP the prompt's answer, stamped when it was read.
+        reported = DRIVERS[obs.driver].reports_settlement
+        settled = next((s.mono_ns for s in obs.settlements if s.mono_ns >= stop.mono_ns), None) if reported else None
+        if DRIVERS[obs.driver].in_process and settled is not None:  # L1 is the in-process abort, by the contract
+            add("L1", settled - stop.mono_ns, start_ns=stop.mono_ns)
         if stop.request is not None:  # L2 needs a real connection: the server's own record
             gone = [r.mono_ns for r in records if isinstance(r, Disconnect) and r.source == "server"
                     and r.request == stop.request and r.mono_ns >= stop.mono_ns]
+            # ... "and → settlement appended" (contract L2), where the agent reports its settlement
+            to_settlement = {"to_settlement_ns": settled - stop.mono_ns} if settled is not None else {}
             if gone:
-                add("L2", gone[0] - stop.mono_ns, start_ns=stop.mono_ns, request=stop.request)
+                add("L2", gone[0] - stop.mono_ns, start_ns=stop.mono_ns, request=stop.request, **to_settlement)
     for w in obs.windows:
         if w.stop_ns is not None and w.gone_ns is not None:
             add("L3", w.gone_ns - w.stop_ns, start_ns=w.stop_ns, window=w.window, processes=len(w.pids))

@@ -84,10 +84,11 @@ def test_the_transcript_keeps_every_message_both_ways_in_time_order(profile):
     assert times == sorted(times)
     assert result.evidence["acp"]["problems"] == []
     assert result.evidence["session"]["found_by"].startswith("the sessionId session/new answered")
-    # session/cancel → the prompt's answer (L1) and → the server sees the stream closed (L2)
+    # session/cancel → the server sees the stream closed (L2), and → the prompt's answer beside it;
+    # L1 is the in-process abort: an agent over a protocol is not timed as one
     timed = {s.latency: s for s in outcome.latencies + outcome.concurrent}
-    assert {"L1", "L2"} <= set(timed) and all(timed[lid].detail["driver"] == "acp" for lid in ("L1", "L2"))
-    assert timed["L1"].value_ns > 0 and timed["L2"].value_ns > 0
+    assert "L2" in timed and "L1" not in timed and timed["L2"].detail["driver"] == "acp"
+    assert timed["L2"].value_ns > 0 and timed["L2"].detail["to_settlement_ns"] > 0
 
 
 @pytest.mark.slow(reason="a task run of the stand-in agent over ACP, killed and loaded twice")
