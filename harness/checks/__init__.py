@@ -14,12 +14,12 @@ from harness.checks import (  # noqa: F401 (each module registers its checkers)
     balance,
     checkpoints,
     inbox,
+    leaks,
     log_format,
     partial,
     process,
     repair,
     resume,
-    secrets,
     tools,
     turns,
 )
