@@ -30,6 +30,9 @@ class DriverSpec:
     # that ended can be told from its answer where the store records no turn ends (C1).
     answers_each_turn: bool = False
     transcript: str | None = None  # the protocol transcript the driver keeps, as evidence names it
+    # The surface the agent is reached through when it is not the agent's own command line or API
+    # (an editor's protocol): its results are a scoreboard row of their own beside the agent's.
+    surface: str | None = None
 
     @property
     def can_kill(self) -> bool:
@@ -52,7 +55,7 @@ DRIVERS: dict[str, DriverSpec] = {spec.name: spec for spec in (
     DriverSpec("terminal", "harness.drivers.terminal:TerminalDriver", "interactive"),
     # An ACP client: Stop is session/cancel, a turn ends with the prompt's answer, resume is session/load.
     DriverSpec("acp", "harness.drivers.acp:AcpDriver", "acp", can_queue=False, reports_settlement=True,
-               answers_each_turn=True, transcript="ACP transcript"),
+               answers_each_turn=True, transcript="ACP transcript", surface="ACP"),
 )}
 
 

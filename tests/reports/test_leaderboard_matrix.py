@@ -80,3 +80,21 @@ def test_separate_per_agent_runs_make_the_leaderboard_one_run_of_both_makes(tmp_
     one = (tmp_path / "one" / "leaderboard.md").read_text()
     assert "| reference |" in one and "| standin |" in one
     assert WHEN.sub("WHEN", merged.read_text()) == WHEN.sub("WHEN", one)
+
+
+def test_an_agent_reached_through_acp_is_a_row_of_its_own_beside_its_command_line():
+    """The same agent scored through its headless CLI and through ACP: two rows, told apart."""
+    from harness.model import CheckResult, Evidence, Outcome, RunResult, TaskResult, Tier
+    from harness.report.aggregate import scoreboards
+
+    def result(driver: str, outcome: Outcome) -> TaskResult:
+        check = CheckResult("C12", outcome, Evidence("settled"), Tier.MANDATORY)
+        return TaskResult(f"interrupt-cancel[{driver}]", "qwen-code", "http", 1, (check,), driver=driver)
+
+    cli = RunResult({"agent": "qwen-code", "agent_version": "0.24.4"}, (result("subprocess", Outcome.FAIL),), ())
+    acp = RunResult({"agent": "qwen-code", "agent_version": "0.24.4"}, (result("acp", Outcome.PASS),), ())
+    boards = scoreboards([cli, acp])
+    assert [(b.label, [t.driver for t in b.tasks]) for b in boards] == [
+        ("qwen-code", ["subprocess"]), ("qwen-code · ACP", ["acp"])]
+    both = scoreboards([RunResult(cli.run, cli.tasks + acp.tasks, ())])
+    assert [b.label for b in both] == ["qwen-code", "qwen-code · ACP"]

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from harness.contract import LATENCY_IDS, Verdict
 from harness.model import VERDICT_ORDER, RunResult, RunStatus, TaskResult, combine_verdicts, task_verdict
+from harness.model.drivers import DRIVERS
 from harness.model.fit import fits_over
 from harness.report.aggregate.invariants import Standings
 from harness.report.aggregate.outcomes import Cell, Finding, findings, ordered_checks
@@ -145,25 +146,27 @@ def latency_order(latency: str) -> tuple[int, str]:
 
 
 def scoreboards(runs: Sequence[RunResult]) -> list[Scoreboard]:
-    """One scoreboard per results file × agent × adapter, in file order then first appearance."""
-    keys: list[tuple[int, str, str]] = []
+    """One scoreboard per results file × agent × adapter × surface (the agent's own command line
+    or API, or a protocol such as ACP: the same agent reached two ways is two rows), in file
+    order then first appearance."""
+    keys: list[tuple[int, str, str, str]] = []
     for i, run in enumerate(runs):
-        for agent, adapter in [(t.agent, t.adapter) for t in run.tasks] + [
-            (s.agent, s.adapter) for s in run.latencies
+        for agent, adapter, surface in [(t.agent, t.adapter, _surface(t.driver)) for t in run.tasks] + [
+            (s.agent, s.adapter, _surface(sample_driver(s))) for s in run.latencies
         ]:
-            if (i, agent, adapter) not in keys:
-                keys.append((i, agent, adapter))
+            if (i, agent, adapter, surface) not in keys:
+                keys.append((i, agent, adapter, surface))
     repeated = _in_several_files(keys)
     versions = [str(run.run.get("agent_version") or "") for run in runs]
     boards = []
     used: set[str] = set()
-    for index, (i, agent, adapter) in enumerate(keys):
+    for index, (i, agent, adapter, surface) in enumerate(keys):
         run = runs[i]
-        tasks = [t for t in run.tasks if (t.agent, t.adapter) == (agent, adapter)]
+        tasks = [t for t in run.tasks if (t.agent, t.adapter, _surface(t.driver)) == (agent, adapter, surface)]
         samples: dict[tuple[str, str], list[int]] = {}
         drivers: dict[tuple[str, str], set[str]] = {}
         for s in run.latencies:
-            if (s.agent, s.adapter) == (agent, adapter):
+            if (s.agent, s.adapter, _surface(sample_driver(s))) == (agent, adapter, surface):
                 samples.setdefault((s.task, s.latency), []).append(s.value_ns)
                 drivers.setdefault((s.task, s.latency), set()).add(sample_driver(s))
         floors = recorded_floors(run.run)
@@ -179,7 +182,8 @@ def scoreboards(runs: Sequence[RunResult]) -> list[Scoreboard]:
         boards.append(Scoreboard(
             index=index,
             file=i,
-            label=_label(agent, i, repeated.get((agent, adapter), set()), versions),
+            label=_label(agent, i, repeated.get((agent, adapter, surface), set()), versions)
+            + (f" · {surface}" if surface else ""),
             agent=agent,
             version=str(run.run.get("agent_version") or ""),
             adapter=adapter,
@@ -193,13 +197,20 @@ def scoreboards(runs: Sequence[RunResult]) -> list[Scoreboard]:
     return boards
 
 
-def _in_several_files(keys: Sequence[tuple[int, str, str]]) -> dict[tuple[str, str], set[int]]:
-    """The (agent, adapter) pairs more than one results file holds, with those files: only
-    their rows need telling apart (one agent on several wires is told apart by the adapter)."""
-    files_of: dict[tuple[str, str], set[int]] = {}
-    for i, agent, adapter in keys:
-        files_of.setdefault((agent, adapter), set()).add(i)
-    return {pair: files for pair, files in files_of.items() if len(files) > 1}
+def _surface(driver: str) -> str:
+    """The surface a driver reaches the agent through, when it is its own row ("" otherwise)."""
+    spec = DRIVERS.get(driver)
+    return spec.surface or "" if spec is not None else ""
+
+
+def _in_several_files(keys: Sequence[tuple[int, str, str, str]]) -> dict[tuple[str, str, str], set[int]]:
+    """The (agent, adapter, surface) rows more than one results file holds, with those files:
+    only their rows need telling apart (one agent on several wires is told apart by the
+    adapter, reached two ways by the surface)."""
+    files_of: dict[tuple[str, str, str], set[int]] = {}
+    for i, agent, adapter, surface in keys:
+        files_of.setdefault((agent, adapter, surface), set()).add(i)
+    return {row: files for row, files in files_of.items() if len(files) > 1}
 
 
 def _label(agent: str, file: int, files: set[int], versions: Sequence[str]) -> str:
