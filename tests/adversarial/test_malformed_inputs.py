@@ -242,6 +242,7 @@ TASKS = [
     Bad("description-number", task(SEND, head="description = 3\n" + HEAD), "description", "must be a string"),
     Bad("checks-missing", 'name = "t"\ndrivers = ["subprocess"]\n' + SEND, "checks", "required"),
     Bad("tier-unknown", task(SEND, head=HEAD.replace("mandatory", "urgent")), "checks.urgent", "not a tier"),
+    Bad("checks-all-empty", task(SEND, head=HEAD.replace('["C1"]', "[]")), "checks", "required"),
     Bad("tier-string", task(SEND, head=HEAD.replace('["C1"]', '"C1"')), "checks.mandatory", "list of check IDs"),
     Bad("check-unknown", task(SEND, head=HEAD.replace("C1", "C99")), "checks.mandatory", "unknown check 'C99'"),
     Bad("check-twice", task(SEND, head=HEAD + 'advisory = ["C1"]\n'), "checks.advisory", "listed twice"),
