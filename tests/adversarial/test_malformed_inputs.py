@@ -358,6 +358,8 @@ SCENARIOS = [
     Bad("error-kind-unknown", frame('error = "oops"'), f"{F0}.error", "must be one of"),
     Bad("error-message-empty", frame('error = "server_error"\nmessage = ""'), f"{F0}.message", "non-empty string"),
     Bad("http-status-unknown", frame("http_error = 418"), f"{F0}.http_error", "must be one of"),
+    Bad("http-status-a-float", frame("http_error = 429.0"), f"{F0}.http_error", "must be one of"),
+    Bad("shell-table-without-window", frame("shell = { }"), f"{F0}.shell", "'window' is required"),
     Bad("http-error-not-alone", frame('text = "a"\n[[responses.frames]]\nhttp_error = 500'),
         "responses[0].frames[1]", "only frame"),
     Bad("retry-after-minus-inf", frame("http_error = 429\nretry_after = -inf"), f"{F0}.retry_after", "from 0 to 600"),
