@@ -80,7 +80,7 @@ def parse_task(data: Mapping[str, Any], path: Path, *, known_checks: set[str] | 
 
     raw = schema.decode(data, fail)
     if not re.fullmatch(r"[a-z0-9][a-z0-9-]*", raw.name):
-        fail("name", "required: lower-case letters, digits and '-'")
+        fail("name", schema.MUST["name"])
     if raw.name != path.parent.name:
         fail("name", f"{raw.name!r} differs from its folder name {path.parent.name!r}")
     for d in raw.drivers:
@@ -144,5 +144,5 @@ def _parse_checks(table: schema.ChecksTable, fail: Any, known_checks: set[str] |
                 fail(f"checks.{tier.value}", f"unknown check {check_id!r} (known: {', '.join(sorted(known_checks))})")
             checks[check_id] = tier
     if not checks:
-        fail("checks", "required: a table with mandatory / advisory / informational lists of check IDs")
+        fail("checks", schema.MUST["checks"])
     return checks

@@ -114,7 +114,7 @@ def step_args(step: StepTable) -> dict[str, Any]:
 
 # What each top-level item must be, in a task author's words; the items a task must have say
 # "required: …" whatever is wrong with them (absent, empty or of the wrong type).
-_MUST = {
+MUST = {
     "name": "required: lower-case letters, digits and '-'",
     "drivers": f"required: a non-empty list of driver names ({', '.join(DRIVERS)})",
     "checks": "required: a table with mandatory / advisory / informational lists of check IDs",
@@ -147,7 +147,7 @@ def _explain(message: str, data: Mapping[str, Any]) -> tuple[str, str]:
         if unknown:
             return unknown[1], f"unknown key (known: {', '.join(sorted(TaskFile.__struct_fields__))})"
         assert missing, message
-        return missing[1], _MUST[missing[1]]
+        return missing[1], MUST[missing[1]]
     if keys[0] == "steps" and len(keys) > 1:
         return _explain_step(typing.cast(int, keys[1]), keys[2:], problem, data)
     if keys[0] == "checks":
@@ -155,7 +155,7 @@ def _explain(message: str, data: Mapping[str, Any]) -> tuple[str, str]:
             return f"checks.{unknown[1]}", "not a tier (mandatory, advisory, informational)"
         if len(keys) > 1:
             return f"checks.{keys[1]}", "must be a list of check IDs"
-    return str(keys[0]), _MUST[str(keys[0])]
+    return str(keys[0]), MUST[str(keys[0])]
 
 
 def _explain_step(index: int, keys: list[str | int], problem: str, data: Mapping[str, Any]) -> tuple[str, str]:
