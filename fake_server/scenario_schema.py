@@ -216,7 +216,7 @@ def decode_finish_action(raw: Mapping[str, Any], item: str, fail: Fail) -> Finis
 
 def unknown_keys(table: Mapping[str, Any], struct: type[msgspec.Struct]) -> str:
     """The problem with a table holding keys ``struct`` does not take: all of them, and those it does."""
-    allowed = {f.encode_name for f in msgspec.structs.fields(struct)}
+    allowed = set(struct.__struct_encode_fields__)
     return (f"unknown key(s) {', '.join(sorted(map(str, set(table) - allowed)))} "
             f"(allowed: {', '.join(sorted(allowed))})")
 

@@ -103,13 +103,14 @@ class TaskFile(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 def step_keys(schema: type[StepTable]) -> tuple[str, ...]:
     """The keys a kind of step takes besides ``do``, as its author writes them."""
-    return tuple(f.encode_name for f in msgspec.structs.fields(schema))
+    return schema.__struct_encode_fields__
 
 
 def step_args(step: StepTable) -> dict[str, Any]:
     """The keys its author gave a step (``do`` aside), under the names written."""
-    return {f.encode_name: getattr(step, f.name) for f in msgspec.structs.fields(step)
-            if getattr(step, f.name) is not UNSET}
+    given = ((name, getattr(step, field)) for field, name in zip(step.__struct_fields__,
+                                                                  step.__struct_encode_fields__, strict=True))
+    return {name: value for name, value in given if value is not UNSET}
 
 
 # What each top-level item must be, in a task author's words; the items a task must have say
