@@ -2,7 +2,8 @@
 
 A scenario is data, not code, so that a task can say exactly what the "model" does and
 two runs of it stream the same thing. This module is what a scenario *is*; reading one from
-TOML, and refusing what is not one, is ``fake_server.scenario_loader``.
+TOML, and refusing what is not one, is ``fake_server.scenario_schema`` (its keys and types) and
+``fake_server.scenario_loader`` (the rest).
 """
 from __future__ import annotations
 

@@ -2,8 +2,9 @@
 this package (found with ``importlib.resources``, so an installed wheel has them too).
 
 A task is a scenario (what the fake model answers, when each chunk flushes, which bash
-windows open), a short list of steps in a small vocabulary (``harness.tasks.steps``, which owns
-each step's schema, validation and execution), and the checks that apply with their tier.
+windows open), a short list of steps in a small vocabulary (their keys and types are the
+file's schema, ``harness.tasks.schema``; what else each kind must satisfy, and the budget that
+bounds it, ``harness.tasks.steps``), and the checks that apply with their tier.
 Every interrupt in a task follows a ``wait`` on a beacon — a request received, a chunk
 flushed, a window opened — so nothing depends on timing. The format is documented in
 ``docs/tasks.md``; every problem found names the file, the item and what is wrong.
@@ -24,6 +25,7 @@ from fake_server.scenario import Scenario
 from harness.datafile import DataFileError, read_toml
 from harness.model import Tier
 from harness.model.drivers import DRIVERS
+from harness.tasks import schema
 from harness.tasks.steps import Step, parse_steps
 
 TASKS_DIR = Path(str(files(__name__)))
@@ -70,44 +72,28 @@ def load_task(path: str | Path, *, known_checks: set[str] | None = None, load_sc
 
 def parse_task(data: Mapping[str, Any], path: Path, *, known_checks: set[str] | None = None,
                load_scenario: bool = True) -> Task:
+    """Validate a parsed task table; every problem names its item. The schema
+    (``harness.tasks.schema``) refuses unknown keys and wrong types; the checks below, and each
+    step's own (``harness.tasks.steps``), what types cannot say."""
     def fail(item: str, problem: str) -> NoReturn:
         raise TaskError(path, item, problem)
 
-    known_top = {"name", "description", "scenario", "drivers", "adapters", "checks", "steps", "notes"}
-    for key in data:
-        if key not in known_top:
-            fail(key, f"unknown key (known: {', '.join(sorted(known_top))})")
-    name = data.get("name")
-    if not isinstance(name, str) or not re.fullmatch(r"[a-z0-9][a-z0-9-]*", name):
-        fail("name", "required: lower-case letters, digits and '-'")
-    if name != path.parent.name:
-        fail("name", f"{name!r} differs from its folder name {path.parent.name!r}")
-    drivers = data.get("drivers")
-    if not isinstance(drivers, list) or not drivers or not all(isinstance(d, str) for d in drivers):
-        fail("drivers", f"required: a non-empty list of driver names ({', '.join(DRIVERS)})")
-    for d in drivers:
+    raw = schema.decode(data, fail)
+    if not re.fullmatch(r"[a-z0-9][a-z0-9-]*", raw.name):
+        fail("name", schema.MUST["name"])
+    if raw.name != path.parent.name:
+        fail("name", f"{raw.name!r} differs from its folder name {path.parent.name!r}")
+    for d in raw.drivers:
         if d not in DRIVERS:
             fail("drivers", f"{d!r} is not a driver ({', '.join(DRIVERS)})")
-    if len(set(drivers)) != len(drivers):
+    if len(set(raw.drivers)) != len(raw.drivers):
         fail("drivers", "a driver is listed twice")
-    description = data.get("description", "")
-    if not isinstance(description, str):
-        fail("description", "must be a string")
-    adapters = data.get("adapters", [])
-    if not isinstance(adapters, list) or not all(isinstance(a, str) for a in adapters):
-        fail("adapters", "must be a list of adapter names")
-    scenario_name = data.get("scenario", "scenario.toml")
-    if not isinstance(scenario_name, str):
-        fail("scenario", "must be a file name")
-    scenario_path = (path.parent / scenario_name).resolve()
+    scenario_path = (path.parent / raw.scenario).resolve()
     if not scenario_path.is_file():
         fail("scenario", f"{scenario_path} not found")
-    checks = _parse_checks(data.get("checks"), fail, known_checks)
-    steps = parse_steps(data.get("steps"), fail, tuple(drivers))
-    notes = data.get("notes", {})
-    if not isinstance(notes, dict):
-        fail("notes", "must be a table of check ID = text")
-    for check_id, note in notes.items():
+    checks = _parse_checks(raw.checks, fail, known_checks)
+    steps = parse_steps(raw.steps, fail, tuple(raw.drivers))
+    for check_id, note in raw.notes.items():
         if check_id not in checks:
             fail(f"notes.{check_id}", f"not one of the task's checks ({', '.join(checks)})")
         if not isinstance(note, str) or not note.strip():
@@ -120,9 +106,9 @@ def parse_task(data: Mapping[str, Any], path: Path, *, known_checks: set[str] | 
             fail("scenario", str(exc))
         _check_beacons(steps, scenario, fail)
     return Task(
-        name=name, path=path, description=description, scenario_path=scenario_path,
-        drivers=tuple(drivers), steps=steps, checks=checks, adapters=tuple(adapters), scenario=scenario,
-        notes=notes,
+        name=raw.name, path=path, description=raw.description, scenario_path=scenario_path,
+        drivers=tuple(raw.drivers), steps=steps, checks=checks, adapters=tuple(raw.adapters), scenario=scenario,
+        notes=raw.notes,
     )
 
 
@@ -147,21 +133,16 @@ def _check_beacons(steps: tuple[Step, ...], scenario: Scenario, fail: Any) -> No
                                   f"more than {longest} chunk(s)")
 
 
-def _parse_checks(table: Any, fail: Any, known_checks: set[str] | None) -> dict[str, Tier]:
-    if not isinstance(table, dict) or not table:
-        fail("checks", "required: a table with mandatory / advisory / informational lists of check IDs")
+def _parse_checks(table: schema.ChecksTable, fail: Any, known_checks: set[str] | None) -> dict[str, Tier]:
+    """Each check ID of the task with its tier; an ID may be in one tier only."""
     checks: dict[str, Tier] = {}
-    for tier_name, ids in table.items():
-        try:
-            tier = Tier(tier_name)
-        except ValueError:
-            fail(f"checks.{tier_name}", "not a tier (mandatory, advisory, informational)")
-        if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
-            fail(f"checks.{tier_name}", "must be a list of check IDs")
-        for check_id in ids:
+    for tier in Tier:
+        for check_id in getattr(table, tier.value):
             if check_id in checks:
-                fail(f"checks.{tier_name}", f"{check_id} is listed twice")
+                fail(f"checks.{tier.value}", f"{check_id} is listed twice")
             if known_checks is not None and check_id not in known_checks:
-                fail(f"checks.{tier_name}", f"unknown check {check_id!r} (known: {', '.join(sorted(known_checks))})")
+                fail(f"checks.{tier.value}", f"unknown check {check_id!r} (known: {', '.join(sorted(known_checks))})")
             checks[check_id] = tier
+    if not checks:
+        fail("checks", schema.MUST["checks"])
     return checks

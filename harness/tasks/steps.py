@@ -1,5 +1,6 @@
-"""The step vocabulary of tasks, as data: each kind's fields and validation, and which budget
-of a profile's ``[timeouts]`` bounds it.
+"""The step vocabulary of tasks, as data: each kind's schema (its keys and their types, a Struct
+of ``harness.tasks.schema``), what else it must satisfy, and which budget of a profile's
+``[timeouts]`` bounds it.
 
 A task is a list of steps (``send``, ``wait``, ``stop``, ``settle``, ``kill``, ``damage``,
 ``restart``, ``queue``, ``cancel-queued``). Every interrupt follows a ``wait`` on a beacon —
@@ -13,12 +14,13 @@ do a step (kill, restart, queue, a per-turn timeout) is read from its abilities
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from harness.contract import TASK_STOP_SOURCES
 from harness.model.drivers import DRIVERS
+from harness.tasks import schema
 
 BEACONS = ("request", "chunk", "window", "disconnect")
 KILL_POINTS = ("request-received", "chunk-flushed", "window-opened", "next-request")
@@ -59,14 +61,17 @@ class ParseState:
 
 @dataclass(frozen=True)
 class StepKind:
-    """One kind of step: its fields, its extra validation and the budget that bounds it."""
+    """One kind of step: its schema (the keys it takes, with their types), its extra validation
+    and the budget that bounds it."""
 
-    name: str
-    required: Mapping[str, type | tuple[type, ...]]
-    optional: Mapping[str, type | tuple[type, ...]]
+    table: type[schema.StepTable]
     validate: Callable[[Step, str, Fail, ParseState], None]
     budget: str  # the field of the profile's Budgets ([timeouts]) that bounds the step
     needs_agent: bool = True  # may only follow a send (there is an agent to act on)
+
+    @property
+    def name(self) -> str:
+        return str(self.table.__struct_config__.tag)
 
 
 def _validate_text(step: Step, item: str, fail: Fail) -> None:
@@ -173,46 +178,27 @@ def _no_validation(step: Step, item: str, fail: Fail, state: ParseState) -> None
 
 
 STEPS: dict[str, StepKind] = {kind.name: kind for kind in (
-    StepKind("send", {"text": str}, {"timeout": (int, float), "expect": str}, _validate_send, "startup",
-             needs_agent=False),
-    StepKind("wait", {"for": str}, {"request": int, "chunk": int, "window": str}, _validate_wait, "turn",
-             needs_agent=False),
-    StepKind("stop", {}, {"source": str, "phase": str}, _validate_interrupt, "settle"),
-    StepKind("settle", {}, {}, _no_validation, "settle"),
-    StepKind("kill", {}, {"at": str}, _validate_interrupt, "settle"),
-    StepKind("damage", {"kind": str}, {}, _validate_damage, "settle", needs_agent=False),
-    StepKind("restart", {}, {"expect": str, "text": str}, _validate_restart, "startup"),
-    StepKind("queue", {"text": str}, {"as": str}, _validate_queue, "turn"),
-    StepKind("cancel-queued", {"item": str}, {}, _validate_cancel, "turn"),
+    StepKind(schema.SendStep, _validate_send, "startup", needs_agent=False),
+    StepKind(schema.WaitStep, _validate_wait, "turn", needs_agent=False),
+    StepKind(schema.StopStep, _validate_interrupt, "settle"),
+    StepKind(schema.SettleStep, _no_validation, "settle"),
+    StepKind(schema.KillStep, _validate_interrupt, "settle"),
+    StepKind(schema.DamageStep, _validate_damage, "settle", needs_agent=False),
+    StepKind(schema.RestartStep, _validate_restart, "startup"),
+    StepKind(schema.QueueStep, _validate_queue, "turn"),
+    StepKind(schema.CancelQueuedStep, _validate_cancel, "turn"),
 )}
 
 
-def parse_steps(steps: Any, fail: Fail, drivers: tuple[str, ...]) -> tuple[Step, ...]:
-    """Validate a task's ``[[steps]]``; ``fail(item, problem)`` raises the task's error."""
-    if not isinstance(steps, list) or not steps:
-        fail("steps", "required: at least one [[steps]] table")
+def parse_steps(steps: Sequence[schema.StepTable], fail: Fail, drivers: tuple[str, ...]) -> tuple[Step, ...]:
+    """Validate a task's ``[[steps]]``, already of the schema's kinds and types, for what types
+    cannot say; ``fail(item, problem)`` raises the task's error."""
     state = ParseState(drivers=drivers)
     out: list[Step] = []
-    for n, raw in enumerate(steps, 1):
+    for n, given in enumerate(steps, 1):
         item = f"steps[{n}]"
-        if not isinstance(raw, dict) or not isinstance(raw.get("do"), str):
-            fail(item, f"each step needs do = one of {', '.join(STEPS)}")
-        kind = STEPS.get(raw["do"])
-        if kind is None:
-            fail(f"{item}.do", f"{raw['do']!r} is not a step (known: {', '.join(STEPS)})")
-            continue
-        args = {k: v for k, v in raw.items() if k != "do"}
-        for key in kind.required:
-            if key not in args:
-                fail(f"{item}.{key}", f"required by '{kind.name}'")
-        for key, value in args.items():
-            typ = kind.required.get(key) or kind.optional.get(key)
-            if typ is None:
-                takes = ", ".join([*kind.required, *kind.optional]) or "nothing"
-                fail(f"{item}.{key}", f"'{kind.name}' takes no {key!r} (takes: {takes})")
-            elif isinstance(value, bool) or not isinstance(value, typ):
-                fail(f"{item}.{key}", f"wrong type {type(value).__name__}")
-        step = Step(do=kind.name, args=args, index=n)
+        kind = STEPS[str(given.__struct_config__.tag)]
+        step = Step(do=kind.name, args=schema.step_args(given), index=n)
         if kind.needs_agent and not state.sent:
             fail(item, f"'{kind.name}' before any 'send': there is no agent to act on yet")
         kind.validate(step, item, fail, state)
@@ -221,7 +207,7 @@ def parse_steps(steps: Any, fail: Fail, drivers: tuple[str, ...]) -> tuple[Step,
         if kind.name in ("send", "restart"):  # a new turn (or process): earlier beacons are stale
             state.sent = True
             state.last_wait = None
-        if kind.name == "queue" and "as" in args:
-            state.queued_names.add(args["as"])
+        if kind.name == "queue" and "as" in step.args:
+            state.queued_names.add(step.args["as"])
         out.append(step)
     return tuple(out)

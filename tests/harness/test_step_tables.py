@@ -25,3 +25,11 @@ def test_loading_the_schema_loads_no_part_of_the_run():
     code = "import sys, harness.tasks; print(sorted(m for m in sys.modules if m.startswith(('harness.run', 'harness.drivers'))))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_every_kind_of_step_in_the_task_schema_has_its_checks_and_budget():
+    import typing
+
+    from harness.tasks.schema import AnyStep
+
+    assert [kind.table for kind in STEPS.values()] == list(typing.get_args(AnyStep))
