@@ -24,7 +24,7 @@ git -C "$work/repo" -c user.name=check -c user.email=check@localhost commit -q -
 "${pip[@]}" install build
 "$work/venv/bin/python" -m build -q --outdir "$work/dist" "$work/repo" >/dev/null
 mkdir "$work/empty"
-shipped="$(find "$here/harness/tasks" -name task.toml | wc -l) tasks, $(find "$here/harness/profiles" -name '*.toml' | wc -l) agents"
+shipped="$(find "$here/harness/tasks" -name task.toml | wc -l) tasks, $(find "$here/harness/agents/profiles" -name '*.toml' | wc -l) agents"
 
 check() {  # $1: what was installed
   local version found
