@@ -67,8 +67,9 @@ stress: $(STAMP)
 # release's earlier one) and render the leaderboard. AGENTS may name releases: claude-code@2.1.332.
 # A run cut short or failed by the harness (exit 2) stops here, unpublished.
 # begin generated: agents (make docs, from the [install] tables of harness/agents/profiles/*.toml)
-AGENTS ?= aider claude-code cline codex continue copilot gemini-cli gptme \
-          kilo kimi-cli llm mini-swe-agent opencode openhands pi qwen-code
+AGENTS ?= aider claude-agent-acp claude-code cline codex-acp codex continue copilot \
+          gemini-cli gptme kilo kimi-cli llm mini-swe-agent opencode openhands \
+          pi qwen-code
 # end generated: agents
 agents: $(STAMP)
 	for a in $(AGENTS); do $(VENV)/bin/stopbench agents install $$a || exit 2; done

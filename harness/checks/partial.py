@@ -10,6 +10,7 @@ from harness.checks.views import (
     clip,
     first_request_after,
     last_request_before,
+    parsed,
     request_item,
     request_number,
     response_to,
@@ -61,6 +62,10 @@ def partial_work_is_kept(obs: Observation) -> CheckResult:
         if req is None:
             found.cannot(f"no model request followed Stop ({stop.how}), so nothing shows the text seen before it "
                          f"({clip(seen, 60)!r}) was kept", stop=stop.how)
+        elif not parsed(req):
+            found.cannot(f"request {req.request}, the first after Stop ({stop.how}), was refused before its history "
+                         f"could be read ({req.error}), so whether it kept {clip(seen, 60)!r} is not known",
+                         item=request_item(req))
         else:
             _carried(req, stop, scripted, seen, found)
         if isinstance(log, SessionLog):

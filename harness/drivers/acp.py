@@ -31,7 +31,7 @@ from typing import Any
 
 from harness.containment.procs import ProcRef, kill_tree, signal_group
 from harness.drivers.acp_rpc import CLOSE_GRACE_S, METHOD_NOT_FOUND, AcpConnection, AgentProcess, Answer
-from harness.drivers.acp_turns import REPLAY_DIR, AcpTurn, permission_outcome, write_replay
+from harness.drivers.acp_turns import REPLAY_DIR, AcpTurn, model_call_id, permission_outcome, write_replay
 from harness.drivers.base import AgentContext, DriverBase, DriverError, Unsupported, values_for
 from harness.model import ProcessExit, Settlement, StopDelivery
 from harness.model.history import History
@@ -55,7 +55,9 @@ class AcpDriver(DriverBase):
         self.rpc = AcpConnection(self._answer_request, self._on_notification, self._on_response)
         self._turns: list[AcpTurn] = []
         self._replay: list[dict[str, Any]] | None = None  # the updates of a load in progress
+        self._replay_request: int | None = None  # that load's request id: its answer ends the replay
         self._replays = 0
+        self._call_id = model_call_id(self.spec.call_id_regex)
 
     # -- observation -------------------------------------------------------------------------
     def transcript(self) -> str:
@@ -138,12 +140,14 @@ class AcpDriver(DriverBase):
             self._on_update(params, read_ns)
 
     def _on_response(self, request_id: int) -> None:
-        """A prompt's answer ends its turn: what comes later is after it."""
+        """A prompt's answer ends its turn, a load's its replay (what comes with it is not)."""
+        if request_id == self._replay_request:
+            self._replay_request = None
         for turn in self._turns:
             if turn.request_id == request_id:
                 turn.ended = True
 
-    def _answer_request(self, agent: AgentProcess, message: dict[str, Any], method: str) -> None:
+    def _answer_request(self, agent: AgentProcess, message: dict[str, Any], method: str, read_ns: int) -> None:
         """The agent's requests to the client. A permission is answered as the profile says
         (``permission_outcome``); the client offers no file system or terminal, so anything
         else is ``-32601``."""
@@ -151,8 +155,10 @@ class AcpDriver(DriverBase):
             self.rpc.write(agent, {"jsonrpc": "2.0", "id": message["id"],
                                    "error": {"code": METHOD_NOT_FOUND, "message": f"{method} is not offered"}})
             return
-        outcome = permission_outcome(self._turns[-1] if self._turns else None, message.get("params"),
-                                     self.spec.permission)
+        turn = self._turns[-1] if self._turns else None
+        if turn and (call := turn.carried(message.get("params"), read_ns, len(self.rpc.messages), self._call_id)):
+            self.history.record(call)
+        outcome = permission_outcome(turn, message.get("params"), self.spec.permission)
         self.rpc.write(agent, {"jsonrpc": "2.0", "id": message["id"], "result": {"outcome": outcome}})
 
     def _on_update(self, params: Any, read_ns: int) -> None:
@@ -162,10 +168,10 @@ class AcpDriver(DriverBase):
         if not isinstance(update, dict):
             self.rpc.problem("a session/update without an update", params=params)
             return
-        if self._replay is not None:
+        if self._replay is not None and self._replay_request is not None:
             self._replay.append(update)
             return
-        recorded = self._turns[-1].take(update, read_ns, len(self.rpc.messages)) if self._turns else None
+        recorded = self._turns[-1].take(update, read_ns, len(self.rpc.messages), self._call_id) if self._turns else None
         if recorded is not None:
             self.history.record(recorded)
 
@@ -248,9 +254,8 @@ class AcpDriver(DriverBase):
         if not self._turns:
             raise DriverError("nothing to settle: no turn was started")
         turn = self._turns[-1]
-        read_ns, answer = await turn.response
-        turn.ended = True
-        return self._record_settlement(turn.settlement(read_ns, answer, self._agent_pid(), self.rpc.problem))
+        await turn.response
+        return self._record_settlement(turn.settlement(self._agent_pid(), self.rpc.problem))
 
     async def idle(self) -> None:
         """The current prompt was answered, or the agent's output ended."""
@@ -344,16 +349,17 @@ class AcpDriver(DriverBase):
             return
         self._replay = []
         try:
+            self._replay_request = self.rpc.last_id + 1  # the id the load is sent with
             _, answer = await self._request(method, params)
             replayed, self._replay = self._replay, None
             self.rpc.result_of(method, answer)
         finally:
-            self._replay = None
+            self._replay, self._replay_request = None, None
         self._replays += 1
         if not self._replayed:
             return
         path = write_replay(Path(self.ctx.sessions_dir).parent / REPLAY_DIR, self._replays, self._session_id, method,
-                            self.history, replayed)
+                            self.history, replayed, self.spec.call_id_regex)
         self._log_path = str(path)
 
     async def _end(self, agent: AgentProcess) -> None:
@@ -374,6 +380,8 @@ class AcpDriver(DriverBase):
                 self.rpc.problem(f"session/close was not answered within {CLOSE_GRACE_S:g} s")
             except DriverError:
                 pass
+        for turn in [t for t in self._turns if t.unsettled_answer()]:  # the run ended before its settle step
+            self._record_settlement(turn.settlement(self._agent_pid(), self.rpc.problem))
         if agent is not None and agent.proc.returncode is None:
             await self._end(agent)
         if agent is not None:

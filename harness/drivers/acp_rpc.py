@@ -94,7 +94,7 @@ class AcpConnection:
     ``on_request`` (which answers them), its notifications to ``on_notification``, and the id
     of each response matched to a request to ``on_response``."""
 
-    def __init__(self, on_request: Callable[[AgentProcess, dict[str, Any], str], None],
+    def __init__(self, on_request: Callable[[AgentProcess, dict[str, Any], str, int], None],
                  on_notification: Callable[[str, Any, int], None], on_response: Callable[[int], None]):
         self.messages: list[dict[str, Any]] = []  # every message both ways: {dir, mono_ns, line}
         self.problems: list[dict[str, Any]] = []  # where the agent broke the protocol
@@ -213,7 +213,7 @@ class AcpConnection:
             return
         method = message.get("method")
         if isinstance(method, str) and "id" in message:
-            self._on_request(agent, message, method)
+            self._on_request(agent, message, method, read_ns)
         elif isinstance(method, str):
             self._on_notification(method, message.get("params"), read_ns)
         elif "id" in message and ("result" in message or "error" in message):

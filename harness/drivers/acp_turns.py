@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,10 +42,12 @@ class AcpTurn:
     response: asyncio.Future[Answer]
     cancelled: bool = False
     ended: bool = False
+    settled: bool = False  # its answer recorded as the turn's settlement
     text: list[str] = field(default_factory=list)
     calls: dict[str, str] = field(default_factory=dict)  # tool call id → its last status
 
-    def take(self, update: dict[str, Any], read_ns: int, message: int) -> TurnUpdate | None:
+    def take(self, update: dict[str, Any], read_ns: int, message: int,
+             call_id_of: Callable[[str], str] = str) -> TurnUpdate | None:
         """Take a ``session/update`` (the transcript's ``message``-th) sent during or after the
         turn: its text, a tool call's status; what the history records of it — a tool call's
         new status, or anything of the turn's own sent after it settled — or None. The
@@ -57,22 +60,47 @@ class AcpTurn:
             content = update.get("content")
             if isinstance(content, dict) and isinstance(content.get("text"), str):
                 self.text.append(content["text"])
-        if kind in ("tool_call", "tool_call_update") and isinstance(update.get("toolCallId"), str):
-            call_id = update["toolCallId"]
-            status = update.get("status") or self.calls.get(call_id) or ("pending" if kind == "tool_call" else None)
-            if status is not None and (status != self.calls.get(call_id) or self.ended):
-                self.calls[call_id] = str(status)
-                return TurnUpdate(mono_ns=read_ns, turn=self.number, kind="tool_call", how=how,
-                                  call_id=call_id, status=str(status), after_end=self.ended)
+        if kind in ("tool_call", "tool_call_update"):
+            recorded = self.call_status(update, read_ns, how, call_id_of, "pending" if kind == "tool_call" else None)
+            if recorded is not None:
+                return recorded
         if self.ended:
             return TurnUpdate(mono_ns=read_ns, turn=self.number, kind=kind, how=how, after_end=True)
         return None
 
+    def unsettled_answer(self) -> bool:
+        """Answered, but not yet recorded as settled (the run ended before its settle step)."""
+        done = self.response.done() and not self.response.cancelled()
+        return done and self.response.exception() is None and not self.settled
 
-    def settlement(self, read_ns: int, answer: dict[str, Any], pid: int | None,
-                   note: Callable[[str], None]) -> Settlement:
+    def carried(self, params: Any, read_ns: int, message: int, call_id_of: Callable[[str], str]) -> TurnUpdate | None:
+        """The tool call a ``session/request_permission`` carries, as an update of that call
+        (Gemini CLI announces a call there and nowhere else before it runs)."""
+        return self.call_status(json_object(json_object(params).get("toolCall")), read_ns,
+                                f"ACP transcript: session/request_permission, message {message}", call_id_of)
+
+    def call_status(self, update: dict[str, Any], read_ns: int, how: str, call_id_of: Callable[[str], str],
+                    default: str | None = None) -> TurnUpdate | None:
+        """A tool call's status (a ``tool_call``, a ``tool_call_update``, or the call a
+        permission request carries), recorded when it changed or came after the turn's answer."""
+        raw = update.get("toolCallId")
+        if not isinstance(raw, str):
+            return None
+        call_id = call_id_of(raw)
+        status = update.get("status") or self.calls.get(call_id) or default
+        if status is None or (status == self.calls.get(call_id) and not self.ended):
+            return None
+        self.calls[call_id] = str(status)
+        return TurnUpdate(mono_ns=read_ns, turn=self.number, kind="tool_call", how=how,
+                          call_id=call_id, status=str(status), after_end=self.ended)
+
+
+    def settlement(self, pid: int | None, note: Callable[[str], None]) -> Settlement:
         """How the turn ended, as its ``session/prompt`` answer says: its ``stopReason`` (one
-        that is not ACP's is ``note``d as a protocol problem, its reason unknown), or ``error``."""
+        that is not ACP's is ``note``d as a protocol problem, its reason unknown), or ``error``.
+        The turn is then ended and settled."""
+        read_ns, answer = self.response.result()
+        self.ended = self.settled = True
         where = f"ACP transcript: session/prompt {self.request_id}"
         error = answer.get("error")
         if isinstance(error, dict):
@@ -99,16 +127,31 @@ def permission_outcome(turn: AcpTurn | None, params: Any, permission: str) -> di
     return {"outcome": "selected", "optionId": chosen}
 
 
+def model_call_id(call_id_regex: str) -> Callable[[str], str]:
+    """The model's call id in an agent's toolCallId (the profile's ``call_id_regex``), so
+    that a call is one call live and in every replay, whichever process named it."""
+    def call_id_of(tool_call_id: str) -> str:
+        found = re.search(call_id_regex, tool_call_id) if call_id_regex else None
+        return found.group("id") if found else tool_call_id
+    return call_id_of
+
+
 def write_replay(folder: Path, number: int, session_id: str | None, method: str, history: History,
-                 updates: list[dict[str, Any]]) -> Path:
+                 updates: list[dict[str, Any]], call_id_regex: str = "") -> Path:
     """Keep the updates a load replayed as the file the ``acp-replay`` reader reads: a header
-    (the prompts sent, the tool calls seen to finish live), then the updates, one a line."""
+    (the prompts sent, the tool calls seen to finish live), then the updates, one a line —
+    each toolCallId written as the model's call id it holds when the profile says where."""
     folder.mkdir(mode=0o700, exist_ok=True)
     path = folder / REPLAY_NAME.format(n=number)
     finished = {u.call_id for u in history.of(TurnUpdate) if u.kind == "tool_call" and u.call_id
                 and u.status in ("completed", "failed")}
     header = {"acp_replay": 1, "sessionId": session_id, "method": method,
               "prompts": [i.text for i in history.of(UserInput)], "finished_live": sorted(finished)}
+    if call_id_regex:
+        header["call_id_regex"] = call_id_regex
+        call_id_of = model_call_id(call_id_regex)
+        updates = [{**u, "toolCallId": call_id_of(u["toolCallId"])} if isinstance(u.get("toolCallId"), str) else u
+                   for u in updates]
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in [header, *updates]),
                     encoding="utf-8")
     return path

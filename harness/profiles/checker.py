@@ -226,7 +226,10 @@ class ProfileChecker:
                        cancel=self.one_of("acp.cancel", table.cancel, list(ACP_CANCELS)),
                        resume_method=self.one_of("acp.resume_method", table.resume_method, list(ACP_RESUME_METHODS)),
                        permission=self.one_of("acp.permission", table.permission, list(ACP_PERMISSIONS)),
-                       reader=self.one_of("acp.reader", table.reader, list(ACP_READERS)))
+                       reader=self.one_of("acp.reader", table.reader, list(ACP_READERS)),
+                       call_id_regex=table.call_id_regex)
+        if table.call_id_regex:
+            self.regex("acp.call_id_regex", table.call_id_regex, groups={"id"})
         if table.client_capabilities is not None:
             spec = dataclasses.replace(spec, client_capabilities=table.client_capabilities)
         return spec

@@ -119,6 +119,9 @@ class AcpSpec(CommandSpec):
     resume_method: str = "session/load"
     permission: str = "allow"
     reader: str = "acp-replay"
+    # Where the agent's toolCallId holds the model's call id (group ``id``), for an agent that
+    # mints its own per process (kimi-cli: "<uuid>/<call id>"); empty: the toolCallId is it.
+    call_id_regex: str = ""
     client_capabilities: Mapping[str, Any] = field(default_factory=lambda: {
         "fs": {"readTextFile": False, "writeTextFile": False}, "terminal": False})
 

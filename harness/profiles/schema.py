@@ -63,6 +63,7 @@ class AcpTable(_Table, frozen=True, forbid_unknown_fields=True):
     resume_method: str = "session/load"
     permission: str = "allow"
     reader: str = "acp-replay"
+    call_id_regex: str = ""
     client_capabilities: dict[str, Any] | None = None
 
 

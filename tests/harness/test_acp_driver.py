@@ -103,6 +103,20 @@ def test_the_session_load_replay_is_the_durable_history_the_log_checks_read(prof
     assert not counted_failures(result)
 
 
+@pytest.mark.slow(reason="a task run of the stand-in agent over ACP, killed and loaded twice")
+def test_a_replay_ends_with_the_loads_answer(profile, tmp_path):
+    """The stand-in sends the session's commands in the same write as its answer to a load,
+    as opencode does: read with the answer, they are still no part of the replay."""
+    work = WorkItem(load_task(TASKS_DIR / "interrupt-restart"), "acp", "http", 1)
+    result = asyncio.run(run_item(profile, work, keep=tmp_path)).result
+    replays = sorted(Path(result.evidence["run_dir"]).glob("acp-replays/replay-*.jsonl"))
+    assert replays
+    for replay in replays:
+        kinds = [json.loads(line).get("sessionUpdate") for line in replay.read_text().splitlines()[1:]]
+        assert "user_message_chunk" in kinds and "available_commands_update" not in kinds, (replay.name, kinds)
+    assert outcomes(result)["C2"] is Outcome.PASS
+
+
 @pytest.mark.slow(reason="a task run of the stand-in agent over ACP per fault")
 @pytest.mark.parametrize("fault, task, check", FAULTS, ids=[f[0] for f in FAULTS])
 def test_each_fault_fails_its_check_and_no_other(profile, fault, task, check):
@@ -163,11 +177,49 @@ def test_a_permission_asked_for_a_stopped_turn_is_answered_cancelled(profile):
     assert not counted_failures(result)
 
 
+@pytest.mark.slow(reason="a task run of the stand-in agent over ACP")
+def test_a_call_first_announced_by_its_permission_request_is_judged_at_stop(profile):
+    """Gemini CLI announces a call only in the permission request that carries it: a call
+    running at Stop it then reports completed is still seen running at Stop (C3)."""
+    announcing = dataclasses.replace(profile, env={**profile.env, "STANDIN_ACP_ANNOUNCE": "permission"})
+    result = run(announcing, "interrupt-cancel", mutant="acp-stopped-tool-completed")
+    c3 = next(c for c in result.checks if c.check == "C3")
+    assert c3.outcome is Outcome.FAIL, c3.evidence
+    assert "was reported completed" in c3.evidence.summary + str(c3.evidence.items)
+
+
+@pytest.mark.slow(reason="a task run of the stand-in agent over ACP")
+def test_a_prompt_answered_after_the_run_failed_is_settled(profile):
+    """The server refuses the request after a Stop, so the run ends before the next prompt is
+    settled; the agent still answered that prompt, and C1 judges the answer it read. The
+    refused request's history could not be read: C5 cannot tell whether it kept the text."""
+    forgetting = dataclasses.replace(profile, env={**profile.env, "STANDIN_ACP_FORGET_STOPPED": "yes"})
+    result = run(forgetting, "interrupt-cancel")
+    assert "the server refused request 2" in (result.reason or ""), result.reason
+    c1, c5 = (next(c for c in result.checks if c.check == name) for name in ("C1", "C5"))
+    assert c1.outcome is Outcome.PASS, c1.evidence
+    assert c5.outcome is Outcome.UNKNOWN and "refused" in c5.evidence.summary, c5.evidence
+
+
+@pytest.mark.slow(reason="a task run of the stand-in agent over ACP, killed and loaded twice")
+def test_call_ids_minted_per_process_are_read_as_the_models_call_ids(profile):
+    """kimi-cli names a call "<uuid>/<call id>" with a uuid each process draws anew: the
+    profile's call_id_regex names the model's call id in it, so replays of one history match."""
+    minting = dataclasses.replace(with_acp(profile, call_id_regex="/(?P<id>[^/]+)$"),
+                                  env={**profile.env, "STANDIN_ACP_CALL_IDS": "per-process"})
+    result = run(minting, "interrupt-restart")
+    assert result.status is RunStatus.RAN, result.reason
+    for check in ("C2", "C7", "C10", "C11"):
+        assert outcomes(result)[check] is Outcome.PASS, (check, result.checks)
+    assert not counted_failures(result)
+
+
 @pytest.mark.parametrize("key, value, problem", [
     ("cancel", "interrupt", "acp.cancel: 'interrupt' is not one of session/cancel, $/cancel_request"),
     ("resume_method", "session/fork", "acp.resume_method: 'session/fork' is not one of session/load, session/resume"),
     ("permission", "ask", "acp.permission: 'ask' is not one of allow, reject"),
     ("stop_on", "x", "acp.stop_on: unknown key in [acp]"),
+    ("call_id_regex", "/(?P<call>.+)", "acp.call_id_regex: needs the named group(s) id"),
 ])
 def test_a_bad_acp_section_is_refused_naming_the_item(key, value, problem):
     data = {"name": "x", "acp": {"command": ["agent", "--acp"], key: value}}

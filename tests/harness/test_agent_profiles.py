@@ -29,8 +29,9 @@ VALUES = {"base_url": "http://127.0.0.1:9/v1", "url": "http://127.0.0.1:9", "api
 def test_an_agent_profile_names_its_catalog_entry_and_reader(name):
     profile = load_profile(name)
     assert profile.agent in AGENTS and (profile.log_reader in READERS or profile.log_reader == NO_READER)
-    assert profile.headless is not None
-    assert not any("{api_key}" in part for part in profile.headless.command)  # argv is readable by every user
+    commands = [spec.command for spec in (profile.headless, profile.acp) if spec is not None]
+    assert commands  # headless, or ACP only (an adapter such as claude-agent-acp has no other mode)
+    assert not any("{api_key}" in part for command in commands for part in command)  # argv is readable by every user
     assert not any("{api_key}" in f["content"] for f in profile.files)  # no file holds the key
 
 

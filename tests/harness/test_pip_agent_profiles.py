@@ -62,7 +62,8 @@ def test_the_profile_pins_what_the_catalog_installs(name):
     agent = AGENTS[profile.agent]
     assert profile.agent == name and agent.registry == "pypi"
     assert agent.version in profile.description
-    assert profile.headless is not None and profile.drivers() == ["subprocess"]
+    acp = ["acp"] if name == "kimi-cli" else []  # `kimi acp` serves ACP too
+    assert profile.headless is not None and profile.drivers() == ["subprocess", *acp]
     assert profile.log_reader == {"kimi-cli": "kimi-cli", "llm": "llm-logs"}.get(name, "none")
 
 

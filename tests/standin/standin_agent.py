@@ -30,6 +30,7 @@ import sys
 import tempfile
 import threading
 import time
+import uuid
 from collections import namedtuple
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -1108,23 +1109,47 @@ class AcpAgent(Agent):
             args = json.loads(call["function"]["arguments"] or "{}")
         except ValueError:
             args = None
-        tool = {"toolCallId": cid, "title": call["function"]["name"], "kind": "execute", "rawInput": args}
-        self.server.update(self.session_id, {"sessionUpdate": "tool_call", "status": "pending", **tool})
+        tool = {"toolCallId": acp_call_id(cid), "title": call["function"]["name"], "kind": "execute",
+                "rawInput": args}
+        # STANDIN_ACP_ANNOUNCE=permission: the call is first announced by the permission request
+        # that carries it, and never reported in progress (as Gemini CLI does).
+        in_permission = os.environ.get("STANDIN_ACP_ANNOUNCE") == "permission"
+        if in_permission:
+            tool["status"] = "pending"
+        else:
+            self.server.update(self.session_id, {"sessionUpdate": "tool_call", "status": "pending", **tool})
         allowed = self.server.permission(self.session_id, tool, self.stop)
         if not allowed:
             self.answer(cid, "[not run: permission was not given]", aborted=True)
         else:
-            self.server.update(self.session_id, {"sessionUpdate": "tool_call_update", "toolCallId": cid,
-                                                 "status": "in_progress"})
+            if not in_permission:
+                self.server.update(self.session_id, {"sessionUpdate": "tool_call_update", "toolCallId": tool["toolCallId"],
+                                                     "status": "in_progress"})
             super().run_tool(call)
         if self.stop.requested() and os.environ.get("STANDIN_ACP_ASK_AFTER_CANCEL") == "yes":
             # asked once more for the stopped call (a client must answer "cancelled"), waiting for the answer
             self.server.permission(self.session_id, tool, Stopper(None, None))
         result = self.doc["messages"][-1]
+        if result.get("aborted") and os.environ.get("STANDIN_ACP_FORGET_STOPPED") == "yes":
+            # STANDIN_ACP_FORGET_STOPPED=yes: no result kept for a stopped call, none made up for it
+            # either, so the next request is unbalanced and the server refuses it (as Gemini CLI's was)
+            self.doc["messages"].pop()
+            self.save()
+            self.faults = self.faults | {"unanswered-dangling"}
         failed = result.get("aborted") and "acp-stopped-tool-completed" not in self.faults
         self.server.update(self.session_id, {
-            "sessionUpdate": "tool_call_update", "toolCallId": cid, "status": "failed" if failed else "completed",
+            "sessionUpdate": "tool_call_update", "toolCallId": tool["toolCallId"], "status": "failed" if failed else "completed",
             "content": [{"type": "content", "content": {"type": "text", "text": result.get("content") or ""}}]})
+
+
+# STANDIN_ACP_CALL_IDS=per-process: a tool call's ACP id is the model's call id under a prefix
+# each process draws anew, so a load names the same call otherwise than the live turn did (as
+# kimi-cli does: "<uuid>/<call id>").
+CALL_ID_PREFIX = f"{uuid.uuid4()}/" if os.environ.get("STANDIN_ACP_CALL_IDS") == "per-process" else ""
+
+
+def acp_call_id(call_id):
+    return f"{CALL_ID_PREFIX}{call_id}" if call_id else call_id
 
 
 class AcpServer:
@@ -1238,7 +1263,11 @@ class AcpServer:
         if method == "session/load":
             if "acp-no-load" in self.faults:
                 return {"error": {"code": METHOD_NOT_FOUND, "message": "session/load is not implemented"}}
-            return self.take_up(str(params.get("sessionId")), replay=True)
+            answer = self.take_up(str(params.get("sessionId")), replay=True)
+            self.send({"id": request_id, **answer}, {  # the session's commands in the same write, as opencode
+                "method": "session/update", "params": {"sessionId": params.get("sessionId"), "update": {
+                    "sessionUpdate": "available_commands_update", "availableCommands": []}}})
+            return None
         if method == "session/resume":  # as a load, without the replay
             return self.take_up(str(params.get("sessionId")), replay=False)
         if method == "session/prompt":
@@ -1330,11 +1359,11 @@ class AcpServer:
                     except ValueError:
                         args = None
                     agent.server.update(agent.session_id, {
-                        "sessionUpdate": "tool_call", "toolCallId": call["id"], "title": call["function"]["name"],
+                        "sessionUpdate": "tool_call", "toolCallId": acp_call_id(call["id"]), "title": call["function"]["name"],
                         "kind": "execute", "status": "pending", "rawInput": args})
             elif m["role"] == "tool":
                 agent.server.update(agent.session_id, {
-                    "sessionUpdate": "tool_call_update", "toolCallId": m.get("tool_call_id"),
+                    "sessionUpdate": "tool_call_update", "toolCallId": acp_call_id(m.get("tool_call_id")),
                     "status": "failed" if m.get("aborted") else "completed",
                     "content": [{"type": "content", "content": content}]})
 
