@@ -39,7 +39,9 @@ PINS = {"opencode": ("npm", "opencode-ai", "1.18.33"), "codex": ("npm", "@openai
         "copilot": ("npm", "@github/copilot", "1.0.102"), "kilo": ("npm", "@kilocode/cli", "7.7.7"),
         "continue": ("npm", "@continuedev/cli", "1.5.47"), "cline": ("npm", "cline", "3.0.65"),
         "gemini-cli": ("npm", "@google/gemini-cli", "0.61.0"), "gptme": ("pypi", "gptme", "0.35.1"),
-        "openhands": ("pypi", "openhands", "1.16.0")}
+        "openhands": ("pypi", "openhands", "1.16.0"),
+        "claude-agent-acp": ("npm", "@zed-industries/claude-agent-acp", "0.23.1"),
+        "codex-acp": ("npm", "@zed-industries/codex-acp", "0.16.0")}
 
 
 @pytest.fixture
@@ -115,7 +117,7 @@ def test_python_spec_errors():
 
 
 def test_unknown_agent():
-    with pytest.raises(UnknownAgent, match="known: aider, claude-code, "):
+    with pytest.raises(UnknownAgent, match="known: aider, claude-agent-acp, claude-code, "):
         install_dir("nope")
 
 
