@@ -28,14 +28,17 @@ browser:
 eval: $(STAMP)
 	$(VENV)/bin/stopbench run --agent reference --jobs 2 --report-dir reports
 
+# Tests run on every core (pytest-xdist): most of them wait on an agent, a server or a beacon,
+# and none depends on the machine being quiet. TEST_WORKERS=0 runs them in one process.
+TEST_WORKERS ?= auto
 test: lint typecheck layers browser $(STAMP)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(TEST_WORKERS)
 	PYTHON=$(PYTHON) bash scripts/wheel_check.sh
 
 # The fast lane, after every edit: every test not marked slow (pytest -m "not slow"), well
 # under a minute; `make test` runs them all, the conformance suite and the wheel check too.
 test-fast: $(STAMP)
-	$(PY) -m pytest -q -m "not slow"
+	$(PY) -m pytest -q -m "not slow" -n $(TEST_WORKERS)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check harness fake_server reference_agent tests benchmarks conftest.py

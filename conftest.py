@@ -189,7 +189,10 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     import tempfile
 
     global _SESSION_TMP, _SESSION_RUN
-    _SESSION_TMP = Path(tempfile.mkdtemp(prefix="stopbench-tests-"))
+    # Beside, not inside, the folder of the session that started this one (pytest-xdist's workers
+    # inherit its TMPDIR): a socket path under two such folders is past what a Unix socket takes.
+    parent = os.environ.setdefault("STOPBENCH_TESTS_TMP_PARENT", tempfile.gettempdir())
+    _SESSION_TMP = Path(tempfile.mkdtemp(prefix="stopbench-tests-", dir=parent))
     tempfile.tempdir = str(_SESSION_TMP)
     os.environ["TMPDIR"] = str(_SESSION_TMP)
     _isolate_from_the_user(_SESSION_TMP)
