@@ -31,7 +31,7 @@ from typing import Any
 
 from harness.containment.procs import ProcRef, kill_tree, signal_group
 from harness.drivers.acp_rpc import CLOSE_GRACE_S, METHOD_NOT_FOUND, AcpConnection, AgentProcess, Answer
-from harness.drivers.acp_turns import REPLAY_DIR, AcpTurn, model_call_id, permission_outcome, write_replay
+from harness.drivers.acp_turns import REPLAY_DIR, AcpTurn, answers_due, model_call_id, permission_outcome, write_replay
 from harness.drivers.base import AgentContext, DriverBase, DriverError, Unsupported, values_for
 from harness.model import ProcessExit, Settlement, StopDelivery
 from harness.model.history import History
@@ -371,6 +371,8 @@ class AcpDriver(DriverBase):
         """``session/close`` when advertised, the process ended; then the session is loaded
         once more in a fresh process, so the reader sees what the agent kept of the whole run."""
         agent = self._agent
+        if agent is not None and self._alive():
+            await answers_due(self._turns, agent.closed, CLOSE_GRACE_S)
         if agent is not None and self._alive() and self._session_id and self.rpc.advertised("session/close"):
             try:  # an error answer is noted as a protocol problem by _result_of
                 _, answer = await asyncio.wait_for(self._request("session/close", {"sessionId": self._session_id}),

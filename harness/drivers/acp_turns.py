@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -113,6 +113,22 @@ class AcpTurn:
                  f"{', '.join(STOP_REASONS)}")
         return Settlement(mono_ns=read_ns, reason=reason, source=None, how=f"{where} stopReason {stop_reason!r}",
                           pid=pid)
+
+
+async def answers_due(turns: Sequence[AcpTurn], closed: asyncio.Event, grace_s: float) -> None:
+    """Prompts not answered yet when the steps are over (the run failed before a settle step):
+    their answers, or the agent's output ending, are waited for before the agent is ended, so
+    C1 never depends on which came first. ``grace_s`` is the failsafe: a prompt still
+    unanswered then was never answered while the agent lived."""
+    due = [t.response for t in turns if not t.response.done()]
+    if not due:
+        return
+    answered, ended = asyncio.ensure_future(asyncio.wait(due)), asyncio.ensure_future(closed.wait())
+    try:
+        await asyncio.wait([answered, ended], timeout=grace_s, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        answered.cancel()
+        ended.cancel()
 
 
 def permission_outcome(turn: AcpTurn | None, params: Any, permission: str) -> dict[str, Any]:

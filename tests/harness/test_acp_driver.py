@@ -201,6 +201,19 @@ def test_a_prompt_answered_after_the_run_failed_is_settled(profile):
     assert c5.outcome is Outcome.UNKNOWN and "refused" in c5.evidence.summary, c5.evidence
 
 
+@pytest.mark.slow(reason="a task run of the stand-in agent over ACP")
+def test_a_prompt_answered_after_the_steps_are_over_is_waited_for_at_close(profile):
+    """The run ended (the server refused the request after a Stop) while the agent was still to
+    answer its prompt: the client waits for that answer before it ends the agent, so whether C1
+    reads it does not depend on which comes first, the harness's close or the agent's answer."""
+    slow = dataclasses.replace(profile, env={**profile.env, "STANDIN_ACP_FORGET_STOPPED": "yes",
+                                             "STANDIN_ACP_ANSWER_DELAY_S": "0.5"})
+    result = run(slow, "interrupt-cancel")
+    assert "the server refused request 2" in (result.reason or ""), result.reason
+    c1 = next(c for c in result.checks if c.check == "C1")
+    assert c1.outcome is Outcome.PASS, c1.evidence
+
+
 @pytest.mark.slow(reason="a task run of the stand-in agent over ACP, killed and loaded twice")
 def test_call_ids_minted_per_process_are_read_as_the_models_call_ids(profile):
     """kimi-cli names a call "<uuid>/<call id>" with a uuid each process draws anew: the

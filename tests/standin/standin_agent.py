@@ -1330,6 +1330,9 @@ class AcpServer:
         # The session's own update, as real agents send it after a turn: no part of the turn.
         commands = {"method": "session/update", "params": {"sessionId": agent.session_id, "update": {
             "sessionUpdate": "available_commands_update", "availableCommands": []}}}
+        # STANDIN_ACP_ANSWER_DELAY_S=S: an agent slow to answer a prompt whose turn is over (a
+        # real one reports an error its model request met only after it is done with it)
+        time.sleep(float(os.environ.get("STANDIN_ACP_ANSWER_DELAY_S") or 0))
         self.send({"id": request_id, "result": {"stopReason": reason}}, *late, commands)
 
     def replay(self, agent: AcpAgent) -> None:
