@@ -83,8 +83,15 @@ class ScenarioCursor:
         raise Exhausted(
             f"scenario '{self.scenario.name}' ({self.scenario.source}) has no response left for this "
             f"request: {len(self.scenario.responses)} responses, {left} unused, none of them matches "
-            f"(last turn role: {turn['role'] if turn else None!r}, tools offered: {offered}, "
+            f"(last turn role: {turn['role'] if turn else None!r}, "
+            f"text: {_excerpt(turn['text']) if turn else None!r}, tools offered: {offered}, "
             f"shell tool: {canonical['shell_tool'] or 'none'})")
+
+
+def _excerpt(text: str, limit: int = 120) -> str:
+    """The start of a turn's text, for a refusal that says which request it could not answer."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def detect_shell(parsed: Parsed, scenario: sc.Scenario) -> ShellTool | None:
