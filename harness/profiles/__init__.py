@@ -187,6 +187,7 @@ def parse_profile(data: Mapping[str, Any], path: str | Path = "<profile>") -> Pr
         watchdog_signal=c.signal("watchdog.signal", raw.watchdog.signal),
         finish_action=finish_action,
         shell_fence=c.fence(raw.shell.fence),
+        side_requests=c.side_requests(raw.side_requests),
         not_run=c.not_run(raw.not_run),
     )
 

@@ -307,6 +307,14 @@ class ProfileChecker:
         except ScenarioError as exc:
             self.fail(exc.item, exc.problem)
 
+    def side_requests(self, texts: tuple[str, ...]) -> tuple[str, ...]:
+        """Texts that mark the agent's side requests: each long enough to mark nothing else."""
+        for n, text in enumerate(texts, start=1):
+            if len(text.strip()) < 8:
+                self.fail(f"side_requests[{n}]", f"{text!r} is too short to mark only a side request (8 characters "
+                                                 "at least)")
+        return texts
+
     def fence(self, fence: str | None) -> str | None:
         if fence is not None and not fence.isalnum():
             self.fail("shell.fence", f"must be a fence language such as 'bash', not {fence!r}")

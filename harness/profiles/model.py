@@ -217,6 +217,9 @@ class Profile:
     budgets: Budgets = field(default_factory=Budgets)
     watchdog_signal: int = signal.SIGTERM  # what CI's watchdog sends an agent without a timeout option
     shell_fence: str | None = None  # no tool calling: the model's shell commands come as fenced blocks of this language
+    # Texts that mark the agent's own side requests (a suggestion of what to type next, a title):
+    # served the canned side answer and never counted among the task's requests.
+    side_requests: tuple[str, ...] = ()
     not_run: Mapping[str, str] = field(default_factory=dict)  # task name → why it cannot apply to this agent
     finish_action: FinishAction | None = None  # how the agent is told a task is done, if only its own action ends it
     warnings: tuple[str, ...] = ()  # allowed but unwise (the key on the command line): said at load and by doctor
@@ -224,11 +227,13 @@ class Profile:
     def scenario_for(self, scenario: Scenario) -> Scenario:
         """A task's scenario as this agent must be served it: the same conversation, with
         the agent's own way of ending a task where a response ends one, and its shell
-        commands as fenced blocks for an agent that calls no tools."""
-        if self.finish_action is None and self.shell_fence is None:
+        commands as fenced blocks for an agent that calls no tools, and its own side requests
+        told apart from the task's."""
+        if self.finish_action is None and self.shell_fence is None and not self.side_requests:
             return scenario
         return dataclasses.replace(scenario, finish_action=self.finish_action or scenario.finish_action,
-                                   shell_fence=self.shell_fence or scenario.shell_fence)
+                                   shell_fence=self.shell_fence or scenario.shell_fence,
+                                   side_requests=(*scenario.side_requests, *self.side_requests))
 
     def drivers(self) -> list[str]:
         """The drivers this profile can be driven by: those whose section it has

@@ -146,6 +146,7 @@ class ProfileFile(_Table, frozen=True, forbid_unknown_fields=True):
     timeouts: TimeoutsTable = TimeoutsTable()
     finish_action: FinishActionTable | None = None
     shell: ShellTable = ShellTable()
+    side_requests: tuple[str, ...] = ()
     install: Install | None = None
 
 

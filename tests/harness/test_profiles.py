@@ -216,3 +216,19 @@ def test_a_program_named_without_a_path_is_found_on_path(tmp_path, monkeypatch, 
     result = asyncio.run(run_item(profile, WorkItem(doctor_task, driver, "http", 1), retries=0)).result
     assert (result.status.value, result.reason) == ("ran", None)
     assert "echo: Look around and say hello." in str(result.evidence.get("processes") or result.evidence["screens"])
+
+
+def test_an_agents_own_side_requests_are_served_apart_from_the_tasks():
+    """Qwen Code asks its model, on its own, what the user might type next: the profile names
+    that request's text, and the task's scenario is served with it as a side request."""
+    from fake_server import load_scenario
+    from harness.tasks import TASKS_DIR
+
+    qwen = load_profile("qwen-code")
+    scenario = qwen.scenario_for(load_scenario(TASKS_DIR / "interrupt-restart" / "scenario.toml"))
+    suggestion = {"model": "stopbench-1", "stream": True, "tools": ["run_shell_command"], "shell_tool": None,
+                  "messages": [{"role": "user", "text": "[SUGGESTION MODE: Suggest what the user might type next.]",
+                                "tool_calls": [], "tool_call_id": None}]}
+    assert scenario.side_pattern(suggestion) == "[SUGGESTION MODE:"
+    with pytest.raises(ProfileError, match="side_requests\\[1\\].*too short"):
+        parse_profile({"name": "x", "headless": {"command": ["a", "{prompt}"]}, "side_requests": ["go"]})
