@@ -21,8 +21,6 @@ from dataclasses import dataclass
 
 import psutil
 
-from harness.containment.sockets import client_inodes
-
 RESET_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGQUIT, signal.SIGHUP, signal.SIGPIPE)
 
 
@@ -309,44 +307,6 @@ def signal_group(pid: int, sig: int) -> bool:
     except ProcessLookupError:
         pass  # the leader left and no process is left in its group
     return True if group == pid else signal_pid(pid, sig)
-
-
-def connection_holders(pid: int, port: int) -> list[tuple[int, int, str]]:
-    """The processes of ``pid``'s tree (itself and its descendants, wherever their session)
-    holding a TCP connection to ``port`` on this host: (pid, process group, command line)."""
-    holders = []
-    try:
-        root = psutil.Process(pid)
-        tree = [root, *root.children(recursive=True)]
-    except psutil.Error:
-        return []
-    for proc in tree:
-        try:
-            if _holds(proc.pid, port):
-                holders.append((proc.pid, os.getpgid(proc.pid), " ".join(proc.cmdline())[:200]))
-        except (ProcessLookupError, psutil.Error):
-            continue
-    return holders
-
-
-def _holds(pid: int, port: int) -> bool:
-    """Whether ``pid`` has a socket connected to ``port`` open, looked up in its own network
-    namespace's tables (psutil reads this process's, where a run's namespace lists nothing)."""
-    inodes = client_inodes(pid, port)
-    if not inodes:
-        return False
-    try:
-        fds = os.listdir(f"/proc/{pid}/fd")
-    except OSError:
-        return False
-    for fd in fds:
-        try:
-            target = os.readlink(f"/proc/{pid}/fd/{fd}")
-        except OSError:
-            continue
-        if target.startswith("socket:[") and int(target[8:-1]) in inodes:
-            return True
-    return False
 
 
 class ExitStamp:

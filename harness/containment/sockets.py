@@ -4,12 +4,16 @@
 server flushed may still sit unread in the agent's socket buffer when Stop lands, and the
 agent may rightly drop it. The kernel knows: ``/proc/net/tcp`` lists every loopback
 connection with its receive queue, so once no client socket to the server's port holds
-unread bytes, everything flushed before that moment was read by the agent process.
+unread bytes, everything flushed before that moment was read by the agent process. The same
+tables tell which of the agent's processes holds its model connection (``connection_holders``).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Iterator
+
+import psutil
 
 TCP_TABLES = ("/proc/net/tcp", "/proc/net/tcp6")
 
@@ -54,3 +58,68 @@ def _clients(server_port: int, tables: Iterable[str]) -> Iterator[list[str]]:
             # addresses are HEXIP:HEXPORT
             if int(fields[2].rsplit(":", 1)[1], 16) == server_port:
                 yield fields
+
+
+def connection_holders(pid: int, port: int) -> list[tuple[int, int, str]]:
+    """The processes of ``pid``'s tree (itself and its descendants, wherever their session)
+    holding a TCP connection to ``port`` on this host: (pid, process group, command line).
+
+    It runs right after a Stop, while a latency is being timed, so it reads as little as it can:
+    the connections from one table (that of ``pid``'s network namespace, which its whole tree
+    shares), the tree from the kernel's lists of each task's children (not a scan of every
+    process on the machine), and a command line only for a holder."""
+    inodes = client_inodes(pid, port)
+    if not inodes:
+        return []
+    holders = []
+    for member in _tree(pid):
+        try:
+            if _holds(member, inodes):
+                with open(f"/proc/{member}/cmdline", "rb") as f:
+                    command = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+                holders.append((member, os.getpgid(member), command[:200]))
+        except (ProcessLookupError, OSError):
+            continue
+    return holders
+
+
+def _tree(pid: int) -> list[int]:
+    """``pid`` and its descendants, from ``/proc/<pid>/task/<tid>/children`` (psutil's scan
+    of every process where the kernel keeps no such lists)."""
+    if not os.path.exists(f"/proc/{pid}/task/{pid}/children"):
+        try:
+            root = psutil.Process(pid)
+            return [pid, *(p.pid for p in root.children(recursive=True))]
+        except psutil.Error:
+            return [pid]
+    found, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        found.append(current)
+        try:
+            tasks = os.listdir(f"/proc/{current}/task")
+        except OSError:
+            continue
+        for tid in tasks:
+            try:
+                with open(f"/proc/{current}/task/{tid}/children", encoding="ascii") as f:
+                    todo.extend(int(child) for child in f.read().split())
+            except OSError:
+                continue
+    return found
+
+
+def _holds(pid: int, inodes: set[int]) -> bool:
+    """Whether ``pid`` has one of the sockets ``inodes`` open."""
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return False
+    for fd in fds:
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith("socket:[") and int(target[8:-1]) in inodes:
+            return True
+    return False

@@ -16,7 +16,8 @@ import time
 from collections.abc import Mapping
 from urllib.parse import urlsplit
 
-from harness.containment.procs import ExitStamp, ProcRef, connection_holders, kill_tree, signal_group, signal_pid, spawn
+from harness.containment.procs import ExitStamp, ProcRef, kill_tree, signal_group, signal_pid, spawn
+from harness.containment.sockets import connection_holders
 from harness.drivers.base import AgentContext, DriverBase, DriverError, ProfileMisfit, Unsupported, exit_of, values_for
 from harness.drivers.output import OutputBuffer, pump
 from harness.model import ProcessExit, Settlement, StopDelivery
@@ -113,30 +114,35 @@ class HeadlessDriver(DriverBase):
         if self._proc is None:
             raise DriverError("Stop before any turn was started")
         sig = signal.Signals[signal_name] if signal_name else signal.Signals(self.ctx.profile.stop_signal)
+        # Who holds the model connection, looked up just before the Stop (whom it reaches does
+        # not change with it): after it, the lookup would share the loop with the latency timed.
+        holders = await self._holders() if phase == "stream" and self.turn_running() else None
         running = self.turn_running()
         stop_ns = time.monotonic_ns()
         # As a terminal's Ctrl-C (or CI's `timeout`) does: to the agent's whole process group.
         delivered = running and signal_group(self._proc.pid, sig)
         self._expect = "timeout" if source == "timeout" else "stopped"
         how = f"{'watchdog' if by == 'watchdog' else 'signal'}:{sig.name}"
-        missed = await self._missed_holder(sig) if delivered and phase == "stream" else None
+        missed = self._missed_holder(sig, holders) if delivered and holders is not None else None
         return self._record_stop(source, how, phase, delivered, stop_ns, request, window,
                                  chunks_seen=chunks_seen, by=by, missed=missed)
 
-    async def _missed_holder(self, sig: signal.Signals) -> str | None:
-        """Which process holds the model connection, when the Stop just sent to the agent's
-        process group did not reach it (looked up after delivery, so it delays nothing). The
-        answer goes into the run's profile fit either way: the signalled process is the one
-        that talks to the model, or it is not (with the holders: the process tree that shows it)."""
+    async def _holders(self) -> list[tuple[int, int, str]] | None:
+        """The processes of the agent's tree holding the model connection (None: no port to look for)."""
         assert self._proc is not None
         port = urlsplit(str(self.ctx.values.get("base_url", ""))).port
-        if port is None:
-            return None
-        holders = await asyncio.to_thread(connection_holders, self._proc.pid, port)
+        return None if port is None else await asyncio.to_thread(connection_holders, self._proc.pid, port)
+
+    def _missed_holder(self, sig: signal.Signals, holders: list[tuple[int, int, str]]) -> str | None:
+        """Which process holds the model connection, when the Stop just sent to the agent's
+        process group did not reach it. The answer goes into the run's profile fit either way:
+        the signalled process is the one that talks to the model, or it is not (with the
+        holders: the process tree that shows it)."""
+        assert self._proc is not None
         what, rule = "the signalled process holds the model connection", f"{sig.name} to the agent's process group"
         expected = "at a Stop while the model streams"
-        if not holders:  # let go of at once, as a stream the Stop reached is
-            self.fit.matched(what, rule, expected, "no process held the model connection any more just after the Stop")
+        if not holders:  # already let go of when the Stop came
+            self.fit.matched(what, rule, expected, "no process held the model connection when the Stop came")
             return None
         if any(group == self._proc.pid for _, group, _ in holders):
             self.fit.matched(what, rule, expected, f"process group {self._proc.pid} holds it")

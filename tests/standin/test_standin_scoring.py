@@ -158,3 +158,28 @@ def test_dying_of_the_stop_signal_is_truthful_about_being_stopped(profile):
     assert checks["C8"].non_strict and "died by SIGINT" in checks["C8"].evidence.summary
     assert checks["C12"].outcome is Outcome.PASS, checks["C12"].evidence
     assert counted_failures(result) == ["C5"], [(c.check, c.evidence.summary) for c in result.checks]
+
+
+def test_who_holds_the_model_connection_is_looked_up_before_the_stop_not_while_it_is_timed(profile, monkeypatch):
+    """The lookup reads the kernel's tables in a thread: run after the Stop it shared the
+    harness's loop with the latency being timed (L2 read 2.4 ms more, `stopbench calibrate`).
+    Whom a Stop reaches does not change with it, so it is done just before."""
+    import time
+
+    from harness.drivers import headless
+
+    looked_up: list[int] = []
+
+    def holders(pid, port):
+        found = real(pid, port)
+        looked_up.append(time.monotonic_ns())
+        return found
+
+    real = headless.connection_holders
+    monkeypatch.setattr(headless, "connection_holders", holders)
+    work = WorkItem(load_task(TASKS_DIR / "http-stream-cancel"), "subprocess", "http", 1)
+    outcome = asyncio.run(run_item(profile, work))
+    (stop,) = [s for s in outcome.observation.stops if s.phase == "stream"]
+    assert looked_up and looked_up[0] < stop.mono_ns
+    fit = outcome.result.evidence["profile_fit"]
+    assert fit["fits"] == "yes", fit
