@@ -17,6 +17,7 @@ and the latency samples they timed, and names what it replaced in ``run.publishe
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -43,8 +44,10 @@ def published_name(run: RunResult) -> str:
 
 def published(run: RunResult, note_text: str = "") -> RunResult:
     """``run`` with only what a leaderboard renders (module docstring), and ``note_text``
-    (how it was measured, for the reader) when given."""
+    (how it was measured, for the reader) when given. Paths of the machine it ran on are
+    shortened (``local``): a tracked file says where in a run, not where on someone's disk."""
     note = {**(run.run.get("published") or {}), "kept": PUBLISHED_KEEPS, **({"note": note_text} if note_text else {})}
+    note["replaced"] = [{**r, "from": local_file(str(r.get("from", "")))} for r in note.get("replaced", [])]
     return dataclasses.replace(run, run={**run.run, "published": note},
                                tasks=tuple(_task(t) for t in run.tasks), concurrent=())
 
@@ -70,7 +73,7 @@ def merged(base: RunResult, later: Sequence[RunResult], names: Sequence[str]) ->
         taken = {t.split("[")[0] for t, _, _ in keys}  # a task's variants share its files' digests
         digests = {kind: {k: v for k, v in table.items() if k in taken}
                    for kind, table in (run.run.get("digests") or {}).items() if isinstance(table, Mapping)}
-        replaced.append({"from": name, "started": run.run.get("started"),
+        replaced.append({"from": local_file(name), "started": run.run.get("started"),
                          "stopbench_version": run.run.get("stopbench_version"), "digests": digests,
                          "task_runs": sorted(f"{t} ({d}, {a})" for t, d, a in keys)})
     note = dict(base.run.get("published") or {})
@@ -87,14 +90,43 @@ def _sample_key(sample: LatencySample) -> tuple[str, str, str]:
 
 
 def _task(task: TaskResult) -> TaskResult:
-    evidence: dict[str, Any] = {k: task.evidence[k] for k in KEPT_EVIDENCE if task.evidence.get(k)}
+    evidence: dict[str, Any] = {k: _localized(task.evidence[k]) for k in KEPT_EVIDENCE if task.evidence.get(k)}
     fit = task.evidence.get("profile_fit")
     if isinstance(fit, Mapping):
         expectations = [{k: v for k, v in e.items() if k not in DROPPED_FROM_FIT}
                         for e in fit.get("expectations") or () if isinstance(e, Mapping)]
         evidence["profile_fit"] = {**fit, "expectations": expectations}
-    return dataclasses.replace(task, checks=tuple(_check(c) for c in task.checks), timeline=(), evidence=evidence)
+    reason = local(task.reason) if task.reason else task.reason
+    return dataclasses.replace(task, checks=tuple(_check(c) for c in task.checks), timeline=(), evidence=evidence,
+                               reason=reason)
 
 
 def _check(check: CheckResult) -> CheckResult:
-    return dataclasses.replace(check, evidence=Evidence(check.evidence.summary))
+    return dataclasses.replace(check, evidence=Evidence(local(check.evidence.summary)))
+
+
+# A task run's own folder, wherever its run kept it (``<report dir>/runs/<run>/``) or made it
+# (``<temp>/stopbench-<tag>/``): what follows it is the same on every machine.
+RUN_FOLDER = re.compile(r"(?:/[^\s'\"/]+)*?/(?:runs/[^\s'\"/]+|stopbench-[^\s'\"/]+)/")
+
+
+def local(text: str) -> str:
+    """``text`` with each task run's folder written ``<run folder>/``."""
+    return RUN_FOLDER.sub("<run folder>/", text)
+
+
+def _localized(value: Any) -> Any:
+    """``value`` with ``local`` applied to every text in it."""
+    if isinstance(value, str):
+        return local(value)
+    if isinstance(value, Mapping):
+        return {k: _localized(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_localized(v) for v in value]
+    return value
+
+
+def local_file(path: str) -> str:
+    """A results file named by its folder and name alone (``recheck-codex/results.json``)."""
+    parts = path.rstrip("/").split("/")
+    return "/".join(parts[-2:])

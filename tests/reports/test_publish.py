@@ -152,3 +152,21 @@ def test_the_tracked_leaderboard_is_what_its_results_render_and_holds_no_secret(
     assert report_main([*map(str, files), "--md", str(out)]) == 0
     assert out.read_text() == (REPO / "leaderboard" / "README.md").read_text(), "run: make leaderboard"
     assert load_results(files[0]).tasks
+
+
+def test_a_published_file_names_no_folder_of_the_machine_it_ran_on():
+    """A tracked leaderboard says where in a run, not where on someone's disk: run folders
+    become <run folder>/, and a merged file is named by its folder and name alone."""
+    from harness.model import CheckResult, Evidence, Outcome, RunResult, TaskResult, Tier
+    from harness.report.publish import merged, published
+
+    kept = "/tmp/findings-x/runs/log-torn-tail_subprocess_-http-r1-try1/home/.x/s.jsonl:8: not JSON"
+    made = "/tmp/stopbench-o1-2-ab_c/home/trajectory.json"
+    check = CheckResult("C2", Outcome.FAIL, Evidence(f"the session log could not be read: {kept}"), Tier.MANDATORY)
+    task = TaskResult("log-torn-tail", "a", "http", 1, (check,), driver="subprocess", reason=f"saved {made}",
+                      evidence={"log_error": kept})
+    run = RunResult({"agent": "a", "agent_version": "1"}, (task,), ())
+    out = published(merged(run, [run], ["/tmp/recheck-a/results.json"]))
+    text = json.dumps(out.to_json())
+    assert "/tmp/" not in text
+    assert "<run folder>/home/.x/s.jsonl:8" in text and "recheck-a/results.json" in text
