@@ -64,7 +64,6 @@ class Ended:
     written: list[Path]
     incomplete: str | None
     rescued: bool  # the reports had to go to a temporary folder
-    kept: Path | None  # where the task runs' folders were kept (--keep)
 
 
 @dataclass
@@ -160,7 +159,7 @@ class RunSession:
             run = self.snapshot(incomplete)
             written, rescued = write_reports_somewhere(run, self.report_dir)
             summary(run, written)
-        return Ended(run, written, incomplete, rescued, self.keep)
+        return Ended(run, written, incomplete, rescued)
 
 
 def resumed(path: str, profile: Profile, items: Sequence[WorkItem],
